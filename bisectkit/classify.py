@@ -1,0 +1,94 @@
+"""Built-in classification: ``--good-if/--bad-if/--skip-if`` rules and the exit-status convention."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pluggy
+
+from bisectkit import hookspecs
+from bisectkit.engine import Verdict
+from bisectkit.hookspecs import hookimpl
+from bisectkit.runner import Outcome
+from bisectkit.step import Step
+
+#: When several rules match, the first verdict in this order wins.
+_PRECEDENCE: tuple[Verdict, ...] = ("bad", "skip", "good")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Regexes searched in the repro's combined output; they override the exit status."""
+
+    good_if: tuple[str, ...] = ()
+    bad_if: tuple[str, ...] = ()
+    skip_if: tuple[str, ...] = ()
+
+    def compiled(self) -> dict[Verdict, list[re.Pattern[str]]]:
+        return {
+            "bad": [re.compile(p, re.MULTILINE) for p in self.bad_if],
+            "skip": [re.compile(p, re.MULTILINE) for p in self.skip_if],
+            "good": [re.compile(p, re.MULTILINE) for p in self.good_if],
+        }
+
+
+class RulesPlugin:
+    """``--bad-if`` beats ``--skip-if`` beats ``--good-if``; timeouts are skips."""
+
+    def __init__(self, rules: Rules) -> None:
+        self._patterns = rules.compiled()
+
+    @hookimpl
+    def bisectkit_classify(self, step: Step, outcome: Outcome) -> Verdict | None:
+        if outcome.timed_out:
+            step.reason = outcome.describe()
+            return "skip"
+        for verdict in _PRECEDENCE:
+            for pattern in self._patterns[verdict]:
+                match = pattern.search(outcome.output)
+                if match:
+                    step.reason = f"{outcome.describe()}, matched --{verdict}-if {pattern.pattern!r}"
+                    return verdict
+        return None
+
+
+class ExitStatusPlugin:
+    """``git bisect run``'s convention: 0 good, 125 skip, 1-127 bad, else abort (None)."""
+
+    @hookimpl(trylast=True)
+    def bisectkit_classify(self, step: Step, outcome: Outcome) -> Verdict | None:
+        status = outcome.exit_status
+        if status is None or status >= 128 or status < 0:
+            return None
+        step.reason = outcome.describe()
+        if status == 0:
+            return "good"
+        if status == 125:
+            return "skip"
+        return "bad"
+
+
+def make_plugin_manager(rules: Rules, extra: Sequence[object] = ()) -> pluggy.PluginManager:
+    """Build the plugin manager for one bisection (never at import time)."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(ExitStatusPlugin(), name="exit-status")
+    pm.register(RulesPlugin(rules), name="rules")
+    for plugin in extra:
+        pm.register(plugin)
+    pm.check_pending()
+    return pm
+
+
+def validate_rules(rules: Rules) -> str | None:
+    """Error message for the first invalid regex, or ``None``."""
+    for name, patterns in (("good-if", rules.good_if), ("bad-if", rules.bad_if),
+                           ("skip-if", rules.skip_if)):
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                return f"invalid --{name} regex {p!r}: {exc}"
+    return None

@@ -1,0 +1,110 @@
+"""Terminal output with rich: the only module that imports it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from rich.console import Console as RichConsole
+from rich.markup import escape
+
+from bisectkit.git import CommitInfo
+
+_VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
+_ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
+
+
+class Console:
+    """Human-facing progress: header, a block per step, the final result."""
+
+    def __init__(self, file: TextIO | None = None) -> None:
+        # soft_wrap keeps long lines (full shas, commands) whole when piped.
+        self._c = RichConsole(file=file or sys.stdout, soft_wrap=True, highlight=False)
+
+    @property
+    def file(self) -> TextIO:
+        return self._c.file
+
+    def line(self, text: str = "", style: str | None = None) -> None:
+        """Print plain text (no markup interpretation)."""
+        self._c.print(text, style=style, markup=False)
+
+    def header(self, session: Any, total_steps: int) -> None:
+        s = session
+        stack = s.stack
+        self._c.print(f"[bold]bisectkit[/]: bisecting submodule [bold]{escape(s.submodule)}[/]")
+        self.line(f"  upstream {s.upstream_ref} at {s.upstream[:12]}, "
+                  f"merge-base {stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}")
+        goods = ", ".join(g[:12] for g in s.good)
+        self.line(f"  range: good {goods} .. bad {s.bad[:12]}: {len(s.candidates)} candidates"
+                  f"{' touching ' + ' '.join(s.pathspec) if s.pathspec else ''}, "
+                  f"roughly {total_steps} steps")
+        patches = stack["patches"]
+        self.line(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")
+        for p in patches:
+            ref = ""
+            if p["refers_to"]:
+                arrow = "reverts" if p["kind"] == "revert" else "from"
+                ref = f"  ({arrow} {p['refers_to'][:12]}"
+                ref += ", by patch-id)" if p.get("found_by") == "patch-id" else ")"
+            self.line(f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}{ref}")
+
+    def step_start(
+        self, index: int, info: CommitInfo, remaining: int, steps_left: int
+    ) -> None:
+        self._c.print(
+            f"[bold]\\[step {index}][/] testing [bold]{info.sha[:12]}[/] "
+            f"{escape(info.subject)}  [dim]({remaining} left, roughly {steps_left} "
+            f"step{'s' if steps_left != 1 else ''})[/]"
+        )
+
+    def patches(self, actions: Sequence[dict[str, Any]], files_written: int | None) -> None:
+        for a in actions:
+            style = _ACTION_STYLE.get(a["action"], "")
+            self._c.print(
+                f"    {a['kind']:<11} {a['commit'][:12]}  [{style}]{a['action']:<8}[/] "
+                f"{escape(a['why'])}"
+            )
+        if files_written is not None:
+            self.line(f"    {files_written} file{'s' if files_written != 1 else ''} written",
+                      style="dim")
+
+    def phase(self, what: str, command: str) -> None:
+        self._c.print(f"[dim]--- {what}: {escape(command)}[/]")
+
+    def step_done(self, step: dict[str, Any]) -> None:
+        verdict = step["verdict"]
+        style = _VERDICT_STYLE.get(verdict, "")
+        times = ""
+        if step.get("build_s") is not None:
+            times += f"  build {step['build_s']:.1f} s"
+        if step.get("repro_s") is not None:
+            times += f"  repro {step['repro_s']:.1f} s"
+        self._c.print(
+            f"[bold]\\[step {step['index']}][/] {step['commit'][:12]} "
+            f"[bold {style}]{verdict}[/] ({escape(step['reason'])}){times}"
+        )
+
+    def found(self, info: CommitInfo, actions: Sequence[dict[str, Any]]) -> None:
+        self.line(f"{info.sha} is the first bad commit")
+        self.line(f"commit {info.sha}")
+        self.line(f"Author: {info.author}")
+        self.line(f"Date:   {info.date}")
+        self.line("")
+        for text in info.message.rstrip().splitlines():
+            self.line(f"    {text}")
+        if actions:
+            self.line("")
+            self.line(f"patch stack at {info.sha[:12]}:")
+            self.patches(actions, None)
+
+    def inconclusive(self, infos: Sequence[CommitInfo]) -> None:
+        self.line("There are only 'skip'ped commits left to test.")
+        self.line("The first bad commit could be any of:")
+        for info in infos:
+            self.line(f"{info.sha} {info.subject}")
+        self.line("We cannot bisect more!")
+
+    def error(self, message: str) -> None:
+        self._c.print(f"[red]{escape(message)}[/]")

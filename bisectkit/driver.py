@@ -1,0 +1,325 @@
+"""The bisection pipeline: engine decisions -> materialise -> build -> repro -> classify -> record.
+
+Shared by the manual flow (``start``/``good``/``bad``/``skip``), ``git
+bisect-patched run`` and the one-shot ``bisectkit run``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from bisectkit import engine, runner
+from bisectkit.classify import Rules
+from bisectkit.console import Console
+from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
+from bisectkit.errors import Aborted, BadInput
+from bisectkit.git import Repo
+from bisectkit.patchstack import Replay
+from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
+from bisectkit.step import Step
+from bisectkit.submodule import SubmoduleStrategy
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How each step is built and tested."""
+
+    repro: tuple[str, ...]
+    build: str | None = None
+    rules: Rules = Rules()
+    timeout: float | None = None
+    use_cache: bool = True
+
+
+class VerdictCache:
+    """Verdicts keyed by what was tested (trees on disk + build/repro identity)."""
+
+    def __init__(self, store: SessionStore, identity: str) -> None:
+        self._store = store
+        self._identity = identity
+        self._data = store.load_cache()
+
+    def key(self, trees: Sequence[str]) -> str:
+        h = hashlib.sha256(self._identity.encode())
+        for t in trees:
+            h.update(b"\0" + t.encode())
+        return h.hexdigest()
+
+    def get(self, key: str) -> dict[str, str] | None:
+        return self._data.get(key)
+
+    def put(self, key: str, verdict: Verdict, reason: str) -> None:
+        self._data[key] = {"verdict": verdict, "reason": reason}
+        self._store.save_cache(self._data)
+
+
+def run_identity(opts: RunOptions, root: Path) -> str:
+    """What besides the trees decides a verdict: commands, rules, and the scripts' contents."""
+    parts: dict[str, Any] = {
+        "build": opts.build,
+        "repro": list(opts.repro),
+        "rules": [list(opts.rules.good_if), list(opts.rules.bad_if), list(opts.rules.skip_if)],
+        "timeout": opts.timeout,
+    }
+    # Editing repro.sh or build.sh must invalidate old verdicts even though
+    # the command line is unchanged.
+    scripts = [opts.repro[0]]
+    if opts.build:
+        words = shlex.split(opts.build)
+        if words:
+            scripts.append(words[0])
+    digests = {}
+    for s in scripts:
+        path = Path(s) if os.path.isabs(s) else root / s
+        if path.is_file():
+            digests[s] = hashlib.sha256(path.read_bytes()).hexdigest()
+    parts["scripts"] = digests
+    return json.dumps(parts, sort_keys=True)
+
+
+class Bisector:
+    """One session's pipeline, saving the session after every change."""
+
+    def __init__(self, superproject: Repo, store: SessionStore, session: Session,
+                 console: Console) -> None:
+        self.superproject = superproject
+        self.store = store
+        self.session = session
+        self.console = console
+        self.strategy = SubmoduleStrategy(superproject, session)
+        # The replay of the checked-out candidate, when this process made it.
+        self._replay: Replay | None = None
+
+    # -- engine ------------------------------------------------------------
+    def decide(self) -> Decision:
+        return engine.decide(self.session.candidates, self.session.verdict_map())
+
+    def advance(self, cache: VerdictCache | None = None) -> Decision:
+        """Move to the next candidate that needs a real test (checked out), or the result.
+
+        Candidates whose patch stack conflicts are skipped without a build;
+        candidates with a cached verdict are recorded without a checkout.
+        """
+        while True:
+            decision = self.decide()
+            if not isinstance(decision, Next):
+                self.session.current = None
+                self.store.save(self.session)
+                return decision
+            cand = decision.commit
+            index = self.session.next_step_index()
+            self.console.step_start(index, self.strategy.describe(cand), decision.remaining,
+                                    decision.steps_left)
+            replay = self.strategy.materialize(cand)
+            patches = [a.to_json() for a in replay.actions]
+            if replay.conflict is not None:
+                c = replay.conflict
+                self.console.patches(patches, None)
+                self.record(cand, "skip", f"conflict in {c.patch.sha[:12]} ({c.patch.subject}): "
+                            f"{c.why.removeprefix('conflict in ')}", "auto",
+                            patches=patches, files_written=0)
+                continue
+            if cache is not None:
+                hit = cache.get(cache.key(self.strategy.tested_trees(replay)))
+                if hit is not None:
+                    self.console.patches(patches, None)
+                    self.record(cand, hit["verdict"], f"cached: {hit['reason']}",  # type: ignore[arg-type]
+                                "cache", patches=patches, files_written=0)
+                    continue
+            written = 0 if self.session.current == cand else self.strategy.checkout(replay)
+            self.console.patches(patches, written)
+            self._replay = replay
+            self.session.current = cand
+            self.session.current_patches = patches
+            self.session.current_files_written = written
+            self.store.save(self.session)
+            return decision
+
+    def record(self, commit: str, verdict: Verdict, reason: str, source: str,
+               **details: Any) -> dict[str, Any]:
+        """Append a verdict and its step record; print it; save."""
+        step = {
+            "index": self.session.next_step_index(),
+            "commit": commit,
+            "verdict": verdict,
+            "reason": reason,
+            "source": source,
+            "patches": details.pop("patches", []),
+            "files_written": details.pop("files_written", 0),
+            "build_s": details.pop("build_s", None),
+            "repro_s": details.pop("repro_s", None),
+        }
+        step.update(details)
+        self.session.verdicts.append(VerdictEntry(commit, verdict, reason, source))
+        self.session.steps.append(step)
+        if commit == self.session.current:
+            self.session.current = None
+        self.store.save(self.session)
+        self.console.step_done(step)
+        return step
+
+    # -- manual marking ------------------------------------------------------
+    def mark(self, verdict: Verdict, revs: Sequence[str], source: str = "manual") -> None:
+        """``good``/``bad``/``skip``: with no revs, the commit under test now."""
+        s = self.session
+        if not revs:
+            if s.current is None:
+                raise BadInput("no commit is under test; name the revision to mark")
+            shas = [s.current]
+        else:
+            shas = [self.strategy.sub.resolve(r) for r in revs]
+        for rev, sha in zip(revs or shas, shas, strict=True):
+            if sha not in s.candidates:
+                raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
+        trial = s.verdict_map()
+        trial.update(dict.fromkeys(shas, verdict))
+        try:
+            engine.bounds(s.candidates, trial)
+        except engine.ContradictoryVerdicts as exc:
+            raise BadInput(f"cannot mark {verdict}: {exc}") from exc
+        for sha in shas:
+            details: dict[str, Any] = {}
+            if sha == s.current:
+                details = {"patches": s.current_patches, "files_written": s.current_files_written}
+            reason = "marked by hand" if source == "manual" else f"from {source}"
+            self.record(sha, verdict, reason, source, **details)
+
+    # -- automatic testing -----------------------------------------------------
+    def test_current(self, opts: RunOptions, pm: pluggy.PluginManager,
+                     cache: VerdictCache | None) -> None:
+        """Build and run the repro on the checked-out candidate, then record the verdict."""
+        s = self.session
+        assert s.current is not None
+        cand = s.current
+        replay = self._replay
+        if replay is None or replay.candidate != cand:
+            replay = self.strategy.materialize(cand)
+        env = dict(os.environ)
+        env.update(self.strategy.env(cand, replay))
+        index = s.next_step_index()
+        env["BISECTKIT_STEP"] = str(index)
+        step = Step(index=index, commit=cand, strategy=self.strategy.name, env=env,
+                    workdir=s.root)
+        details: dict[str, Any] = {"patches": s.current_patches,
+                                   "files_written": s.current_files_written}
+        verdict: Verdict | None
+        if opts.build:
+            self.console.phase("build", opts.build)
+            built = runner.run(["/bin/sh", "-c", opts.build], cwd=s.root, env=env,
+                               timeout=opts.timeout, echo=self.console.file)
+            details["build_s"] = round(built.duration, 3)
+            if not built.ok:
+                self._remember(cache, replay, "skip", f"build failed ({built.describe()})")
+                self.record(cand, "skip", f"build failed ({built.describe()})", "run", **details)
+                return
+        self.console.phase("repro", shlex.join(opts.repro))
+        outcome = runner.run(list(opts.repro), cwd=s.root, env=env, timeout=opts.timeout,
+                             echo=self.console.file)
+        details["repro_s"] = round(outcome.duration, 3)
+        verdict = pm.hook.bisectkit_classify(step=step, outcome=outcome)
+        if verdict is None:
+            raise Aborted(f"repro {outcome.describe()} at {cand[:12]}: exit codes >= 128 and "
+                          "signals abort the bisection; the session is kept")
+        reason = step.reason or outcome.describe()
+        self._remember(cache, replay, verdict, reason)
+        self.record(cand, verdict, reason, "run", **details)
+
+    def _remember(self, cache: VerdictCache | None, replay: Replay, verdict: Verdict,
+                  reason: str) -> None:
+        if cache is not None:
+            cache.put(cache.key(self.strategy.tested_trees(replay)), verdict, reason)
+
+    def run(self, opts: RunOptions, pm: pluggy.PluginManager,
+            cache: VerdictCache | None) -> Decision:
+        """Test candidates until the first bad commit is found or only skips are left."""
+        decision = self.advance(cache)
+        while isinstance(decision, Next):
+            self.test_current(opts, pm, cache)
+            decision = self.advance(cache)
+        return decision
+
+    # -- results ---------------------------------------------------------------
+    def show_result(self, decision: Decision) -> int:
+        """Print the outcome; exit code 0 when found, 1 when only skips are left."""
+        if isinstance(decision, Found):
+            sha = decision.first_bad
+            self.console.found(self.strategy.describe(sha), self._patches_at(sha))
+            return 0
+        if isinstance(decision, Inconclusive):
+            self.console.inconclusive([self.strategy.describe(c) for c in decision.candidates])
+            return 1
+        raise AssertionError(decision)
+
+    def _patches_at(self, sha: str) -> list[dict[str, Any]]:
+        for step in reversed(self.session.steps):
+            if step["commit"] == sha and step["patches"]:
+                return step["patches"]
+        # The bad end is never tested, so compute what the stack does there.
+        return [a.to_json() for a in self.strategy.materialize(sha).actions]
+
+    def result_json(self, status: str, decision: Decision | None) -> dict[str, Any]:
+        s = self.session
+        data: dict[str, Any] = {
+            "status": status,
+            "strategy": self.strategy.name,
+            "submodule": s.submodule,
+            "upstream": s.upstream_ref,
+            "good": s.good,
+            "bad": s.bad,
+            "range_size": len(s.candidates),
+            "first_bad": None,
+            "candidates": [],
+            "steps": s.steps,
+        }
+        if isinstance(decision, Found):
+            info = self.strategy.describe(decision.first_bad)
+            data["first_bad"] = decision.first_bad
+            data["first_bad_subject"] = info.subject
+            data["patches_at_first_bad"] = self._patches_at(decision.first_bad)
+        elif isinstance(decision, Inconclusive):
+            data["candidates"] = list(decision.candidates)
+        return data
+
+    def write_json(self, path: str, status: str, decision: Decision | None) -> None:
+        write_json_atomic(Path(path), self.result_json(status, decision))
+
+    # -- log ---------------------------------------------------------------------
+    def log_lines(self) -> list[str]:
+        """A log that ``replay`` accepts, in the format of ``git bisect log``."""
+        s = self.session
+        lines = [f"git bisect-patched {shlex.join(s.start_argv)}"]
+        for v in s.verdicts:
+            if v.source == "auto":
+                # Conflict skips are recomputed on replay; keep them as comments.
+                lines.append(f"# skip: [{v.commit}] {self._subject(v.commit)} ({v.reason})")
+                continue
+            lines.append(f"# {v.verdict}: [{v.commit}] {self._subject(v.commit)}")
+            lines.append(f"git bisect-patched {v.verdict} {v.commit}")
+        decision = self.decide()
+        if isinstance(decision, Found):
+            lines.append(f"# first bad commit: [{decision.first_bad}] "
+                         f"{self._subject(decision.first_bad)}")
+        elif isinstance(decision, Inconclusive):
+            lines.append("# only skipped commits left to test")
+            for c in decision.candidates:
+                lines.append(f"# possible first bad commit: [{c}] {self._subject(c)}")
+        return lines
+
+    def _subject(self, sha: str) -> str:
+        return self.strategy.describe(sha).subject
+
+    # -- reset -------------------------------------------------------------------
+    def reset(self) -> None:
+        """Restore every HEAD and work tree, keep the log, end the session."""
+        self.strategy.restore()
+        self.store.last_log_path.write_text("\n".join(self.log_lines()) + "\n", encoding="utf-8")
+        self.store.delete()

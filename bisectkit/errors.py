@@ -1,0 +1,36 @@
+"""Domain errors and the one place that maps them to exit codes."""
+
+from __future__ import annotations
+
+#: Exit codes of every bisectkit command (documented in the README).
+EXIT_FOUND = 0
+EXIT_INCONCLUSIVE = 1
+EXIT_USAGE = 2
+EXIT_ABORTED = 3
+EXIT_INTERRUPTED = 130
+
+
+class BisectkitError(Exception):
+    """Base class: a failure the user can act on, printed as one line."""
+
+    exit_code = EXIT_USAGE
+
+
+class BadInput(BisectkitError):
+    """The command line or the repositories make the request impossible; nothing was touched."""
+
+
+class GitFailure(BisectkitError):
+    """A git operation failed in a way bisectkit cannot recover from."""
+
+
+class Aborted(BisectkitError):
+    """The repro asked to stop (exit >= 128 or killed); the session is kept."""
+
+    exit_code = EXIT_ABORTED
+
+
+class Interrupted(BisectkitError):
+    """Ctrl-C or SIGTERM reached bisectkit."""
+
+    exit_code = EXIT_INTERRUPTED

@@ -1,0 +1,356 @@
+"""Typed wrapper around pygit2: the only module that imports it.
+
+Everything bisectkit asks of git goes through :class:`Repo`: resolving
+revisions, ancestry, first-parent candidate lists, patch ids, in-memory 3-way
+merges of patches, creating commit objects without moving refs, and moving a
+work tree from one commit to another with a single checkout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import CheckoutNotify, CheckoutStrategy, FileStatus, SortMode
+
+from bisectkit.errors import BadInput, GitFailure
+
+GITLINK_MODE = 0o160000
+
+
+@dataclass(frozen=True)
+class HeadState:
+    """Where a repository's HEAD points: a branch (``ref``) or a detached ``sha``."""
+
+    ref: str | None
+    sha: str
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"ref": self.ref, "sha": self.sha}
+
+    @classmethod
+    def from_json(cls, data: dict[str, str | None]) -> HeadState:
+        return cls(ref=data.get("ref"), sha=str(data["sha"]))
+
+    def describe(self) -> str:
+        if self.ref:
+            return f"{self.ref.removeprefix('refs/heads/')} ({self.sha[:12]})"
+        return f"detached at {self.sha[:12]}"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """The parts of a commit that bisectkit shows and reasons about."""
+
+    sha: str
+    subject: str
+    message: str
+    author: str
+    date: str
+    parents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """Result of merging one patch onto a tree: a new tree, or the conflicting paths."""
+
+    tree: str | None
+    conflicts: tuple[str, ...]
+
+
+class _CountUpdates(pygit2.CheckoutCallbacks):
+    """Counts the files a checkout actually writes or removes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = 0
+
+    def checkout_notify_flags(self) -> CheckoutNotify:
+        return CheckoutNotify.UPDATED
+
+    def checkout_notify(self, why, path, baseline, target, workdir) -> None:  # noqa: ANN001
+        self.written += 1
+
+
+class Repo:
+    """A git repository with a work tree (a superproject or a submodule checkout)."""
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            self._repo = pygit2.Repository(str(path))
+        except pygit2.GitError as exc:
+            raise BadInput(f"not a git repository: {path}") from exc
+        if self._repo.workdir is None:
+            raise BadInput(f"{path} is a bare repository; bisectkit needs a work tree")
+        self.workdir = Path(self._repo.workdir).resolve()
+        self._ancestry: dict[tuple[str, str], bool] = {}
+
+    @classmethod
+    def discover(cls, start: str | Path) -> Repo:
+        """Open the repository that contains ``start`` (like ``git rev-parse --show-toplevel``)."""
+        found = pygit2.discover_repository(str(start))
+        if found is None:
+            raise BadInput(f"not inside a git repository: {start}")
+        return cls(found)
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository's private directory (``.git`` or ``.git/modules/<name>``)."""
+        return Path(self._repo.path).resolve()
+
+    # -- revisions -------------------------------------------------------
+    def resolve(self, rev: str) -> str:
+        """Full sha of the commit ``rev`` names; :class:`BadInput` if there is none."""
+        try:
+            obj = self._repo.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+            raise BadInput(f"unknown revision '{rev}' in {self.workdir}") from exc
+        return str(commit.id)
+
+    def try_resolve(self, rev: str) -> str | None:
+        """Like :meth:`resolve` but ``None`` when ``rev`` names no commit here."""
+        try:
+            return self.resolve(rev)
+        except BadInput:
+            return None
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        c = self._commit(sha)
+        sig = c.author
+        when = datetime.fromtimestamp(sig.time, UTC).strftime("%Y-%m-%d %H:%M:%S +0000")
+        message = c.message
+        return CommitInfo(
+            sha=str(c.id),
+            subject=message.splitlines()[0] if message else "",
+            message=message,
+            author=f"{sig.name} <{sig.email}>",
+            date=when,
+            parents=tuple(str(p) for p in c.parent_ids),
+        )
+
+    def tree_of(self, sha: str) -> str:
+        return str(self._commit(sha).tree_id)
+
+    def _commit(self, sha: str) -> pygit2.Commit:
+        obj = self._repo.get(sha)
+        if obj is None:
+            raise GitFailure(f"commit {sha} is missing from {self.workdir}")
+        return obj.peel(pygit2.Commit)
+
+    # -- ancestry ---------------------------------------------------------
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """True if ``ancestor`` is ``descendant`` or reachable from it (full graph)."""
+        if ancestor == descendant:
+            return True
+        key = (ancestor, descendant)
+        hit = self._ancestry.get(key)
+        if hit is None:
+            hit = self._repo.descendant_of(descendant, ancestor)
+            self._ancestry[key] = hit
+        return hit
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        found = self._repo.merge_base(a, b)
+        return None if found is None else str(found)
+
+    def first_parent_range(
+        self, tip: str, hide: Sequence[str], paths: Sequence[str] = ()
+    ) -> list[str]:
+        """First-parent line from ``tip`` back to (excluding) anything reachable from ``hide``.
+
+        Oldest first. With ``paths``, only commits that change one of those
+        path prefixes compared with their first parent are kept (the tip is
+        always kept, because the caller knows it to be bad).
+        """
+        walker = self._repo.walk(tip, SortMode.TOPOLOGICAL)
+        walker.simplify_first_parent()
+        for h in hide:
+            walker.hide(h)
+        shas: list[str] = []
+        for commit in walker:
+            if paths and str(commit.id) != tip and not self._touches(commit, paths):
+                continue
+            shas.append(str(commit.id))
+        shas.reverse()
+        return shas
+
+    def iter_range(self, tips: Iterable[str], hide: Iterable[str]) -> Iterator[str]:
+        """Every commit (full graph) reachable from ``tips`` and not from ``hide``."""
+        walker = self._repo.walk(None, SortMode.TOPOLOGICAL)
+        for t in tips:
+            walker.push(t)
+        for h in hide:
+            walker.hide(h)
+        for commit in walker:
+            yield str(commit.id)
+
+    def _touches(self, commit: pygit2.Commit, paths: Sequence[str]) -> bool:
+        parent_tree = commit.parents[0].tree if commit.parents else None
+        return any(
+            _entry_id(commit.tree, p) != _entry_id(parent_tree, p) for p in paths
+        )
+
+    def touches_all(self, sha: str, paths: Iterable[str]) -> bool:
+        """Cheap pre-filter for patch-id matching: does ``sha`` change every one of ``paths``?"""
+        commit = self._commit(sha)
+        parent_tree = commit.parents[0].tree if commit.parents else None
+        return all(_entry_id(commit.tree, p) != _entry_id(parent_tree, p) for p in paths)
+
+    # -- patches ------------------------------------------------------------
+    def changed_paths(self, sha: str) -> frozenset[str]:
+        """Paths a commit changes compared with its first parent."""
+        paths: set[str] = set()
+        for delta in self._first_parent_diff(sha).deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+        return frozenset(paths)
+
+    def patch_id(self, sha: str) -> str:
+        """Stable patch id of a commit's change against its first parent (as ``git patch-id``)."""
+        return str(self._first_parent_diff(sha).patchid)
+
+    def _first_parent_diff(self, sha: str) -> pygit2.Diff:
+        commit = self._commit(sha)
+        if commit.parents:
+            return self._repo.diff(commit.parents[0].tree, commit.tree)
+        return commit.tree.diff_to_tree(swap=True)
+
+    def merge_patch(self, onto_tree: str, patch: str) -> MergeResult:
+        """3-way merge of ``patch`` (against its first parent) onto ``onto_tree``, in memory.
+
+        Nothing is written to any work tree or ref: a conflict only yields
+        the list of conflicting paths.
+        """
+        commit = self._commit(patch)
+        base = commit.parents[0].tree if commit.parents else self._empty_tree()
+        index = self._repo.merge_trees(base, self._repo.get(onto_tree), commit.tree)
+        if index.conflicts is not None:
+            paths = sorted(
+                {
+                    entry.path
+                    for triple in index.conflicts
+                    for entry in triple
+                    if entry is not None
+                }
+            )
+            return MergeResult(tree=None, conflicts=tuple(paths))
+        return MergeResult(tree=str(index.write_tree(self._repo)), conflicts=())
+
+    def _empty_tree(self) -> pygit2.Tree:
+        return self._repo.get(self._repo.TreeBuilder().write())
+
+    def make_commit(self, tree: str, parent: str, like: str) -> str:
+        """Create (no ref moved) a commit of ``tree`` on ``parent`` with ``like``'s metadata.
+
+        Author, committer and message are copied so that the same patched
+        tree always yields the same commit id.
+        """
+        src = self._commit(like)
+        oid = self._repo.create_commit(
+            None, src.author, src.committer, src.message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=parent)]
+        )
+        return str(oid)
+
+    # -- work tree ------------------------------------------------------------
+    def head_state(self) -> HeadState:
+        if self._repo.head_is_unborn:
+            raise BadInput(f"{self.workdir} has no commits")
+        head = self._repo.lookup_reference("HEAD")
+        sha = str(self._repo.head.target)
+        if head.type == pygit2.enums.ReferenceType.SYMBOLIC:
+            return HeadState(ref=str(head.target), sha=sha)
+        return HeadState(ref=None, sha=sha)
+
+    def dirty_paths(self, ignore: Iterable[str] = ()) -> list[str]:
+        """Tracked paths whose work tree or index differs from HEAD (untracked files are fine)."""
+        skip = set(ignore)
+        changed = self._repo.status(untracked_files="no")
+        return sorted(
+            p for p, flags in changed.items() if p not in skip and flags != FileStatus.CURRENT
+        )
+
+    def gitlinks(self) -> dict[str, str]:
+        """Submodule paths recorded in the index, with the commit each is pinned to."""
+        return {
+            e.path: str(e.id) for e in self._repo.index if e.mode == GITLINK_MODE
+        }
+
+    def checkout(self, sha: str) -> int:
+        """Move the work tree and a detached HEAD to ``sha``; return files written.
+
+        One checkout from the current HEAD's tree: libgit2 only writes paths
+        whose content differs, so unchanged files keep their mtime.
+        """
+        counter = _CountUpdates()
+        try:
+            self._repo.checkout_tree(
+                self._commit(sha).tree, strategy=CheckoutStrategy.SAFE, callbacks=counter
+            )
+        except pygit2.GitError as exc:
+            raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {exc}") from exc
+        self._repo.set_head(pygit2.Oid(hex=sha))
+        return counter.written
+
+    def restore(self, state: HeadState) -> int:
+        """Put HEAD (branch or detached), index and work tree back to ``state``."""
+        written = self.checkout(state.sha)
+        if state.ref is not None:
+            self._repo.set_head(state.ref)
+        return written
+
+    def config_get(self, key: str) -> str | None:
+        try:
+            return self._repo.config[key]
+        except KeyError:
+            return None
+
+
+def _entry_id(tree: pygit2.Tree | None, path: str) -> str | None:
+    if tree is None:
+        return None
+    path = path.strip("/")
+    if not path or path == ".":
+        return str(tree.id)
+    try:
+        return str(tree[path].id)
+    except KeyError:
+        return None
+
+
+def open_submodule(superproject: Repo, path: str) -> tuple[str, Repo]:
+    """Validate that ``path`` is an initialised submodule; return (normalised path, repo)."""
+    rel = Path(path)
+    if rel.is_absolute():
+        try:
+            rel = rel.resolve().relative_to(superproject.workdir)
+        except ValueError as exc:
+            raise BadInput(f"{path} is outside the superproject {superproject.workdir}") from exc
+    norm = rel.as_posix().strip("/")
+    if norm not in superproject.gitlinks():
+        raise BadInput(f"{path} is not a submodule of {superproject.workdir}")
+    sub_dir = superproject.workdir / norm
+    if not (sub_dir / ".git").exists():
+        raise BadInput(f"submodule {norm} is not initialised (run: git submodule update --init {norm})")
+    return norm, Repo(sub_dir)
+
+
+def find_superproject(start: str | Path) -> Repo:
+    """The outermost repository around ``start`` (a superproject, even from inside a submodule)."""
+    repo = Repo.discover(start)
+    while True:
+        parent_dir = repo.workdir.parent
+        found = pygit2.discover_repository(str(parent_dir))
+        if found is None:
+            return repo
+        parent = Repo(found)
+        try:
+            rel = repo.workdir.relative_to(parent.workdir).as_posix()
+        except ValueError:
+            return repo
+        if rel not in parent.gitlinks():
+            return repo
+        repo = parent

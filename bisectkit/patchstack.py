@@ -1,0 +1,221 @@
+"""The local patch stack of a submodule: what each patch is, and its replay onto a candidate.
+
+Rules (DESIGN.md, "Patch-stack rules"): at upstream candidate C, for each
+patch, oldest first,
+
+- a cherry-pick of upstream U is dropped when U is an ancestor of C;
+- a revert of R is dropped when R is not an ancestor of C;
+- anything else is 3-way merged onto the tree built so far; an empty result
+  is recorded as a no-op, a conflict stops the replay (the step is skipped).
+
+The replay happens entirely in the object database; the caller checks out the
+final commit once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo
+
+Kind = Literal["revert", "cherry-pick", "local"]
+Action = Literal["applied", "dropped", "empty", "conflict"]
+
+_REVERT_RE = re.compile(r"This reverts commit ([0-9a-fA-F]{7,64})")
+_PICK_RE = re.compile(r"\(cherry picked from commit ([0-9a-fA-F]{7,64})\)")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One commit of the local stack and the upstream commit it refers to, if any."""
+
+    sha: str
+    subject: str
+    kind: Kind
+    refers_to: str | None = None
+    #: How ``refers_to`` was found: "trailer" or "patch-id".
+    found_by: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Patch:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class PatchAction:
+    """What happened to one patch at one candidate."""
+
+    patch: Patch
+    action: Action
+    why: str
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "commit": self.patch.sha,
+            "subject": self.patch.subject,
+            "kind": self.patch.kind,
+            "refers_to": self.patch.refers_to,
+            "action": self.action,
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A patched candidate: the commit to check out, or the patch that conflicted."""
+
+    candidate: str
+    commit: str | None
+    tree: str | None
+    actions: tuple[PatchAction, ...] = field(default_factory=tuple)
+    conflict: PatchAction | None = None
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The stack found at bisect start: merge-base with upstream and the patches on top."""
+
+    head: str
+    merge_base: str
+    patches: tuple[Patch, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "head": self.head,
+            "merge_base": self.merge_base,
+            "patches": [p.to_json() for p in self.patches],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Stack:
+        return cls(
+            head=data["head"],
+            merge_base=data["merge_base"],
+            patches=tuple(Patch.from_json(p) for p in data["patches"]),
+        )
+
+
+def analyse(repo: Repo, head: str, upstream: str, extra_upstream: tuple[str, ...] = ()) -> Stack:
+    """Find the merge-base of ``head`` with ``upstream`` and classify the patches on top.
+
+    ``extra_upstream`` are further upstream tips (such as the bad commit)
+    whose commits are also candidates for patch-id matching.
+    """
+    base = repo.merge_base(head, upstream)
+    if base is None:
+        raise BadInput(
+            f"{repo.workdir}: HEAD {head[:12]} and upstream {upstream[:12]} share no history"
+        )
+    shas = repo.first_parent_range(head, [base])
+    infos = [repo.commit_info(s) for s in shas]
+    patches: list[Patch] = []
+    unmatched: list[int] = []
+    for info in infos:
+        patch = _from_message(repo, info.sha, info.subject, info.message)
+        if patch.kind == "local":
+            unmatched.append(len(patches))
+        patches.append(patch)
+    if unmatched:
+        _match_patch_ids(repo, patches, unmatched, (upstream, *extra_upstream), base)
+    return Stack(head=head, merge_base=base, patches=tuple(patches))
+
+
+def _from_message(repo: Repo, sha: str, subject: str, message: str) -> Patch:
+    revert = _REVERT_RE.search(message)
+    if revert:
+        target = repo.try_resolve(revert.group(1)) or revert.group(1)
+        return Patch(sha, subject, "revert", target, "trailer")
+    picks = _PICK_RE.findall(message)
+    # A patch picked twice (upstream -> fork branch -> here) carries several
+    # trailers; the last one that names a commit we have is the nearest source.
+    for cand in reversed(picks):
+        target = repo.try_resolve(cand)
+        if target is not None:
+            return Patch(sha, subject, "cherry-pick", target, "trailer")
+    if picks:
+        return Patch(sha, subject, "cherry-pick", picks[-1], "trailer")
+    return Patch(sha, subject, "local")
+
+
+def _match_patch_ids(
+    repo: Repo, patches: list[Patch], unmatched: list[int], tips: tuple[str, ...], base: str
+) -> None:
+    """Turn local patches into cherry-picks when an upstream commit has the same patch id."""
+    wanted: dict[int, tuple[frozenset[str], str]] = {
+        i: (repo.changed_paths(patches[i].sha), repo.patch_id(patches[i].sha)) for i in unmatched
+    }
+    remaining = dict(wanted)
+    for upstream_sha in repo.iter_range(tips, [base]):
+        if not remaining:
+            break
+        for i, (paths, pid) in list(remaining.items()):
+            # Comparing tree entries first keeps this cheap: a full diff is only
+            # computed for upstream commits that touch every file the patch does.
+            if not paths or not repo.touches_all(upstream_sha, paths):
+                continue
+            if repo.changed_paths(upstream_sha) == paths and repo.patch_id(upstream_sha) == pid:
+                p = patches[i]
+                patches[i] = Patch(p.sha, p.subject, "cherry-pick", upstream_sha, "patch-id")
+                del remaining[i]
+
+
+def replay(repo: Repo, stack: Stack, candidate: str) -> Replay:
+    """Apply ``stack`` onto upstream ``candidate`` in memory, following the drop rules."""
+    tree = repo.tree_of(candidate)
+    commit = candidate
+    actions: list[PatchAction] = []
+    applied: set[str] = set()
+    for patch in stack.patches:
+        reason = _drop_reason(repo, patch, candidate, stack, applied)
+        if reason is not None:
+            actions.append(PatchAction(patch, "dropped", reason))
+            continue
+        result = repo.merge_patch(tree, patch.sha)
+        if result.tree is None:
+            why = "conflict in " + ", ".join(result.conflicts)
+            conflict = PatchAction(patch, "conflict", why)
+            actions.append(conflict)
+            return Replay(candidate, None, None, tuple(actions), conflict)
+        if result.tree == tree:
+            actions.append(PatchAction(patch, "empty", "no change on this candidate"))
+            continue
+        tree = result.tree
+        commit = repo.make_commit(tree, commit, patch.sha)
+        applied.add(patch.sha)
+        actions.append(PatchAction(patch, "applied", _applied_why(patch)))
+    return Replay(candidate, commit, tree, tuple(actions))
+
+
+def _drop_reason(
+    repo: Repo, patch: Patch, candidate: str, stack: Stack, applied: set[str]
+) -> str | None:
+    target = patch.refers_to
+    if target is None or patch.kind == "local":
+        return None
+    short = target[:12]
+    if patch.kind == "cherry-pick":
+        if repo.try_resolve(target) is not None and repo.is_ancestor(target, candidate):
+            return f"already upstream: {short} is in the candidate"
+        return None
+    # A revert of one of our own earlier patches follows that patch's fate.
+    if any(p.sha == target for p in stack.patches):
+        return None if target in applied else f"reverted patch {short} is not applied"
+    if repo.try_resolve(target) is None:
+        return f"reverted commit {short} is not in this repository"
+    if not repo.is_ancestor(target, candidate):
+        return f"reverted commit {short} is not in the candidate"
+    return None
+
+
+def _applied_why(patch: Patch) -> str:
+    if patch.kind == "cherry-pick":
+        return f"{patch.refers_to and patch.refers_to[:12]} is not in the candidate yet"
+    if patch.kind == "revert":
+        return f"reverts {patch.refers_to and patch.refers_to[:12]}, which the candidate has"
+    return "local patch"

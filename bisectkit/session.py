@@ -1,0 +1,176 @@
+"""Bisection state kept in the superproject's git dir, so separate commands continue one session.
+
+Layout of ``<git dir>/bisectkit/``:
+
+- ``session.json``: the session in progress (removed by ``reset``);
+- ``verdicts.json``: verdicts of finished steps keyed by what was tested, kept
+  across sessions so a repeated ``bisectkit run`` reuses them;
+- ``last-log``: the log of the last session, kept after ``reset``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bisectkit.engine import Verdict
+from bisectkit.errors import BadInput
+from bisectkit.git import HeadState
+
+SESSION_VERSION = 1
+
+
+def state_dir(git_dir: Path) -> Path:
+    return git_dir / "bisectkit"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temp file + rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class VerdictEntry:
+    """One verdict, as given by the user, by ``run``, by a replayed log or by the cache."""
+
+    commit: str
+    verdict: Verdict
+    reason: str
+    source: str
+
+
+@dataclass
+class Session:
+    """Everything needed to continue, report, log and undo one bisection."""
+
+    strategy: str
+    root: str
+    submodule: str
+    upstream_ref: str
+    upstream: str
+    bad: str
+    good: list[str]
+    pathspec: list[str]
+    candidates: list[str]
+    stack: dict[str, Any]
+    orig_super: HeadState
+    orig_sub: HeadState
+    start_argv: list[str]
+    verdicts: list[VerdictEntry] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    current: str | None = None
+    current_patches: list[dict[str, Any]] = field(default_factory=list)
+    current_files_written: int = 0
+
+    # -- verdicts ----------------------------------------------------------
+    def verdict_map(self) -> dict[str, Verdict]:
+        """Latest verdict per commit (later entries override earlier ones)."""
+        known: dict[str, Verdict] = {self.bad: "bad"}
+        for entry in self.verdicts:
+            known[entry.commit] = entry.verdict
+        return known
+
+    def next_step_index(self) -> int:
+        return len(self.steps) + 1
+
+    # -- persistence -------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": SESSION_VERSION,
+            "strategy": self.strategy,
+            "root": self.root,
+            "submodule": self.submodule,
+            "upstream_ref": self.upstream_ref,
+            "upstream": self.upstream,
+            "bad": self.bad,
+            "good": self.good,
+            "pathspec": self.pathspec,
+            "candidates": self.candidates,
+            "stack": self.stack,
+            "orig_super": self.orig_super.to_json(),
+            "orig_sub": self.orig_sub.to_json(),
+            "start_argv": self.start_argv,
+            "verdicts": [vars(v) for v in self.verdicts],
+            "steps": self.steps,
+            "current": self.current,
+            "current_patches": self.current_patches,
+            "current_files_written": self.current_files_written,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Session:
+        if data.get("version") != SESSION_VERSION:
+            raise BadInput("the bisect session was written by another bisectkit version; "
+                           "run 'git bisect-patched reset'")
+        return cls(
+            strategy=data["strategy"],
+            root=data["root"],
+            submodule=data["submodule"],
+            upstream_ref=data["upstream_ref"],
+            upstream=data["upstream"],
+            bad=data["bad"],
+            good=list(data["good"]),
+            pathspec=list(data["pathspec"]),
+            candidates=list(data["candidates"]),
+            stack=data["stack"],
+            orig_super=HeadState.from_json(data["orig_super"]),
+            orig_sub=HeadState.from_json(data["orig_sub"]),
+            start_argv=list(data["start_argv"]),
+            verdicts=[VerdictEntry(**v) for v in data["verdicts"]],
+            steps=list(data["steps"]),
+            current=data.get("current"),
+            current_patches=list(data.get("current_patches", [])),
+            current_files_written=int(data.get("current_files_written", 0)),
+        )
+
+
+class SessionStore:
+    """Reads and writes the session and the verdict cache under one git dir."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.dir = state_dir(git_dir)
+        self.session_path = self.dir / "session.json"
+        self.cache_path = self.dir / "verdicts.json"
+        self.last_log_path = self.dir / "last-log"
+
+    def exists(self) -> bool:
+        return self.session_path.exists()
+
+    def load(self) -> Session:
+        if not self.exists():
+            raise BadInput("no bisect-patched session in progress "
+                           "(start one with 'git bisect-patched start')")
+        try:
+            data = json.loads(self.session_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BadInput(f"cannot read {self.session_path}: {exc}") from exc
+        return Session.from_json(data)
+
+    def save(self, session: Session) -> None:
+        write_json_atomic(self.session_path, session.to_json())
+
+    def delete(self) -> None:
+        self.session_path.unlink(missing_ok=True)
+
+    def load_cache(self) -> dict[str, dict[str, str]]:
+        try:
+            return json.loads(self.cache_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            # A missing or damaged cache only costs rebuilds, never a wrong answer.
+            return {}
+
+    def save_cache(self, cache: dict[str, dict[str, str]]) -> None:
+        write_json_atomic(self.cache_path, cache)

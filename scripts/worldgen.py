@@ -1,0 +1,225 @@
+"""Build small, hermetic patched-submodule worlds with the git CLI (for the demo and the tests).
+
+A world is: an upstream repository (linear history written with ``git
+fast-import``), a fork carrying the local patch stack on top of a merge-base,
+and a superproject that pins the fork as ``third_party/llvm-project`` with
+``upstream/main`` fetched into the submodule. The superproject has a
+``build.sh`` (fails while ``lib/build.txt`` says "broken") and a ``repro.sh``
+(bad while ``lib/bug.txt`` says "miscompile"; good commits fail with an IREE
+style "device not found" error, as on a machine without the GPU).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SUBMODULE = "third_party/llvm-project"
+EPOCH = 1767225600  # 2026-01-01T00:00:00Z: fixed dates make commit ids reproducible
+
+BUILD_SH = """#!/bin/sh
+# Stands in for the superproject build: LLVM must compile.
+if grep -q broken third_party/llvm-project/lib/build.txt; then
+  echo "FAILED: lib/build.txt"
+  echo "lib/build.txt:1: error: upstream build is broken at $BISECTKIT_COMMIT"
+  exit 1
+fi
+echo "built against ${BISECTKIT_COMMIT:-HEAD}"
+"""
+
+REPRO_SH = """#!/bin/sh
+# The compiler miscompiles once lib/bug.txt says so; otherwise the compiled
+# program only fails at run time because this machine has no GPU.
+if grep -q miscompile third_party/llvm-project/lib/bug.txt; then
+  echo "error: 'func.func' op miscompiled: wrong result 41 != 42"
+  exit 1
+fi
+echo "iree-run-module: RESOURCE_EXHAUSTED; HAL device 'vulkan' not found"
+exit 1
+"""
+
+
+def hermetic_env(home: Path) -> dict[str, str]:
+    """Environment for git that ignores the user's and the system's configuration."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Bisect Tester\n\temail = tester@example.com\n"
+        "[init]\n\tdefaultBranch = main\n"
+        "[protocol \"file\"]\n\tallow = always\n"
+        "[advice]\n\tdetachedHead = false\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME="Bisect Tester",
+        GIT_AUTHOR_EMAIL="tester@example.com",
+        GIT_COMMITTER_NAME="Bisect Tester",
+        GIT_COMMITTER_EMAIL="tester@example.com",
+        GIT_AUTHOR_DATE=f"@{EPOCH + 10_000_000} +0000",
+        GIT_COMMITTER_DATE=f"@{EPOCH + 10_000_000} +0000",
+        LC_ALL="C",
+    )
+    return env
+
+
+def git(env: Mapping[str, str], cwd: Path, *args: str) -> str:
+    """Run git, returning stdout; raises with stderr on failure."""
+    proc = subprocess.run(["git", *args], cwd=cwd, env=dict(env), text=True,
+                          capture_output=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed in {cwd}:\n{proc.stderr}")
+    return proc.stdout.strip()
+
+
+@dataclass
+class WorldSpec:
+    """Where things happen in upstream history (commit numbers, 1-based; 0 = the root)."""
+
+    commits: int = 400
+    merge_base: int = 300
+    bug_at: int = 200
+    #: commits (X, Y): upstream build broken from X until Y fixes it.
+    build_breaks: list[tuple[int, int]] = field(default_factory=lambda: [(180, 320)])
+    #: feature.txt: v0 -> v1 at ``feature_prep``, v1 -> v2 at ``reverted``; stack reverts it.
+    feature_prep: int = 50
+    reverted: int | None = 120
+    #: upstream fixes cherry-picked with -x (their "build fix" commits are picked by default).
+    picks: list[int] = field(default_factory=lambda: [320])
+    #: an upstream commit picked without a trailer (found by patch id).
+    pick_by_patch_id: int | None = 350
+    #: local fixup of local.txt; upstream rewrites the same line at ``local_conflict``.
+    local_fixup: bool = True
+    local_conflict: int | None = 340
+    files: int = 20
+
+
+@dataclass
+class World:
+    root: Path
+    env: dict[str, str]
+    upstream: Path
+    fork: Path
+    superproject: Path
+    shas: list[str]
+    stack: list[str]
+
+    @property
+    def submodule(self) -> Path:
+        return self.superproject / SUBMODULE
+
+    def sha(self, n: int) -> str:
+        """Full sha of upstream commit number ``n``."""
+        return self.shas[n]
+
+    def git(self, cwd: Path, *args: str) -> str:
+        return git(self.env, cwd, *args)
+
+
+def _events(spec: WorldSpec) -> dict[int, dict[str, str]]:
+    ev: dict[int, dict[str, str]] = {}
+
+    def put(n: int | None, path: str, content: str) -> None:
+        if n is not None:
+            ev.setdefault(n, {})[path] = content
+
+    put(spec.bug_at, "lib/bug.txt", "miscompile\n")
+    for x, y in spec.build_breaks:
+        put(x, "lib/build.txt", "broken\n")
+        put(y, "lib/build.txt", "ok\n")
+    put(spec.feature_prep, "lib/feature.txt", "feature v1\n")
+    put(spec.reverted, "lib/feature.txt", "feature v2\n")
+    put(spec.pick_by_patch_id, "lib/fix2.txt", "fixed by patch-id pick\n")
+    put(spec.local_conflict, "lib/local.txt", "upstream rewrote this line\n")
+    return ev
+
+
+def _fast_import_stream(spec: WorldSpec) -> bytes:
+    events = _events(spec)
+    initial = {
+        "lib/bug.txt": "ok\n",
+        "lib/build.txt": "ok\n",
+        "lib/feature.txt": "feature v0\n",
+        "lib/fix2.txt": "not fixed\n",
+        "lib/local.txt": "upstream line\n",
+        "README": "a tiny stand-in for llvm-project\n",
+    }
+    out: list[bytes] = []
+
+    def data(text: str) -> None:
+        raw = text.encode()
+        out.append(b"data %d\n" % len(raw) + raw + b"\n")
+
+    for n in range(spec.commits + 1):
+        # Event commits touch only their event files, so reverting or picking
+        # them never collides with the filler churn.
+        if n == 0:
+            changes = dict(initial)
+        else:
+            changes = events.get(n) or {f"lib/file{n % spec.files}.txt": f"change {n}\n"}
+        ts = EPOCH + n * 60
+        out.append(b"commit refs/heads/main\n")
+        out.append(b"mark :%d\n" % (n + 1))
+        out.append(b"author Upstream Dev <dev@example.com> %d +0000\n" % ts)
+        out.append(b"committer Upstream Dev <dev@example.com> %d +0000\n" % ts)
+        what = ", ".join(sorted(events.get(n, {}))) or f"lib/file{n % spec.files}.txt"
+        data(f"upstream commit {n}: touch {what}\n")
+        if n > 0:
+            out.append(b"from :%d\n" % n)
+        for path, content in sorted(changes.items()):
+            out.append(f"M 100644 inline {path}\n".encode())
+            data(content)
+    out.append(b"done\n")
+    return b"".join(out)
+
+
+def build_world(root: Path, spec: WorldSpec | None = None) -> World:
+    """Create upstream, fork (with the patch stack) and superproject under ``root``."""
+    spec = spec or WorldSpec()
+    env = hermetic_env(root / "home")
+    upstream = root / "upstream"
+    upstream.mkdir(parents=True)
+    git(env, upstream, "init", "-q")
+    subprocess.run(["git", "fast-import", "--quiet", "--done"], cwd=upstream, env=env,
+                   input=_fast_import_stream(spec), check=True)
+    git(env, upstream, "reset", "-q", "--hard", "main")
+    shas = git(env, upstream, "rev-list", "--reverse", "main").split()
+
+    # The fork: merge-base + revert + cherry-picks + local fixup, on its main branch.
+    fork_work = root / "fork-work"
+    git(env, root, "clone", "-q", str(upstream), str(fork_work))
+    git(env, fork_work, "checkout", "-q", "-B", "main", shas[spec.merge_base])
+    if spec.reverted is not None:
+        git(env, fork_work, "revert", "--no-edit", shas[spec.reverted])
+    for n in spec.picks:
+        git(env, fork_work, "cherry-pick", "-x", shas[n])
+    if spec.pick_by_patch_id is not None:
+        git(env, fork_work, "cherry-pick", shas[spec.pick_by_patch_id])
+        git(env, fork_work, "commit", "-q", "--amend", "-m", "[local] backport fix2")
+    if spec.local_fixup:
+        (fork_work / "lib/local.txt").write_text("our local fixup\n", encoding="utf-8")
+        git(env, fork_work, "commit", "-q", "-am", "[local] fixup for our target")
+    stack = git(env, fork_work, "rev-list", "--reverse",
+                f"{shas[spec.merge_base]}..HEAD").split()
+    fork = root / "llvm-fork.git"
+    git(env, root, "clone", "-q", "--bare", str(fork_work), str(fork))
+
+    sup = root / "superproject"
+    sup.mkdir()
+    git(env, sup, "init", "-q")
+    git(env, sup, "submodule", "add", "-q", str(fork), SUBMODULE)
+    sub = sup / SUBMODULE
+    git(env, sub, "remote", "add", "upstream", str(upstream))
+    git(env, sub, "fetch", "-q", "upstream")
+    for name, text in (("build.sh", BUILD_SH), ("repro.sh", REPRO_SH)):
+        (sup / name).write_text(text, encoding="utf-8")
+        (sup / name).chmod(0o755)
+    git(env, sup, "add", "-A")
+    git(env, sup, "commit", "-q", "-m", "superproject pinning the patched llvm-project")
+    return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
+                 shas=shas, stack=stack)
