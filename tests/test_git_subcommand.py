@@ -1,0 +1,133 @@
+"""The ``git bisect-patched`` flow: start, mark by hand, run, status, log, replay, reset."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import SUBMODULE, World, git_cli, snapshot
+
+GOOD_IF = "device .* not found"
+SESSION = Path(".git/bisectkit/session.json")
+
+
+def start(world: World, bad: str, good: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return git_cli(world, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+                   *extra, bad, good)
+
+
+def test_by_hand_then_log_replay_reset(world: World, tmp_path: Path):
+    before = snapshot(world)
+    r = start(world, world.sha(300), world.sha(0))
+    assert r.returncode == 0, r.stderr
+    assert "testing" in r.stdout and "roughly 9 steps" in r.stdout
+    assert (world.superproject / SESSION).exists()
+    # The submodule now sits on the patched first candidate, detached.
+    assert world.git(world.submodule, "status", "--porcelain") == ""
+    out = r.stdout
+    marks = 0
+    while "is the first bad commit" not in out:
+        assert marks < 15, out
+        build = subprocess.run(["./build.sh"], cwd=world.superproject, env=world.env,
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            verdict = "skip"
+        else:
+            repro = subprocess.run(["./repro.sh"], cwd=world.superproject, env=world.env,
+                                   capture_output=True, text=True)
+            verdict = "good" if "not found" in repro.stdout else "bad"
+        r = git_cli(world, verdict)
+        assert r.returncode == 0, r.stderr
+        out = r.stdout
+        marks += 1
+    assert f"{world.sha(200)} is the first bad commit" in out
+    # The session stays (like git bisect) until reset.
+    status = git_cli(world, "status")
+    assert status.returncode == 0
+    assert f"{world.sha(200)} is the first bad commit" in status.stdout
+    log = git_cli(world, "log")
+    assert log.returncode == 0
+    lines = log.stdout.splitlines()
+    assert lines[0].startswith("git bisect-patched start --submodule third_party/llvm-project")
+    assert lines[-1] == (f"# first bad commit: [{world.sha(200)}] "
+                         "upstream commit 200: touch lib/bug.txt")
+    assert sum(1 for x in lines if x.startswith("git bisect-patched ")) == marks + 1
+    log_file = tmp_path / "bisect.log"
+    log_file.write_text(log.stdout)
+
+    r = git_cli(world, "reset")
+    assert r.returncode == 0, r.stderr
+    assert snapshot(world) == before
+    assert not (world.superproject / SESSION).exists()
+
+    r = git_cli(world, "replay", str(log_file))
+    assert r.returncode == 0, r.stderr
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+    assert git_cli(world, "log").stdout == log.stdout
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+
+
+def test_start_then_run(world: World, tmp_path: Path):
+    before = snapshot(world)
+    assert start(world, world.sha(300), world.sha(0)).returncode == 0
+    out = tmp_path / "r.json"
+    r = git_cli(world, "run", "--build", "./build.sh", "--good-if", GOOD_IF, "--json", str(out),
+                "./repro.sh")
+    assert r.returncode == 0, r.stderr
+    assert f"{world.sha(200)} is the first bad commit\n" in r.stdout
+    assert json.loads(out.read_text())["first_bad"] == world.sha(200)
+    assert (world.superproject / SESSION).exists()
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+
+
+def test_marking_explicit_revisions_and_bad_marks(world: World):
+    assert start(world, world.sha(300), world.sha(0)).returncode == 0
+    r = git_cli(world, "good", world.sha(190))
+    assert r.returncode == 0, r.stderr
+    r = git_cli(world, "bad", world.sha(210), world.sha(205))
+    assert r.returncode == 0, r.stderr
+    status = git_cli(world, "status").stdout
+    assert "candidates left between" in status
+    # Not in the range / contradicting the verdicts: refused, nothing recorded.
+    r = git_cli(world, "good", world.sha(250))
+    assert r.returncode == 2
+    assert "cannot mark good" in r.stderr
+    r = git_cli(world, "bad", "no-such-rev")
+    assert r.returncode == 2 and "unknown revision" in r.stderr
+    r = git_cli(world, "good", world.sha(0))
+    assert r.returncode == 2 and "not in the bisect range" in r.stderr
+    assert git_cli(world, "reset").returncode == 0
+
+
+def test_pathspec_limits_candidates(world: World):
+    r = git_cli(world, "start", "--submodule", SUBMODULE, world.sha(300), world.sha(0),
+                "--", "lib/bug.txt", "lib/build.txt")
+    assert r.returncode == 0, r.stderr
+    # Only commits 180 and 200 touch those paths (plus the bad end itself).
+    assert "3 candidates touching lib/bug.txt lib/build.txt" in r.stdout
+    r = git_cli(world, "run", "--build", "./build.sh", "--good-if", GOOD_IF, "./repro.sh")
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout, r.stdout + r.stderr
+    log = git_cli(world, "log").stdout
+    assert "-- lib/bug.txt lib/build.txt" in log.splitlines()[0]
+    assert git_cli(world, "reset").returncode == 0
+
+
+def test_reset_without_session_is_harmless(world: World):
+    before = snapshot(world)
+    r = git_cli(world, "reset")
+    assert r.returncode == 0
+    assert "not bisecting" in r.stdout
+    assert snapshot(world) == before
+
+
+def test_replay_rejects_foreign_logs(world: World, tmp_path: Path):
+    bad_log = tmp_path / "x.log"
+    bad_log.write_text("git bisect start HEAD HEAD~3\n")
+    r = git_cli(world, "replay", str(bad_log))
+    assert r.returncode == 2
+    assert "not a bisect-patched command" in r.stderr
+    r = git_cli(world, "replay", str(tmp_path / "missing.log"))
+    assert r.returncode == 2
