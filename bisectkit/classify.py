@@ -1,4 +1,4 @@
-"""Built-in classification: ``--good-if/--bad-if/--skip-if`` rules and the exit-status convention."""
+"""Built-in classification: the ``--good-if/--bad-if/--skip-if`` rules and the exit status."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ class RulesPlugin:
             for pattern in self._patterns[verdict]:
                 match = pattern.search(outcome.output)
                 if match:
-                    step.reason = f"{outcome.describe()}, matched --{verdict}-if {pattern.pattern!r}"
+                    step.reason = (f"{outcome.describe()}, "
+                                   f"matched --{verdict}-if {pattern.pattern!r}")
                     return verdict
         return None
 

@@ -36,7 +36,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="shell command run in the superproject root before the repro at every "
                         "step; a failing build marks the step skip")
     g.add_argument("--good-if", action="append", default=[], metavar="REGEX",
-                   help="mark good when REGEX matches the repro's output (overrides the exit status)")
+                   help="mark good when REGEX matches the repro's output "
+                        "(overrides the exit status)")
     g.add_argument("--bad-if", action="append", default=[], metavar="REGEX",
                    help="mark bad when REGEX matches (beats --skip-if and --good-if)")
     g.add_argument("--skip-if", action="append", default=[], metavar="REGEX",
@@ -268,6 +269,7 @@ def _run_with(b: Bisector, opts: RunOptions, json_path: str | None,
     decision: Decision | None = None
     try:
         decision = b.run(opts, pm, cache)
+        b.console.summary(b.session.steps)
         return b.show_result(decision)
     finally:
         with _shielded():

@@ -86,6 +86,17 @@ class Console:
             f"[bold {style}]{verdict}[/] ({escape(step['reason'])}){times}"
         )
 
+    def summary(self, steps: Sequence[dict[str, Any]]) -> None:
+        """One line: how the steps went and what they cost."""
+        counts = {v: sum(1 for s in steps if s["verdict"] == v) for v in ("good", "bad", "skip")}
+        cached = sum(1 for s in steps if s.get("source") == "cache")
+        build = sum(s.get("build_s") or 0 for s in steps)
+        repro = sum(s.get("repro_s") or 0 for s in steps)
+        written = sum(s.get("files_written") or 0 for s in steps)
+        self.line(f"summary: {len(steps)} steps ({counts['good']} good, {counts['bad']} bad, "
+                  f"{counts['skip']} skip, {cached} cached); build {build:.1f} s, "
+                  f"repro {repro:.1f} s; {written} files written", style="bold")
+
     def found(self, info: CommitInfo, actions: Sequence[dict[str, Any]]) -> None:
         self.line(f"{info.sha} is the first bad commit")
         self.line(f"commit {info.sha}")

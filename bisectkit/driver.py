@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +111,7 @@ class Bisector:
         candidates with a cached verdict are recorded without a checkout.
         """
         while True:
+            started = time.perf_counter()
             decision = self.decide()
             if not isinstance(decision, Next):
                 self.session.current = None
@@ -126,21 +128,21 @@ class Bisector:
                 self.console.patches(patches, None)
                 self.record(cand, "skip", f"conflict in {c.patch.sha[:12]} ({c.patch.subject}): "
                             f"{c.why.removeprefix('conflict in ')}", "auto",
-                            patches=patches, files_written=0)
+                            patches=patches, prepare_s=_since(started))
                 continue
             if cache is not None:
                 hit = cache.get(cache.key(self.strategy.tested_trees(replay)))
                 if hit is not None:
                     self.console.patches(patches, None)
                     self.record(cand, hit["verdict"], f"cached: {hit['reason']}",  # type: ignore[arg-type]
-                                "cache", patches=patches, files_written=0)
+                                "cache", patches=patches, prepare_s=_since(started))
                     continue
             written = 0 if self.session.current == cand else self.strategy.checkout(replay)
             self.console.patches(patches, written)
             self._replay = replay
             self.session.current = cand
-            self.session.current_patches = patches
-            self.session.current_files_written = written
+            self.session.current_step = {"patches": patches, "files_written": written,
+                                         "prepare_s": _since(started)}
             self.store.save(self.session)
             return decision
 
@@ -155,6 +157,7 @@ class Bisector:
             "source": source,
             "patches": details.pop("patches", []),
             "files_written": details.pop("files_written", 0),
+            "prepare_s": details.pop("prepare_s", None),
             "build_s": details.pop("build_s", None),
             "repro_s": details.pop("repro_s", None),
         }
@@ -187,9 +190,7 @@ class Bisector:
         except engine.ContradictoryVerdicts as exc:
             raise BadInput(f"cannot mark {verdict}: {exc}") from exc
         for sha in shas:
-            details: dict[str, Any] = {}
-            if sha == s.current:
-                details = {"patches": s.current_patches, "files_written": s.current_files_written}
+            details = dict(s.current_step) if sha == s.current else {}
             reason = "marked by hand" if source == "manual" else f"from {source}"
             self.record(sha, verdict, reason, source, **details)
 
@@ -209,8 +210,7 @@ class Bisector:
         env["BISECTKIT_STEP"] = str(index)
         step = Step(index=index, commit=cand, strategy=self.strategy.name, env=env,
                     workdir=s.root)
-        details: dict[str, Any] = {"patches": s.current_patches,
-                                   "files_written": s.current_files_written}
+        details: dict[str, Any] = dict(s.current_step)
         verdict: Verdict | None
         if opts.build:
             self.console.phase("build", opts.build)
@@ -323,3 +323,7 @@ class Bisector:
         self.strategy.restore()
         self.store.last_log_path.write_text("\n".join(self.log_lines()) + "\n", encoding="utf-8")
         self.store.delete()
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 4)

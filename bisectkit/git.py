@@ -251,7 +251,8 @@ class Repo:
         """
         src = self._commit(like)
         oid = self._repo.create_commit(
-            None, src.author, src.committer, src.message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=parent)]
+            None, src.author, src.committer, src.message, pygit2.Oid(hex=tree),
+            [pygit2.Oid(hex=parent)],
         )
         return str(oid)
 
@@ -334,7 +335,8 @@ def open_submodule(superproject: Repo, path: str) -> tuple[str, Repo]:
         raise BadInput(f"{path} is not a submodule of {superproject.workdir}")
     sub_dir = superproject.workdir / norm
     if not (sub_dir / ".git").exists():
-        raise BadInput(f"submodule {norm} is not initialised (run: git submodule update --init {norm})")
+        raise BadInput(f"submodule {norm} is not initialised "
+                       f"(run: git submodule update --init {norm})")
     return norm, Repo(sub_dir)
 
 

@@ -8,6 +8,7 @@ or Ctrl-C kills its whole process group and nothing is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -86,6 +87,7 @@ def run(
             except pexpect.TIMEOUT:
                 continue
             except pexpect.EOF:
+                timed_out = _wait_exit(child, start, timeout)
                 break
             text = data.replace("\r\n", "\n")
             chunks.append(text)
@@ -95,6 +97,9 @@ def run(
         _kill_group(child)
         raise
     finally:
+        # The child has exited or been killed by now; pexpect's default 0.1 s
+        # grace sleep would only add latency to every build and repro.
+        child.ptyproc.delayafterclose = 0
         child.close(force=True)
     duration = time.monotonic() - start
     return Outcome(
@@ -106,9 +111,17 @@ def run(
     )
 
 
+def _wait_exit(child: pexpect.spawn, start: float, timeout: float | None) -> bool:
+    """Reap a child whose output has closed; True if it had to be killed for the timeout."""
+    while child.isalive():
+        if timeout is not None and time.monotonic() - start > timeout:
+            _kill_group(child)
+            return True
+        time.sleep(0.002)
+    return False
+
+
 def _kill_group(child: pexpect.spawn) -> None:
     # pexpect makes the child a session leader, so its pid is the group id.
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

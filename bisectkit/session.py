@@ -72,8 +72,8 @@ class Session:
     verdicts: list[VerdictEntry] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     current: str | None = None
-    current_patches: list[dict[str, Any]] = field(default_factory=list)
-    current_files_written: int = 0
+    #: Step details of the checked-out candidate (patches, files_written, prepare_s).
+    current_step: dict[str, Any] = field(default_factory=dict)
 
     # -- verdicts ----------------------------------------------------------
     def verdict_map(self) -> dict[str, Verdict]:
@@ -106,8 +106,7 @@ class Session:
             "verdicts": [vars(v) for v in self.verdicts],
             "steps": self.steps,
             "current": self.current,
-            "current_patches": self.current_patches,
-            "current_files_written": self.current_files_written,
+            "current_step": self.current_step,
         }
 
     @classmethod
@@ -132,8 +131,7 @@ class Session:
             verdicts=[VerdictEntry(**v) for v in data["verdicts"]],
             steps=list(data["steps"]),
             current=data.get("current"),
-            current_patches=list(data.get("current_patches", [])),
-            current_files_written=int(data.get("current_files_written", 0)),
+            current_step=dict(data.get("current_step", {})),
         )
 
 

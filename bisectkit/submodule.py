@@ -91,7 +91,8 @@ def _resolve_upstream(superproject: Repo, sub: Repo, upstream: str | None) -> tu
         sha = sub.try_resolve(ref)
         if sha is not None:
             return ref, sha
-    raise BadInput(f"no upstream ref found in {sub.workdir} (tried {', '.join(DEFAULT_UPSTREAMS)}); "
+    tried = ", ".join(DEFAULT_UPSTREAMS)
+    raise BadInput(f"no upstream ref found in {sub.workdir} (tried {tried}); "
                    "pass --upstream REF")
 
 

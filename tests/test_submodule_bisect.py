@@ -223,8 +223,8 @@ def test_runs_from_a_subdirectory_of_the_superproject(world: World, from_inside:
     cwd = world.submodule / "lib" if from_inside else world.superproject
     before = snapshot(world)
     r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(150),
-            "--bad", world.sha(250), "--good-if", GOOD_IF, "--", str(world.superproject / "repro.sh"),
-            cwd=cwd)
+            "--bad", world.sha(250), "--good-if", GOOD_IF, "--",
+            str(world.superproject / "repro.sh"), cwd=cwd)
     assert r.returncode == 0, r.stderr
     assert f"{world.sha(200)} is the first bad commit" in r.stdout
     assert snapshot(world) == before
