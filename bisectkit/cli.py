@@ -165,6 +165,19 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _run_shielded(action: Callable[[], None]) -> None:
+    """Run clean-up ``action`` to completion even if Ctrl-C arrives just before the shield."""
+    while True:
+        try:
+            with _shielded():
+                action()
+            return
+        except KeyboardInterrupt:
+            # Raised before the shield went up (signals are ignored inside it),
+            # so nothing of ``action`` ran yet: start it again.
+            continue
+
+
 @contextlib.contextmanager
 def _shielded() -> Iterator[None]:
     """Ignore Ctrl-C and SIGTERM while restoring, so a second Ctrl-C cannot leave a half reset."""
@@ -272,11 +285,14 @@ def _run_with(b: Bisector, opts: RunOptions, json_path: str | None,
         b.console.summary(b.session.steps)
         return b.show_result(decision)
     finally:
-        with _shielded():
+
+        def wrap_up() -> None:
             if json_path:
                 b.write_json(json_path, _status_word(decision), decision)
             if on_exit is not None:
                 on_exit()
+
+        _run_shielded(wrap_up)
 
 
 # -- commands -----------------------------------------------------------------------
@@ -410,8 +426,7 @@ def cmd_reset(args: argparse.Namespace, console: Console) -> int:
         console.line("not bisecting; nothing to reset")
         return 0
     b = Bisector(sp, store, store.load(), console)
-    with _shielded():
-        b.reset()
+    _run_shielded(b.reset)
     console.line(f"restored {b.session.submodule} to {b.session.orig_sub.describe()}")
     return 0
 

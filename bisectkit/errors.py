@@ -7,6 +7,7 @@ EXIT_FOUND = 0
 EXIT_INCONCLUSIVE = 1
 EXIT_USAGE = 2
 EXIT_ABORTED = 3
+EXIT_GIT_FAILURE = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -21,7 +22,13 @@ class BadInput(BisectkitError):
 
 
 class GitFailure(BisectkitError):
-    """A git operation failed in a way bisectkit cannot recover from."""
+    """A git operation failed mid-session (say, a checkout blocked by a local edit).
+
+    Unlike :class:`BadInput` something may already have changed: the session
+    is kept and says where it stands.
+    """
+
+    exit_code = EXIT_GIT_FAILURE
 
 
 class Aborted(BisectkitError):

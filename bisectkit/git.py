@@ -8,6 +8,7 @@ work tree from one commit to another with a single checkout.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -292,7 +293,8 @@ class Repo:
                 self._commit(sha).tree, strategy=CheckoutStrategy.SAFE, callbacks=counter
             )
         except pygit2.GitError as exc:
-            raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {exc}") from exc
+            raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {exc}; "
+                             "move local edits out of the way and run the command again") from exc
         self._repo.set_head(pygit2.Oid(hex=sha))
         return counter.written
 
@@ -330,7 +332,7 @@ def open_submodule(superproject: Repo, path: str) -> tuple[str, Repo]:
             rel = rel.resolve().relative_to(superproject.workdir)
         except ValueError as exc:
             raise BadInput(f"{path} is outside the superproject {superproject.workdir}") from exc
-    norm = rel.as_posix().strip("/")
+    norm = os.path.normpath(rel.as_posix()).strip("/")
     if norm not in superproject.gitlinks():
         raise BadInput(f"{path} is not a submodule of {superproject.workdir}")
     sub_dir = superproject.workdir / norm

@@ -1,0 +1,545 @@
+"""Safety of the real CLI: bad input touches nothing, interruptions and aborts restore state.
+
+Every test drives the installed console scripts (``bisectkit`` and ``git
+bisect-patched``) against a real git world, and compares the repositories'
+state before and after with :func:`conftest.snapshot`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, cli, git_cli, snapshot
+
+UPSTREAM = "upstream/main"
+
+
+# -- helpers ----------------------------------------------------------------------
+def session_path(world: World) -> Path:
+    return world.superproject / ".git" / "bisectkit" / "session.json"
+
+
+def run_argv(world: World, *, good: str | None = None, bad: str | None = None,
+             submodule: str = SUBMODULE, build: str = "./build.sh",
+             repro: tuple[str, ...] = ("./repro.sh",), extra: tuple[str, ...] = ()) -> list[str]:
+    """``bisectkit run ...`` arguments, by default the working command of the world."""
+    return [
+        "run", "--submodule", submodule, "--upstream", UPSTREAM,
+        "--good", world.sha(0) if good is None else good,
+        "--bad", world.sha(300) if bad is None else bad,
+        "--build", build, "--good-if", "device .* not found", *extra, "--", *repro,
+    ]
+
+
+def start_argv(world: World, *, good: str | None = None, bad: str | None = None,
+               submodule: str = SUBMODULE) -> list[str]:
+    """``git bisect-patched start ...`` arguments (bad first, then good)."""
+    return ["start", "--submodule", submodule, "--upstream", UPSTREAM,
+            world.sha(300) if bad is None else bad, world.sha(0) if good is None else good]
+
+
+def write_script(path: Path, body: str, executable: bool = True) -> Path:
+    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
+    path.chmod(0o755 if executable else 0o644)
+    return path
+
+
+def assert_refused(world: World, proc: subprocess.CompletedProcess[str], before: dict[str, str],
+                   *words: str) -> str:
+    """Exit 2, exactly one stderr line naming the problem, nothing touched, no session."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    line = lines[0]
+    for word in words:
+        assert word.lower() in line.lower(), (word, line)
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
+    return line
+
+
+def snapshot_super(world: World) -> dict[str, str]:
+    """The superproject half of ``snapshot`` (usable while the submodule is detached)."""
+    return {
+        "super_head": world.git(world.superproject, "rev-parse", "HEAD"),
+        "super_branch": world.git(world.superproject, "symbolic-ref", "-q", "HEAD"),
+        "super_status": world.git(world.superproject, "status", "--porcelain"),
+    }
+
+
+def head_info(world: World, repo: Path) -> tuple[str, str | None]:
+    """(HEAD sha, branch ref or None when detached): works where ``snapshot`` cannot."""
+    sha = world.git(repo, "rev-parse", "HEAD")
+    proc = subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=repo, env=world.env,
+                          text=True, capture_output=True)
+    return sha, (proc.stdout.strip() if proc.returncode == 0 else None)
+
+
+def is_ancestor(world: World, repo: Path, a: str, b: str) -> bool:
+    return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=repo,
+                          env=world.env).returncode == 0
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie nobody reaped yet counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+# -- bad input: exit 2, one line, nothing touched -----------------------------------
+@pytest.mark.parametrize("which", ["good", "bad"])
+def test_run_unknown_rev(world: World, which: str, tmp_path: Path) -> None:
+    marker = tmp_path / "built"
+    before = snapshot(world)
+    result = tmp_path / "result.json"
+    proc = cli(world, *run_argv(world, build=f"touch {marker}", extra=("--json", str(result)),
+                                **{which: "no-such-rev"}))
+    assert_refused(world, proc, before, "unknown revision", "no-such-rev")
+    assert not marker.exists()
+    assert not result.exists()
+
+
+@pytest.mark.parametrize("which", ["good", "bad"])
+def test_start_unknown_rev(world: World, which: str) -> None:
+    before = snapshot(world)
+    proc = git_cli(world, *start_argv(world, **{which: "no-such-rev"}))
+    assert_refused(world, proc, before, "unknown revision", "no-such-rev")
+
+
+def test_run_unknown_upstream(world: World) -> None:
+    before = snapshot(world)
+    argv = run_argv(world)
+    argv[argv.index(UPSTREAM)] = "upstream/nope"
+    proc = cli(world, *argv)
+    assert_refused(world, proc, before, "upstream/nope")
+
+
+@pytest.mark.parametrize("path", ["lib", "build.sh", "does/not/exist",
+                                  f"{SUBMODULE}/lib"])
+def test_run_not_a_submodule(world: World, path: str) -> None:
+    before = snapshot(world)
+    proc = cli(world, *run_argv(world, submodule=path))
+    assert_refused(world, proc, before, "not a submodule", path)
+
+
+@pytest.mark.parametrize("path", ["lib", "build.sh", "does/not/exist"])
+def test_start_not_a_submodule(world: World, path: str) -> None:
+    before = snapshot(world)
+    proc = git_cli(world, *start_argv(world, submodule=path))
+    assert_refused(world, proc, before, "not a submodule", path)
+
+
+def test_run_good_is_bad(world: World) -> None:
+    before = snapshot(world)
+    proc = cli(world, *run_argv(world, good=world.sha(300)))
+    assert_refused(world, proc, before, "bad revision itself")
+
+
+def test_run_superproject_commit_is_unknown_in_submodule(world: World) -> None:
+    before = snapshot(world)
+    sup = before["super_head"]
+    proc = cli(world, *run_argv(world, bad=sup))
+    assert_refused(world, proc, before, "unknown revision", sup)
+
+
+def test_run_good_not_ancestor_of_bad(world: World) -> None:
+    before = snapshot(world)
+    proc = cli(world, *run_argv(world, good=world.sha(300), bad=world.sha(100)))
+    assert_refused(world, proc, before, "not an ancestor")
+
+
+def test_start_good_not_ancestor_of_bad(world: World) -> None:
+    before = snapshot(world)
+    proc = git_cli(world, *start_argv(world, good=world.sha(300), bad=world.sha(100)))
+    assert_refused(world, proc, before, "not an ancestor")
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["unstaged", "staged"])
+def test_run_dirty_superproject(world: World, staged: bool) -> None:
+    build = world.superproject / "build.sh"
+    text = build.read_text(encoding="utf-8") + "# local edit\n"
+    build.write_text(text, encoding="utf-8")
+    if staged:
+        world.git(world.superproject, "add", "build.sh")
+    before = snapshot(world)
+    assert "build.sh" in before["super_status"]
+    proc = cli(world, *run_argv(world))
+    assert_refused(world, proc, before, "uncommitted", "build.sh")
+    assert build.read_text(encoding="utf-8") == text
+
+
+def test_start_dirty_superproject(world: World) -> None:
+    (world.superproject / "repro.sh").write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    before = snapshot(world)
+    proc = git_cli(world, *start_argv(world))
+    assert_refused(world, proc, before, "uncommitted", "repro.sh")
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["unstaged", "staged"])
+def test_run_dirty_submodule(world: World, staged: bool) -> None:
+    target = world.submodule / "lib" / "local.txt"
+    target.write_text("work in progress\n", encoding="utf-8")
+    if staged:
+        world.git(world.submodule, "add", "lib/local.txt")
+    before = snapshot(world)
+    assert "lib/local.txt" in before["sub_status"]
+    proc = cli(world, *run_argv(world))
+    assert_refused(world, proc, before, "uncommitted", "lib/local.txt")
+    assert target.read_text(encoding="utf-8") == "work in progress\n"
+
+
+def test_start_dirty_submodule(world: World) -> None:
+    (world.submodule / "README").write_text("edited\n", encoding="utf-8")
+    before = snapshot(world)
+    proc = git_cli(world, *start_argv(world))
+    assert_refused(world, proc, before, "uncommitted", "README")
+
+
+def test_untracked_files_are_not_dirty(world: World) -> None:
+    (world.superproject / "notes.txt").write_text("my notes\n", encoding="utf-8")
+    (world.submodule / "lib" / "scratch.txt").write_text("scratch\n", encoding="utf-8")
+    before = snapshot(world)
+    assert "?? notes.txt" in before["super_status"]
+    assert "?? lib/scratch.txt" in before["sub_status"]
+    proc = cli(world, *run_argv(world))
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert f"{world.sha(200)} is the first bad commit" in proc.stdout.splitlines()
+    assert snapshot(world) == before
+    assert (world.superproject / "notes.txt").read_text(encoding="utf-8") == "my notes\n"
+    assert (world.submodule / "lib" / "scratch.txt").read_text(encoding="utf-8") == "scratch\n"
+    assert not session_path(world).exists()
+
+
+def test_run_repro_not_found(world: World, tmp_path: Path) -> None:
+    marker = tmp_path / "built"
+    before = snapshot(world)
+    proc = cli(world, *run_argv(world, build=f"touch {marker}", repro=("./nope.sh",)))
+    assert_refused(world, proc, before, "not found", "nope.sh")
+    assert not marker.exists()
+
+
+def test_run_repro_not_on_path(world: World) -> None:
+    before = snapshot(world)
+    proc = cli(world, *run_argv(world, repro=("no-such-command-bisectkit",)))
+    assert_refused(world, proc, before, "not found", "no-such-command-bisectkit")
+
+
+def test_run_repro_not_executable(world: World, tmp_path: Path) -> None:
+    repro = write_script(tmp_path / "noexec.sh", "exit 0\n", executable=False)
+    marker = tmp_path / "built"
+    before = snapshot(world)
+    proc = cli(world, *run_argv(world, build=f"touch {marker}", repro=(str(repro),)))
+    assert_refused(world, proc, before, "not executable", "noexec.sh")
+    assert not marker.exists()
+
+
+def test_git_run_repro_not_found_keeps_session(world: World) -> None:
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    session = session_path(world).read_bytes()
+    sub = head_info(world, world.submodule)
+    proc = git_cli(world, "run", "./nope.sh")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert len(proc.stderr.splitlines()) == 1 and "nope.sh" in proc.stderr
+    assert session_path(world).read_bytes() == session
+    assert head_info(world, world.submodule) == sub
+
+
+@pytest.mark.parametrize("how", ["sha", "branch"])
+def test_run_bad_contains_local_patches(world: World, how: str) -> None:
+    before = snapshot(world)
+    bad = world.stack[-1] if how == "sha" else "main"
+    assert world.git(world.submodule, "rev-parse", bad) == world.stack[-1]
+    proc = cli(world, *run_argv(world, bad=bad))
+    assert_refused(world, proc, before, "local patch")
+
+
+def test_start_bad_contains_local_patches(world: World) -> None:
+    before = snapshot(world)
+    proc = git_cli(world, *start_argv(world, bad=world.stack[-1]))
+    assert_refused(world, proc, before, "local patch")
+
+
+def test_start_while_session_in_progress(world: World) -> None:
+    before = snapshot(world)
+    first = git_cli(world, *start_argv(world))
+    assert first.returncode == 0, (first.stdout, first.stderr)
+    saved = session_path(world).read_bytes()
+    sub = head_info(world, world.submodule)
+    sup = head_info(world, world.superproject)
+    sub_status = world.git(world.submodule, "status", "--porcelain")
+
+    again = git_cli(world, *start_argv(world, bad=world.sha(250), good=world.sha(10)))
+    assert again.returncode == 2, (again.stdout, again.stderr)
+    lines = again.stderr.splitlines()
+    assert len(lines) == 1 and "already in progress" in lines[0], again.stderr
+    assert session_path(world).read_bytes() == saved
+    assert head_info(world, world.submodule) == sub
+    assert head_info(world, world.superproject) == sup
+    assert world.git(world.submodule, "status", "--porcelain") == sub_status
+
+    # The same for the one-shot command: it must not hijack the session either.
+    oneshot = cli(world, *run_argv(world))
+    assert oneshot.returncode == 2, (oneshot.stdout, oneshot.stderr)
+    assert len(oneshot.stderr.splitlines()) == 1 and "already in progress" in oneshot.stderr
+    assert session_path(world).read_bytes() == saved
+    assert head_info(world, world.submodule) == sub
+
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
+
+
+def test_marks_refused_keep_session(world: World) -> None:
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    saved = session_path(world).read_bytes()
+    sub = head_info(world, world.submodule)
+    cases = {
+        ("good", "no-such-rev"): "unknown revision",
+        ("good", world.sha(350)): "not in the bisect range",
+        ("bad", world.sha(0)): "not in the bisect range",
+        ("good", world.sha(300)): "cannot mark good",
+    }
+    for args, words in cases.items():
+        proc = git_cli(world, *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and words in lines[0], (args, proc.stderr)
+        assert session_path(world).read_bytes() == saved
+        assert head_info(world, world.submodule) == sub
+    assert git_cli(world, "reset").returncode == 0
+
+
+def test_user_edit_mid_session_is_never_overwritten(world: World) -> None:
+    """An edit made during a session blocks the next checkout and the reset; it is kept."""
+    before = snapshot(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    edited = world.submodule / "lib" / "file5.txt"  # changes between most candidates
+    edited.write_text("my experiment\n", encoding="utf-8")
+    git_cli(world, "good")
+    assert edited.read_text(encoding="utf-8") == "my experiment\n"
+    proc = git_cli(world, "reset")
+    assert proc.returncode == 4  # a git failure mid-session: the session is kept
+    assert "move local edits out of the way" in proc.stderr
+    assert edited.read_text(encoding="utf-8") == "my experiment\n"
+    assert session_path(world).exists()
+    world.git(world.submodule, "checkout", "--", "lib/file5.txt")
+    proc = git_cli(world, "reset")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert snapshot(world) == before
+
+
+def test_detached_submodule_is_restored_detached(world: World) -> None:
+    """After ``git submodule update`` the submodule is usually detached: keep it so."""
+    world.git(world.submodule, "checkout", "-q", "--detach")
+    sub = head_info(world, world.submodule)
+    assert sub[1] is None
+    sup = snapshot_super(world)
+    proc = cli(world, *run_argv(world))
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert head_info(world, world.submodule) == sub
+    assert world.git(world.submodule, "status", "--porcelain") == ""
+    assert snapshot_super(world) == sup
+    assert not session_path(world).exists()
+
+
+@pytest.mark.parametrize("verb", [("good",), ("bad",), ("skip",), ("good", "HEAD"), ("run",),
+                                  ("status",), ("log",)])
+def test_commands_without_session(world: World, verb: tuple[str, ...]) -> None:
+    before = snapshot(world)
+    args = [*verb, "./repro.sh"] if verb == ("run",) else list(verb)
+    proc = git_cli(world, *args)
+    assert_refused(world, proc, before, "no bisect-patched session")
+
+
+# -- interruption: Ctrl-C and SIGTERM restore everything ------------------------------
+SLOW_SCRIPT = """\
+sleep 60 &
+echo "$$ $!" > "{marker}.tmp"
+mv "{marker}.tmp" "{marker}"
+wait
+"""
+
+
+def spawn(world: World, exe: str, *args: str) -> subprocess.Popen[str]:
+    """Start a console script as a user would, in its own process group (like a shell job)."""
+    path = shutil.which(exe)
+    assert path is not None, exe
+    return subprocess.Popen([path, *args], cwd=world.superproject, env=world.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def interrupt_when_started(world: World, proc: subprocess.Popen[str], marker: Path,
+                           signum: int, to_group: bool, times: int = 1) -> tuple[list[int], str]:
+    """Wait until the slow script runs, signal bisectkit, wait for it; (script pids, stderr)."""
+    try:
+        wait_for(lambda: marker.exists() or proc.poll() is not None, 30, "the script to start")
+        assert proc.poll() is None, proc.communicate()
+        pids = [int(p) for p in marker.read_text().split()]
+        assert len(pids) == 2 and all(alive(p) for p in pids)
+        # The submodule really is at a patched candidate, detached, while the script runs.
+        assert head_info(world, world.submodule)[1] is None
+        assert session_path(world).exists()
+        for n in range(times):
+            if n:
+                time.sleep(0.01)
+            if to_group:
+                os.killpg(proc.pid, signum)
+            else:
+                proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if times == 1:
+        assert proc.returncode == 130, (out, err)
+    else:
+        # A later Ctrl-C may land after the clean-up, while Python shuts down with the
+        # default SIGINT disposition back: the shell still sees 130 (128 + SIGINT).
+        assert proc.returncode in (130, -signal.SIGINT), (out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and "interrupted" in lines[0], err
+    wait_for(lambda: not any(alive(p) for p in pids), 5, "the script's processes to die")
+    return pids, err
+
+
+@pytest.mark.parametrize(("signum", "to_group"),
+                         [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
+                         ids=["SIGINT", "SIGINT-group", "SIGTERM"])
+def test_run_interrupted_in_repro_restores(world: World, tmp_path: Path, signum: int,
+                                           to_group: bool) -> None:
+    marker = tmp_path / "repro-started"
+    repro = write_script(tmp_path / "slow_repro.sh", SLOW_SCRIPT.format(marker=marker))
+    result = tmp_path / "result.json"
+    before = snapshot(world)
+    proc = spawn(world, "bisectkit",
+                 *run_argv(world, repro=(str(repro),), extra=("--json", str(result))))
+    interrupt_when_started(world, proc, marker, signum, to_group)
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
+    data = json.loads(result.read_text(encoding="utf-8"))
+    assert data["status"] == "aborted"
+    assert data["first_bad"] is None
+
+
+def test_run_interrupted_in_build_restores(world: World, tmp_path: Path) -> None:
+    marker = tmp_path / "build-started"
+    build = write_script(tmp_path / "slow_build.sh", SLOW_SCRIPT.format(marker=marker))
+    before = snapshot(world)
+    proc = spawn(world, "bisectkit", *run_argv(world, build=str(build)))
+    interrupt_when_started(world, proc, marker, signal.SIGINT, to_group=True)
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
+
+
+def test_run_repeated_ctrl_c_still_restores(world: World, tmp_path: Path) -> None:
+    marker = tmp_path / "repro-started"
+    repro = write_script(tmp_path / "slow_repro.sh", SLOW_SCRIPT.format(marker=marker))
+    before = snapshot(world)
+    proc = spawn(world, "bisectkit", *run_argv(world, repro=(str(repro),)))
+    interrupt_when_started(world, proc, marker, signal.SIGINT, to_group=True, times=3)
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
+
+
+def test_git_run_interrupted_keeps_session_then_reset(world: World, tmp_path: Path) -> None:
+    marker = tmp_path / "repro-started"
+    repro = write_script(tmp_path / "slow_repro.sh", SLOW_SCRIPT.format(marker=marker))
+    before = snapshot(world)
+    started = git_cli(world, *start_argv(world))
+    assert started.returncode == 0, (started.stdout, started.stderr)
+    under_test = head_info(world, world.submodule)
+    proc = spawn(world, "git-bisect-patched", "run", str(repro))
+    interrupt_when_started(world, proc, marker, signal.SIGINT, to_group=True)
+    assert session_path(world).exists()
+    session = json.loads(session_path(world).read_text(encoding="utf-8"))
+    assert session["current"] in session["candidates"]
+    assert head_info(world, world.submodule) == under_test
+    assert world.git(world.submodule, "status", "--porcelain") == ""
+
+    reset = git_cli(world, "reset")
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
+
+
+# -- a repro exiting 128+ aborts ----------------------------------------------------------
+ABORTS = {
+    "exit130": "echo 'cannot go on'\nexit 130\n",
+    "exit255": "exit 255\n",
+    "exit128": "exit 128\n",
+    "SIGSEGV": "kill -SEGV $$\n",
+    "SIGKILL": "kill -KILL $$\n",
+}
+
+
+@pytest.mark.parametrize("body", ABORTS.values(), ids=ABORTS.keys())
+def test_run_abort_restores(world: World, tmp_path: Path, body: str) -> None:
+    repro = write_script(tmp_path / "abort.sh", body)
+    result = tmp_path / "result.json"
+    before = snapshot(world)
+    proc = cli(world, *run_argv(world, repro=(str(repro),), extra=("--json", str(result))))
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "abort" in lines[0].lower(), proc.stderr
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
+    data = json.loads(result.read_text(encoding="utf-8"))
+    assert data["status"] == "aborted"
+    assert data["first_bad"] is None
+    assert data["strategy"] == "submodule"
+
+
+def test_git_run_abort_keeps_session_then_reset(world: World) -> None:
+    write_script(world.superproject / "abort.sh", "exit 130\n")  # untracked: not dirty
+    before = snapshot(world)
+    started = git_cli(world, *start_argv(world))
+    assert started.returncode == 0, (started.stdout, started.stderr)
+
+    proc = git_cli(world, "run", "--build", "./build.sh", "./abort.sh")
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "abort" in proc.stderr.lower()
+    assert session_path(world).exists()
+    session = json.loads(session_path(world).read_text(encoding="utf-8"))
+    current = session["current"]
+    assert current in session["candidates"]
+    sha, branch = head_info(world, world.submodule)
+    assert branch is None, "the submodule should be left detached at the candidate"
+    assert sha != before["sub_head"]
+    assert is_ancestor(world, world.submodule, current, sha)
+    assert world.git(world.submodule, "status", "--porcelain") == before["sub_status"]
+
+    # The session goes on: the same run again aborts the same way, still kept.
+    again = git_cli(world, "run", "./abort.sh")
+    assert again.returncode == 3, (again.stdout, again.stderr)
+    assert json.loads(session_path(world).read_text(encoding="utf-8"))["current"] == current
+
+    reset = git_cli(world, "reset")
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert snapshot(world) == before
+    assert not session_path(world).exists()
