@@ -91,12 +91,20 @@ def build_parser(git_mode: bool = False) -> argparse.ArgumentParser:
         p.set_defaults(func=cmd_oneshot)
         return parser
 
-    p = sub.add_parser("start", help="start a session and check out the first candidate")
-    p.add_argument("--submodule", required=True, metavar="PATH")
-    p.add_argument("--upstream", metavar="REF")
-    p.add_argument("--first-parent", action="store_true", help="the default; accepted")
-    p.add_argument("bad", metavar="BAD")
-    p.add_argument("good", nargs="+", metavar="GOOD")
+    p = sub.add_parser(
+        "start", help="start a session and check out the first candidate",
+        usage=f"{GIT_PROG} start --submodule PATH [--upstream REF] [--first-parent] "
+              "BAD GOOD... [-- PATHSPEC...]",
+        epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
+    p.add_argument("--submodule", required=True, metavar="PATH",
+                   help="the patched submodule, relative to the superproject root")
+    p.add_argument("--upstream", metavar="REF",
+                   help="upstream ref in the submodule (default: bisectkit.upstream, then "
+                        "upstream/main, origin/main, origin/master)")
+    p.add_argument("--first-parent", action="store_true",
+                   help="follow first parents only (the default)")
+    p.add_argument("bad", metavar="BAD", help="a known bad upstream revision")
+    p.add_argument("good", nargs="+", metavar="GOOD", help="known good upstream revisions")
     p.set_defaults(func=cmd_start, pathspec=[])
     for verdict in engine.VERDICTS:
         p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {verdict}")
@@ -311,7 +319,7 @@ def cmd_oneshot(args: argparse.Namespace, console: Console) -> int:
     try:
         return _run_with(b, opts, args.json, restore)
     except Aborted:
-        console.error("aborted: the repro asked to stop; nothing is left checked out")
+        console.error("aborted; the superproject and the submodule were restored")
         raise
 
 

@@ -228,7 +228,7 @@ class Bisector:
         verdict = pm.hook.bisectkit_classify(step=step, outcome=outcome)
         if verdict is None:
             raise Aborted(f"repro {outcome.describe()} at {cand[:12]}: exit codes >= 128 and "
-                          "signals abort the bisection; the session is kept")
+                          "signals abort the bisection")
         reason = step.reason or outcome.describe()
         self._remember(cache, replay, verdict, reason)
         self.record(cand, verdict, reason, "run", **details)

@@ -32,7 +32,7 @@ class GitFailure(BisectkitError):
 
 
 class Aborted(BisectkitError):
-    """The repro asked to stop (exit >= 128 or killed); the session is kept."""
+    """The repro asked to stop (exit >= 128 or killed by a signal)."""
 
     exit_code = EXIT_ABORTED
 

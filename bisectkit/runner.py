@@ -35,6 +35,8 @@ class Outcome:
     output: str
     timed_out: bool
     duration: float
+    #: The time limit the command ran under, if any.
+    timeout: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -43,7 +45,7 @@ class Outcome:
     def describe(self) -> str:
         """Short human reason, e.g. ``exit 1`` or ``killed by SIGSEGV``."""
         if self.timed_out:
-            return f"timed out after {self.duration:.0f} s"
+            return f"timed out after {self.timeout or self.duration:g} s"
         if self.signal is not None:
             return f"killed by {signal.Signals(self.signal).name}"
         return f"exit {self.exit_status}"
@@ -108,6 +110,7 @@ def run(
         output="".join(chunks),
         timed_out=timed_out,
         duration=duration,
+        timeout=timeout,
     )
 
 
