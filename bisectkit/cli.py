@@ -30,6 +30,17 @@ GIT_PROG = "git bisect-patched"
 
 
 # -- parsers --------------------------------------------------------------------
+def _add_target_options(p: argparse.ArgumentParser) -> None:
+    """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
+    p.add_argument("--submodule", required=True, metavar="PATH",
+                   help="the patched submodule, relative to the superproject root")
+    p.add_argument("--upstream", metavar="REF",
+                   help="upstream ref in the submodule (default: bisectkit.upstream, then "
+                        "upstream/main, origin/main, origin/master)")
+    p.add_argument("--first-parent", action="store_true",
+                   help="follow first parents only (the default)")
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run options")
     g.add_argument("--build", metavar="CMD",
@@ -76,13 +87,7 @@ def build_parser(git_mode: bool = False) -> argparse.ArgumentParser:
 
     if not git_mode:
         p = sub.add_parser("run", help="start, run, report and reset in one go")
-        p.add_argument("--submodule", required=True, metavar="PATH",
-                       help="the patched submodule, relative to the superproject root")
-        p.add_argument("--upstream", metavar="REF",
-                       help="upstream ref in the submodule (default: bisectkit.upstream, then "
-                            "upstream/main, origin/main, origin/master)")
-        p.add_argument("--first-parent", action="store_true",
-                       help="follow first parents only (the default)")
+        _add_target_options(p)
         p.add_argument("--good", action="append", required=True, metavar="REV",
                        help="a known good upstream revision (repeatable)")
         p.add_argument("--bad", required=True, metavar="REV", help="a known bad upstream revision")
@@ -96,13 +101,7 @@ def build_parser(git_mode: bool = False) -> argparse.ArgumentParser:
         usage=f"{GIT_PROG} start --submodule PATH [--upstream REF] [--first-parent] "
               "BAD GOOD... [-- PATHSPEC...]",
         epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
-    p.add_argument("--submodule", required=True, metavar="PATH",
-                   help="the patched submodule, relative to the superproject root")
-    p.add_argument("--upstream", metavar="REF",
-                   help="upstream ref in the submodule (default: bisectkit.upstream, then "
-                        "upstream/main, origin/main, origin/master)")
-    p.add_argument("--first-parent", action="store_true",
-                   help="follow first parents only (the default)")
+    _add_target_options(p)
     p.add_argument("bad", metavar="BAD", help="a known bad upstream revision")
     p.add_argument("good", nargs="+", metavar="GOOD", help="known good upstream revisions")
     p.set_defaults(func=cmd_start, pathspec=[])
@@ -239,15 +238,7 @@ def _resolve_command(word: str) -> str:
     return found
 
 
-def _start_argv(args: argparse.Namespace, session_upstream: str) -> list[str]:
-    argv = ["start", "--submodule", args.submodule, "--upstream", session_upstream,
-            args.bad, *args.good]
-    if args.pathspec:
-        argv += ["--", *args.pathspec]
-    return argv
-
-
-def _begin(args: argparse.Namespace, sp: Repo) -> submodule.StartRequest:
+def _request(args: argparse.Namespace) -> submodule.StartRequest:
     return submodule.StartRequest(submodule=args.submodule, upstream=args.upstream,
                                   bad=args.bad, good=list(args.good),
                                   pathspec=list(getattr(args, "pathspec", [])))
@@ -257,10 +248,7 @@ def _new_session(args: argparse.Namespace, sp: Repo, store: SessionStore,
                  console: Console) -> Bisector:
     """Validate, save and announce a new session (no checkout yet)."""
     _require_no_session(store)
-    session = submodule.start(sp, _begin(args, sp), argv=[])
-    args.pathspec = getattr(args, "pathspec", [])
-    args.bad, args.good = session.bad, session.good
-    session.start_argv = _start_argv(args, session.upstream_ref)
+    session = submodule.start(sp, _request(args))
     store.save(session)
     b = Bisector(sp, store, session, console)
     console.header(session, engine.steps_estimate(len(session.candidates) - 1))

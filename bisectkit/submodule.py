@@ -31,7 +31,7 @@ class StartRequest:
     pathspec: Sequence[str] = ()
 
 
-def start(superproject: Repo, req: StartRequest, argv: list[str]) -> Session:
+def start(superproject: Repo, req: StartRequest) -> Session:
     """Validate ``req`` against the repositories and build a new session; touches nothing."""
     path, sub = open_submodule(superproject, req.submodule)
     dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
@@ -72,7 +72,9 @@ def start(superproject: Repo, req: StartRequest, argv: list[str]) -> Session:
         stack=stack.to_json(),
         orig_super=superproject.head_state(),
         orig_sub=sub_head,
-        start_argv=argv,
+        # The log's first line: full shas, so a replay means the same range.
+        start_argv=["start", "--submodule", path, "--upstream", upstream_ref, bad, *goods,
+                    *(["--", *req.pathspec] if req.pathspec else [])],
     )
 
 
