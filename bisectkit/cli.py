@@ -276,15 +276,22 @@ def _run_with(b: Bisector, opts: RunOptions, json_path: str | None,
     cache = (VerdictCache(b.store, run_identity(opts, Path(b.session.root)))
              if opts.use_cache else None)
     decision: Decision | None = None
+    error: str | None = None
     try:
         decision = b.run(opts, pm, cache)
         b.console.summary(b.session.steps)
         return b.show_result(decision)
+    except KeyboardInterrupt:
+        error = "interrupted"
+        raise
+    except Exception as exc:
+        error = str(exc)
+        raise
     finally:
 
         def wrap_up() -> None:
             if json_path:
-                b.write_json(json_path, _status_word(decision), decision)
+                b.write_json(json_path, _status_word(decision), decision, error)
             if on_exit is not None:
                 on_exit()
 

@@ -137,7 +137,12 @@ class Bisector:
                     self.record(cand, hit["verdict"], f"cached: {hit['reason']}",  # type: ignore[arg-type]
                                 "cache", patches=patches, prepare_s=_since(started))
                     continue
-            written = 0 if self.session.current == cand else self.strategy.checkout(replay)
+            # Always check out, even when resuming on the same candidate: the user
+            # may have moved the submodule between commands, and a checkout onto
+            # the same tree writes nothing.
+            written = self.strategy.checkout(replay)
+            if self.session.current == cand:
+                written += self.session.current_step.get("files_written", 0)
             self.console.patches(patches, written)
             self._replay = replay
             self.session.current = cand
@@ -266,7 +271,8 @@ class Bisector:
         # The bad end is never tested, so compute what the stack does there.
         return [a.to_json() for a in self.strategy.materialize(sha).actions]
 
-    def result_json(self, status: str, decision: Decision | None) -> dict[str, Any]:
+    def result_json(self, status: str, decision: Decision | None,
+                    error: str | None = None) -> dict[str, Any]:
         s = self.session
         data: dict[str, Any] = {
             "status": status,
@@ -287,10 +293,13 @@ class Bisector:
             data["patches_at_first_bad"] = self._patches_at(decision.first_bad)
         elif isinstance(decision, Inconclusive):
             data["candidates"] = list(decision.candidates)
+        if error is not None:
+            data["error"] = error
         return data
 
-    def write_json(self, path: str, status: str, decision: Decision | None) -> None:
-        write_json_atomic(Path(path), self.result_json(status, decision))
+    def write_json(self, path: str, status: str, decision: Decision | None,
+                   error: str | None = None) -> None:
+        write_json_atomic(Path(path), self.result_json(status, decision, error))
 
     # -- log ---------------------------------------------------------------------
     def log_lines(self) -> list[str]:

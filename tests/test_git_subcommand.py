@@ -131,3 +131,11 @@ def test_replay_rejects_foreign_logs(world: World, tmp_path: Path):
     assert "not a bisect-patched command" in r.stderr
     r = git_cli(world, "replay", str(tmp_path / "missing.log"))
     assert r.returncode == 2
+
+
+def test_submodule_path_is_normalised(world: World):
+    r = git_cli(world, "start", "--submodule", "third_party/../third_party/llvm-project/",
+                world.sha(300), world.sha(0))
+    assert r.returncode == 0, r.stderr
+    assert "bisecting submodule third_party/llvm-project" in r.stdout
+    assert git_cli(world, "reset").returncode == 0

@@ -444,6 +444,7 @@ def test_run_interrupted_in_repro_restores(world: World, tmp_path: Path, signum:
     assert not session_path(world).exists()
     data = json.loads(result.read_text(encoding="utf-8"))
     assert data["status"] == "aborted"
+    assert data["error"] == "interrupted"
     assert data["first_bad"] is None
 
 
@@ -511,6 +512,7 @@ def test_run_abort_restores(world: World, tmp_path: Path, body: str) -> None:
     assert not session_path(world).exists()
     data = json.loads(result.read_text(encoding="utf-8"))
     assert data["status"] == "aborted"
+    assert "abort the bisection" in data["error"]
     assert data["first_bad"] is None
     assert data["strategy"] == "submodule"
 
