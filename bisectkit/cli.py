@@ -251,7 +251,8 @@ def _new_session(args: argparse.Namespace, sp: Repo, store: SessionStore,
     session = submodule.start(sp, _request(args))
     store.save(session)
     b = Bisector(sp, store, session, console)
-    console.header(session, engine.steps_estimate(len(session.candidates) - 1))
+    console.header(b.strategy.header_lines(),
+                   engine.steps_estimate(len(session.candidates) - 1))
     return b
 
 
@@ -307,9 +308,8 @@ def cmd_oneshot(args: argparse.Namespace, console: Console) -> int:
     b = _new_session(args, sp, store, console)
 
     def restore() -> None:
-        b.reset()
-        console.line(f"restored {b.session.submodule} to {b.session.orig_sub.describe()}",
-                     style="dim")
+        for moved in b.reset():
+            console.line(f"restored {moved}", style="dim")
 
     try:
         return _run_with(b, opts, args.json, restore)
@@ -351,7 +351,7 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
     sp, store = _open()
     b = Bisector(sp, store, store.load(), console)
     s = b.session
-    console.header(s, engine.steps_estimate(len(s.candidates) - 1))
+    console.header(b.strategy.header_lines(), engine.steps_estimate(len(s.candidates) - 1))
     counts = {v: sum(1 for e in s.verdict_map().values() if e == v) for v in engine.VERDICTS}
     console.line(f"  verdicts: {counts['good']} good, {counts['bad']} bad, "
                  f"{counts['skip']} skip (the bad end included)")
@@ -429,8 +429,12 @@ def cmd_reset(args: argparse.Namespace, console: Console) -> int:
         console.line("not bisecting; nothing to reset")
         return 0
     b = Bisector(sp, store, store.load(), console)
-    _run_shielded(b.reset)
-    console.line(f"restored {b.session.submodule} to {b.session.orig_sub.describe()}")
+    moved: list[str] = []
+    _run_shielded(lambda: moved.extend(b.reset()))
+    for line in moved:
+        console.line(f"restored {line}")
+    if not moved:
+        console.line("nothing had moved; session ended")
     return 0
 
 

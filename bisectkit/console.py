@@ -30,25 +30,13 @@ class Console:
         """Print plain text (no markup interpretation)."""
         self._c.print(text, style=style, markup=False)
 
-    def header(self, session: Any, total_steps: int) -> None:
-        s = session
-        stack = s.stack
-        self._c.print(f"[bold]bisectkit[/]: bisecting submodule [bold]{escape(s.submodule)}[/]")
-        self.line(f"  upstream {s.upstream_ref} at {s.upstream[:12]}, "
-                  f"merge-base {stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}")
-        goods = ", ".join(g[:12] for g in s.good)
-        self.line(f"  range: good {goods} .. bad {s.bad[:12]}: {len(s.candidates)} candidates"
-                  f"{' touching ' + ' '.join(s.pathspec) if s.pathspec else ''}, "
-                  f"roughly {total_steps} steps")
-        patches = stack["patches"]
-        self.line(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")
-        for p in patches:
-            ref = ""
-            if p["refers_to"]:
-                arrow = "reverts" if p["kind"] == "revert" else "from"
-                ref = f"  ({arrow} {p['refers_to'][:12]}"
-                ref += ", by patch-id)" if p.get("found_by") == "patch-id" else ")"
-            self.line(f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}{ref}")
+    def header(self, lines: Sequence[str], total_steps: int) -> None:
+        """The strategy's description of the bisection, then the expected step count."""
+        first, *rest = lines
+        self._c.print(f"[bold]bisectkit[/]: {escape(first)}")
+        for text in rest:
+            self.line(text)
+        self.line(f"  roughly {total_steps} step{'s' if total_steps != 1 else ''}")
 
     def step_start(
         self, index: int, info: CommitInfo, remaining: int, steps_left: int
@@ -59,13 +47,16 @@ class Console:
             f"step{'s' if steps_left != 1 else ''})[/]"
         )
 
-    def patches(self, actions: Sequence[dict[str, Any]], files_written: int | None) -> None:
-        for a in actions:
+    def details(self, details: dict[str, Any], files_written: int | None) -> None:
+        """What preparing a candidate did: patch actions, submodule moves, files written."""
+        for a in details.get("patches", ()):
             style = _ACTION_STYLE.get(a["action"], "")
             self._c.print(
                 f"    {a['kind']:<11} {a['commit'][:12]}  [{style}]{a['action']:<8}[/] "
                 f"{escape(a['why'])}"
             )
+        for m in details.get("submodules", ()):
+            self.line(f"    {m['path']}: {_moved(m)}")
         if files_written is not None:
             self.line(f"    {files_written} file{'s' if files_written != 1 else ''} written",
                       style="dim")
@@ -97,7 +88,7 @@ class Console:
                   f"{counts['skip']} skip, {cached} cached); build {build:.1f} s, "
                   f"repro {repro:.1f} s; {written} files written", style="bold")
 
-    def found(self, info: CommitInfo, actions: Sequence[dict[str, Any]]) -> None:
+    def found(self, info: CommitInfo, details: dict[str, Any]) -> None:
         self.line(f"{info.sha} is the first bad commit")
         self.line(f"commit {info.sha}")
         self.line(f"Author: {info.author}")
@@ -105,10 +96,14 @@ class Console:
         self.line("")
         for text in info.message.rstrip().splitlines():
             self.line(f"    {text}")
-        if actions:
+        if details.get("patches"):
             self.line("")
             self.line(f"patch stack at {info.sha[:12]}:")
-            self.patches(actions, None)
+            self.details({"patches": details["patches"]}, None)
+        if details.get("submodules"):
+            self.line("")
+            self.line(f"submodules moved by {info.sha[:12]}:")
+            self.details({"submodules": details["submodules"]}, None)
 
     def inconclusive(self, infos: Sequence[CommitInfo]) -> None:
         self.line("There are only 'skip'ped commits left to test.")
@@ -119,3 +114,11 @@ class Console:
 
     def error(self, message: str) -> None:
         self._c.print(f"[red]{escape(message)}[/]")
+
+
+def _moved(m: dict[str, Any]) -> str:
+    """``old -> new (N upstream commits)`` for one submodule of an integrate step."""
+    old = m["old"][:12] if m.get("old") else "(none)"
+    new = m["new"][:12] if m.get("new") else "(removed)"
+    span = m.get("upstream_commits")
+    return f"{old} -> {new}" + (f" ({span} upstream commits)" if span is not None else "")

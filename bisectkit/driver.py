@@ -24,10 +24,17 @@ from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
 from bisectkit.errors import Aborted, BadInput
 from bisectkit.git import Repo
-from bisectkit.patchstack import Replay
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
 from bisectkit.step import Step
+from bisectkit.strategy import Prepared, Strategy
 from bisectkit.submodule import SubmoduleStrategy
+
+_STRATEGIES: dict[str, type[Strategy]] = {SubmoduleStrategy.name: SubmoduleStrategy}
+
+
+def make_strategy(superproject: Repo, session: Session) -> Strategy:
+    """The strategy object a session was started with."""
+    return _STRATEGIES[session.strategy](superproject, session)
 
 
 @dataclass(frozen=True)
@@ -96,9 +103,9 @@ class Bisector:
         self.store = store
         self.session = session
         self.console = console
-        self.strategy = SubmoduleStrategy(superproject, session)
-        # The replay of the checked-out candidate, when this process made it.
-        self._replay: Replay | None = None
+        self.strategy = make_strategy(superproject, session)
+        # The checked-out candidate as prepared, when this process prepared it.
+        self._prepared: Prepared | None = None
 
     # -- engine ------------------------------------------------------------
     def decide(self) -> Decision:
@@ -121,32 +128,29 @@ class Bisector:
             index = self.session.next_step_index()
             self.console.step_start(index, self.strategy.describe(cand), decision.remaining,
                                     decision.steps_left)
-            replay = self.strategy.materialize(cand)
-            patches = [a.to_json() for a in replay.actions]
-            if replay.conflict is not None:
-                c = replay.conflict
-                self.console.patches(patches, None)
-                self.record(cand, "skip", f"conflict in {c.patch.sha[:12]} ({c.patch.subject}): "
-                            f"{c.why.removeprefix('conflict in ')}", "auto",
-                            patches=patches, prepare_s=_since(started))
+            prep = self.strategy.prepare(cand)
+            if prep.skip_reason is not None:
+                self.console.details(prep.details, None)
+                self.record(cand, "skip", prep.skip_reason, "auto", **prep.details,
+                            prepare_s=_since(started))
                 continue
             if cache is not None:
-                hit = cache.get(cache.key(self.strategy.tested_trees(replay)))
+                hit = cache.get(cache.key(prep.trees))
                 if hit is not None:
-                    self.console.patches(patches, None)
+                    self.console.details(prep.details, None)
                     self.record(cand, hit["verdict"], f"cached: {hit['reason']}",  # type: ignore[arg-type]
-                                "cache", patches=patches, prepare_s=_since(started))
+                                "cache", **prep.details, prepare_s=_since(started))
                     continue
             # Always check out, even when resuming on the same candidate: the user
-            # may have moved the submodule between commands, and a checkout onto
+            # may have moved a work tree between commands, and a checkout onto
             # the same tree writes nothing.
-            written = self.strategy.checkout(replay)
+            written = self.strategy.checkout(prep)
             if self.session.current == cand:
                 written += self.session.current_step.get("files_written", 0)
-            self.console.patches(patches, written)
-            self._replay = replay
+            self.console.details(prep.details, written)
+            self._prepared = prep
             self.session.current = cand
-            self.session.current_step = {"patches": patches, "files_written": written,
+            self.session.current_step = {**prep.details, "files_written": written,
                                          "prepare_s": _since(started)}
             self.store.save(self.session)
             return decision
@@ -184,7 +188,7 @@ class Bisector:
                 raise BadInput("no commit is under test; name the revision to mark")
             shas = [s.current]
         else:
-            shas = [self.strategy.sub.resolve(r) for r in revs]
+            shas = [self.strategy.resolve(r) for r in revs]
         for rev, sha in zip(revs or shas, shas, strict=True):
             if sha not in s.candidates:
                 raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
@@ -206,11 +210,11 @@ class Bisector:
         s = self.session
         assert s.current is not None
         cand = s.current
-        replay = self._replay
-        if replay is None or replay.candidate != cand:
-            replay = self.strategy.materialize(cand)
+        prep = self._prepared
+        if prep is None or prep.candidate != cand:
+            prep = self.strategy.prepare(cand)
         env = dict(os.environ)
-        env.update(self.strategy.env(cand, replay))
+        env.update(prep.env)
         index = s.next_step_index()
         env["BISECTKIT_STEP"] = str(index)
         step = Step(index=index, commit=cand, strategy=self.strategy.name, env=env,
@@ -223,7 +227,7 @@ class Bisector:
                                timeout=opts.timeout, echo=self.console.file)
             details["build_s"] = round(built.duration, 3)
             if not built.ok:
-                self._remember(cache, replay, "skip", f"build failed ({built.describe()})")
+                self._remember(cache, prep, "skip", f"build failed ({built.describe()})")
                 self.record(cand, "skip", f"build failed ({built.describe()})", "run", **details)
                 return
         self.console.phase("repro", shlex.join(opts.repro))
@@ -235,13 +239,13 @@ class Bisector:
             raise Aborted(f"repro {outcome.describe()} at {cand[:12]}: exit codes >= 128 and "
                           "signals abort the bisection")
         reason = step.reason or outcome.describe()
-        self._remember(cache, replay, verdict, reason)
+        self._remember(cache, prep, verdict, reason)
         self.record(cand, verdict, reason, "run", **details)
 
-    def _remember(self, cache: VerdictCache | None, replay: Replay, verdict: Verdict,
+    def _remember(self, cache: VerdictCache | None, prep: Prepared, verdict: Verdict,
                   reason: str) -> None:
         if cache is not None:
-            cache.put(cache.key(self.strategy.tested_trees(replay)), verdict, reason)
+            cache.put(cache.key(prep.trees), verdict, reason)
 
     def run(self, opts: RunOptions, pm: pluggy.PluginManager,
             cache: VerdictCache | None) -> Decision:
@@ -257,19 +261,20 @@ class Bisector:
         """Print the outcome; exit code 0 when found, 1 when only skips are left."""
         if isinstance(decision, Found):
             sha = decision.first_bad
-            self.console.found(self.strategy.describe(sha), self._patches_at(sha))
+            self.console.found(self.strategy.describe(sha), self._details_at(sha))
             return 0
         if isinstance(decision, Inconclusive):
             self.console.inconclusive([self.strategy.describe(c) for c in decision.candidates])
             return 1
         raise AssertionError(decision)
 
-    def _patches_at(self, sha: str) -> list[dict[str, Any]]:
+    def _details_at(self, sha: str) -> dict[str, Any]:
+        """What the strategy did at ``sha`` (patch actions, submodule moves)."""
         for step in reversed(self.session.steps):
-            if step["commit"] == sha and step["patches"]:
-                return step["patches"]
-        # The bad end is never tested, so compute what the stack does there.
-        return [a.to_json() for a in self.strategy.materialize(sha).actions]
+            if step["commit"] == sha and step["source"] != "manual":
+                return {k: step[k] for k in ("patches", "submodules") if step.get(k)}
+        # The bad end is never tested, so compute it.
+        return self.strategy.prepare(sha).details
 
     def result_json(self, status: str, decision: Decision | None,
                     error: str | None = None) -> dict[str, Any]:
@@ -277,8 +282,6 @@ class Bisector:
         data: dict[str, Any] = {
             "status": status,
             "strategy": self.strategy.name,
-            "submodule": s.submodule,
-            "upstream": s.upstream_ref,
             "good": s.good,
             "bad": s.bad,
             "range_size": len(s.candidates),
@@ -290,9 +293,12 @@ class Bisector:
             info = self.strategy.describe(decision.first_bad)
             data["first_bad"] = decision.first_bad
             data["first_bad_subject"] = info.subject
-            data["patches_at_first_bad"] = self._patches_at(decision.first_bad)
+            data.update({f"{k}_at_first_bad": v
+                         for k, v in self._details_at(decision.first_bad).items()})
         elif isinstance(decision, Inconclusive):
             data["candidates"] = list(decision.candidates)
+        first_bad = decision.first_bad if isinstance(decision, Found) else None
+        data.update(self.strategy.result_extra(first_bad))
         if error is not None:
             data["error"] = error
         return data
@@ -327,11 +333,12 @@ class Bisector:
         return self.strategy.describe(sha).subject
 
     # -- reset -------------------------------------------------------------------
-    def reset(self) -> None:
-        """Restore every HEAD and work tree, keep the log, end the session."""
-        self.strategy.restore()
+    def reset(self) -> list[str]:
+        """Restore every HEAD and work tree, keep the log, end the session; what moved."""
+        moved = self.strategy.restore()
         self.store.last_log_path.write_text("\n".join(self.log_lines()) + "\n", encoding="utf-8")
         self.store.delete()
+        return moved
 
 
 def _since(started: float) -> float:

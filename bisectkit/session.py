@@ -21,7 +21,7 @@ from bisectkit.engine import Verdict
 from bisectkit.errors import BadInput
 from bisectkit.git import HeadState
 
-SESSION_VERSION = 1
+SESSION_VERSION = 2
 
 
 def state_dir(git_dir: Path) -> Path:
@@ -58,16 +58,15 @@ class Session:
 
     strategy: str
     root: str
-    submodule: str
-    upstream_ref: str
-    upstream: str
     bad: str
     good: list[str]
     pathspec: list[str]
     candidates: list[str]
-    stack: dict[str, Any]
-    orig_super: HeadState
-    orig_sub: HeadState
+    #: HEAD of every repository the session may move, to restore on reset:
+    #: ``"."`` is the superproject, other keys are submodule paths.
+    orig: dict[str, HeadState]
+    #: Strategy-specific settings (submodule path, upstream, patch stack...).
+    params: dict[str, Any]
     start_argv: list[str]
     verdicts: list[VerdictEntry] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -92,16 +91,12 @@ class Session:
             "version": SESSION_VERSION,
             "strategy": self.strategy,
             "root": self.root,
-            "submodule": self.submodule,
-            "upstream_ref": self.upstream_ref,
-            "upstream": self.upstream,
             "bad": self.bad,
             "good": self.good,
             "pathspec": self.pathspec,
             "candidates": self.candidates,
-            "stack": self.stack,
-            "orig_super": self.orig_super.to_json(),
-            "orig_sub": self.orig_sub.to_json(),
+            "orig": {k: v.to_json() for k, v in self.orig.items()},
+            "params": self.params,
             "start_argv": self.start_argv,
             "verdicts": [vars(v) for v in self.verdicts],
             "steps": self.steps,
@@ -117,16 +112,12 @@ class Session:
         return cls(
             strategy=data["strategy"],
             root=data["root"],
-            submodule=data["submodule"],
-            upstream_ref=data["upstream_ref"],
-            upstream=data["upstream"],
             bad=data["bad"],
             good=list(data["good"]),
             pathspec=list(data["pathspec"]),
             candidates=list(data["candidates"]),
-            stack=data["stack"],
-            orig_super=HeadState.from_json(data["orig_super"]),
-            orig_sub=HeadState.from_json(data["orig_sub"]),
+            orig={k: HeadState.from_json(v) for k, v in data["orig"].items()},
+            params=dict(data["params"]),
             start_argv=list(data["start_argv"]),
             verdicts=[VerdictEntry(**v) for v in data["verdicts"]],
             steps=list(data["steps"]),

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bisectkit import patchstack
 from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, Repo, open_submodule
-from bisectkit.patchstack import Replay, Stack
+from bisectkit.patchstack import Stack
 from bisectkit.session import Session
+from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states
 
 #: Tried in order when neither ``--upstream`` nor ``bisectkit.upstream`` is given.
 DEFAULT_UPSTREAMS = ("upstream/main", "origin/main", "origin/master")
@@ -62,16 +64,13 @@ def start(superproject: Repo, req: StartRequest) -> Session:
     return Session(
         strategy="submodule",
         root=str(superproject.workdir),
-        submodule=path,
-        upstream_ref=upstream_ref,
-        upstream=upstream,
         bad=bad,
         good=goods,
         pathspec=list(req.pathspec),
         candidates=candidates,
-        stack=stack.to_json(),
-        orig_super=superproject.head_state(),
-        orig_sub=sub_head,
+        orig=head_states(superproject, [path]),
+        params={"submodule": path, "upstream_ref": upstream_ref, "upstream": upstream,
+                "stack": stack.to_json()},
         # The log's first line: full shas, so a replay means the same range.
         start_argv=["start", "--submodule", path, "--upstream", upstream_ref, bad, *goods,
                     *(["--", *req.pathspec] if req.pathspec else [])],
@@ -98,44 +97,68 @@ def _resolve_upstream(superproject: Repo, sub: Repo, upstream: str | None) -> tu
                    "pass --upstream REF")
 
 
-class SubmoduleStrategy:
+class SubmoduleStrategy(Strategy):
     """Candidates are upstream commits of one submodule; materialised with the patch stack."""
 
     name = "submodule"
 
     def __init__(self, superproject: Repo, session: Session) -> None:
-        self.superproject = superproject
-        _, self.sub = open_submodule(superproject, session.submodule)
-        self.session = session
-        self.stack = Stack.from_json(session.stack)
+        super().__init__(superproject, session)
+        self.path = session.params["submodule"]
+        _, self.sub = open_submodule(superproject, self.path)
+        self.stack = Stack.from_json(session.params["stack"])
+        # The superproject never moves in this strategy: its tree is fixed.
+        self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
 
     def describe(self, sha: str) -> CommitInfo:
         return self.sub.commit_info(sha)
 
-    def materialize(self, candidate: str) -> Replay:
-        """Patched candidate, in memory only."""
-        return patchstack.replay(self.sub, self.stack, candidate)
+    def resolve(self, rev: str) -> str:
+        return self.sub.resolve(rev)
 
-    def checkout(self, replay: Replay) -> int:
-        """Write the patched candidate to the submodule's work tree; files written."""
-        assert replay.commit is not None
-        return self.sub.checkout(replay.commit)
-
-    def tested_trees(self, replay: Replay) -> list[str]:
-        """What a verdict depends on: the superproject tree and the patched submodule tree."""
-        return [self.superproject.tree_of(self.session.orig_super.sha), str(replay.tree)]
-
-    def env(self, candidate: str, replay: Replay) -> dict[str, str]:
-        return {
+    def prepare(self, candidate: str) -> Prepared:
+        """Replay the stack onto ``candidate`` in memory; a conflict makes it a skip."""
+        replay = patchstack.replay(self.sub, self.stack, candidate)
+        details = {"patches": [a.to_json() for a in replay.actions]}
+        if replay.conflict is not None:
+            c = replay.conflict
+            reason = (f"conflict in {c.patch.sha[:12]} ({c.patch.subject}): "
+                      f"{c.why.removeprefix('conflict in ')}")
+            return Prepared(candidate, (), details, skip_reason=reason)
+        env = {
             "BISECTKIT_COMMIT": candidate,
-            "BISECTKIT_SUBMODULE": self.session.submodule,
+            "BISECTKIT_SUBMODULE": self.path,
             "BISECTKIT_PATCHED_COMMIT": str(replay.commit),
             "BISECTKIT_STRATEGY": self.name,
         }
+        return Prepared(candidate, (self._super_tree, str(replay.tree)), details, env,
+                        target=replay.commit)
 
-    def restore(self) -> None:
-        """Put the submodule (and the superproject, should it have moved) back exactly."""
-        if self.sub.head_state() != self.session.orig_sub or self.sub.dirty_paths():
-            self.sub.restore(self.session.orig_sub)
-        if self.superproject.head_state() != self.session.orig_super:
-            self.superproject.restore(self.session.orig_super)
+    def checkout(self, prepared: Prepared) -> int:
+        """Write the patched candidate to the submodule's work tree; files written."""
+        return self.sub.checkout(prepared.target)
+
+    def result_extra(self, first_bad: str | None) -> dict[str, Any]:
+        return {"submodule": self.path, "upstream": self.session.params["upstream_ref"]}
+
+    def header_lines(self) -> list[str]:
+        s, p = self.session, self.session.params
+        stack = p["stack"]
+        goods = ", ".join(g[:12] for g in s.good)
+        where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
+        lines = [
+            f"bisecting submodule {self.path}",
+            f"  upstream {p['upstream_ref']} at {p['upstream'][:12]}, merge-base "
+            f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
+            f"  range: good {goods} .. bad {s.bad[:12]}: {len(s.candidates)} candidates{where}",
+        ]
+        patches = stack["patches"]
+        lines.append(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")
+        for patch in patches:
+            ref = ""
+            if patch["refers_to"]:
+                arrow = "reverts" if patch["kind"] == "revert" else "from"
+                how = ", by patch-id" if patch.get("found_by") == "patch-id" else ""
+                ref = f"  ({arrow} {patch['refers_to'][:12]}{how})"
+            lines.append(f"    {patch['kind']:<11} {patch['sha'][:12]}  {patch['subject']}{ref}")
+        return lines
