@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -17,14 +18,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from bisectkit import __version__, engine, submodule
+from bisectkit import __version__, engine, integrate, submodule
+from bisectkit import status as stack_status
 from bisectkit.classify import Rules, make_plugin_manager, validate_rules
 from bisectkit.console import Console
 from bisectkit.driver import Bisector, RunOptions, VerdictCache, run_identity
 from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import EXIT_INTERRUPTED, Aborted, BadInput, BisectkitError
 from bisectkit.git import Repo, find_superproject
-from bisectkit.session import SessionStore
+from bisectkit.session import Session, SessionStore
 
 GIT_PROG = "git bisect-patched"
 
@@ -32,11 +34,16 @@ GIT_PROG = "git bisect-patched"
 # -- parsers --------------------------------------------------------------------
 def _add_target_options(p: argparse.ArgumentParser) -> None:
     """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
-    p.add_argument("--submodule", required=True, metavar="PATH",
-                   help="the patched submodule, relative to the superproject root")
+    p.add_argument("--submodule", action="append", default=[], metavar="PATH",
+                   help="the patched submodule to bisect, relative to the superproject root "
+                        "(default: git config bisectkit.submodule); with --integrate: a "
+                        "submodule to update at each step (repeatable; default: all)")
+    p.add_argument("--integrate", action="store_true",
+                   help="bisect superproject commits (the integrate branch) instead, "
+                        "updating submodules at every step")
     p.add_argument("--upstream", metavar="REF",
-                   help="upstream ref in the submodule (default: bisectkit.upstream, then "
-                        "upstream/main, origin/main, origin/master)")
+                   help="upstream ref in the submodule (default: git config bisectkit.upstream, "
+                        "then upstream/main, origin/main, origin/master)")
     p.add_argument("--first-parent", action="store_true",
                    help="follow first parents only (the default)")
 
@@ -45,7 +52,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run options")
     g.add_argument("--build", metavar="CMD",
                    help="shell command run in the superproject root before the repro at every "
-                        "step; a failing build marks the step skip")
+                        "step; a failing build marks the step skip (default: git config "
+                        "bisectkit.build)")
     g.add_argument("--good-if", action="append", default=[], metavar="REGEX",
                    help="mark good when REGEX matches the repro's output "
                         "(overrides the exit status)")
@@ -94,12 +102,27 @@ def build_parser(git_mode: bool = False) -> argparse.ArgumentParser:
         _add_run_options(p)
         _add_repro(p)
         p.set_defaults(func=cmd_oneshot)
+        p = sub.add_parser(
+            "status", help="show a patched submodule against its upstream",
+            usage="bisectkit status [--submodule PATH] [--upstream REF] [--json] [--limit N] "
+                  "[-- PATHSPEC...]")
+        p.add_argument("--submodule", metavar="PATH",
+                       help="default: git config bisectkit.submodule, or the only submodule")
+        p.add_argument("--upstream", metavar="REF",
+                       help="default: git config bisectkit.upstream, then upstream/main, "
+                            "origin/main, origin/master")
+        p.add_argument("--json", action="store_true", help="print JSON instead")
+        p.add_argument("--limit", type=int, default=20, metavar="N",
+                       help="show the newest N affecting upstream commits (0: all; default 20)")
+        p.add_argument("pathspec", nargs="*", metavar="PATHSPEC",
+                       help="count only upstream commits touching these path prefixes")
+        p.set_defaults(func=cmd_stack_status)
         return parser
 
     p = sub.add_parser(
         "start", help="start a session and check out the first candidate",
-        usage=f"{GIT_PROG} start --submodule PATH [--upstream REF] [--first-parent] "
-              "BAD GOOD... [-- PATHSPEC...]",
+        usage=f"{GIT_PROG} start (--submodule PATH [--upstream REF] | --integrate "
+              "[--submodule PATH]...) [--first-parent] BAD GOOD... [-- PATHSPEC...]",
         epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
     _add_target_options(p)
     p.add_argument("bad", metavar="BAD", help="a known bad upstream revision")
@@ -208,7 +231,7 @@ def _require_no_session(store: SessionStore) -> None:
                        f"finish it or run '{GIT_PROG} reset'")
 
 
-def _run_options(args: argparse.Namespace) -> RunOptions:
+def _run_options(args: argparse.Namespace, sp: Repo) -> RunOptions:
     repro = list(args.repro)
     if repro[:1] == ["--"]:
         repro = repro[1:]
@@ -219,8 +242,9 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
     problem = validate_rules(rules)
     if problem:
         raise BadInput(problem)
-    return RunOptions(repro=tuple(repro), build=args.build, rules=rules, timeout=args.timeout,
-                      use_cache=not args.no_cache)
+    build = args.build if args.build is not None else sp.config_get("bisectkit.build")
+    return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
+                      timeout=args.timeout, use_cache=not args.no_cache)
 
 
 def _resolve_command(word: str) -> str:
@@ -238,17 +262,30 @@ def _resolve_command(word: str) -> str:
     return found
 
 
-def _request(args: argparse.Namespace) -> submodule.StartRequest:
-    return submodule.StartRequest(submodule=args.submodule, upstream=args.upstream,
-                                  bad=args.bad, good=list(args.good),
-                                  pathspec=list(getattr(args, "pathspec", [])))
+def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
+    """Validate the target options against the repositories; a new session (nothing touched)."""
+    pathspec = list(getattr(args, "pathspec", []))
+    if args.integrate:
+        return integrate.start(sp, integrate.IntegrateRequest(
+            bad=args.bad, good=list(args.good), submodules=list(args.submodule),
+            upstream=args.upstream, pathspec=pathspec))
+    if len(args.submodule) > 1:
+        raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
+                       "or several with --integrate")
+    path = args.submodule[0] if args.submodule else sp.config_get("bisectkit.submodule")
+    if not path:
+        raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
+                       "git config bisectkit.submodule PATH")
+    return submodule.start(sp, submodule.StartRequest(
+        submodule=path, upstream=args.upstream, bad=args.bad, good=list(args.good),
+        pathspec=pathspec))
 
 
 def _new_session(args: argparse.Namespace, sp: Repo, store: SessionStore,
                  console: Console) -> Bisector:
     """Validate, save and announce a new session (no checkout yet)."""
     _require_no_session(store)
-    session = submodule.start(sp, _request(args))
+    session = _start_session(args, sp)
     store.save(session)
     b = Bisector(sp, store, session, console)
     console.header(b.strategy.header_lines(),
@@ -281,7 +318,7 @@ def _run_with(b: Bisector, opts: RunOptions, json_path: str | None,
     try:
         decision = b.run(opts, pm, cache)
         b.console.summary(b.session.steps)
-        return b.show_result(decision)
+        return b.show_result(decision, opts.argv())
     except KeyboardInterrupt:
         error = "interrupted"
         raise
@@ -304,7 +341,7 @@ def cmd_oneshot(args: argparse.Namespace, console: Console) -> int:
     """``bisectkit run``: start + run + report + reset; always restores."""
     sp, store = _open()
     _require_no_session(store)
-    opts = _run_options(args)
+    opts = _run_options(args, sp)
     b = _new_session(args, sp, store, console)
 
     def restore() -> None:
@@ -338,7 +375,7 @@ def cmd_mark(args: argparse.Namespace, console: Console) -> int:
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     sp, store = _open()
     b = Bisector(sp, store, store.load(), console)
-    opts = _run_options(args)
+    opts = _run_options(args, sp)
     try:
         return _run_with(b, opts, args.json, None)
     except (Aborted, KeyboardInterrupt):
@@ -366,6 +403,17 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
                          f"{b.strategy.describe(s.current).subject}")
         return 0
     return b.show_result(decision)
+
+
+def cmd_stack_status(args: argparse.Namespace, console: Console) -> int:
+    """``bisectkit status``: read-only, works with or without a session."""
+    sp = find_superproject(Path.cwd())
+    data = stack_status.collect(sp, args.submodule, args.upstream, args.pathspec)
+    if args.json:
+        console.file.write(json.dumps(data, indent=2) + "\n")
+    else:
+        console.stack_status(data, args.limit)
+    return 0
 
 
 def cmd_log(args: argparse.Namespace, console: Console) -> int:

@@ -112,6 +112,40 @@ class Console:
             self.line(f"{info.sha} {info.subject}")
         self.line("We cannot bisect more!")
 
+    def stack_status(self, data: dict[str, Any], limit: int) -> None:
+        """``bisectkit status``: the submodule against its upstream."""
+        d = data
+        branch = d["branch"].removeprefix("refs/heads/") if d["branch"] else "detached"
+        self._c.print(f"[bold]submodule {escape(d['submodule'])}[/]")
+        self.line(f"  HEAD        {d['head'][:12]} ({branch})")
+        self.line(f"  upstream    {d['upstream']} at {d['upstream_sha'][:12]}")
+        self.line(f"  merge-base  {d['merge_base'][:12]} {d['merge_base_subject']}")
+        if d["clean"]:
+            self.line("  clean: no local patches on top of the merge-base")
+        else:
+            n = len(d["patches"])
+            self.line(f"  patched: {n} local patch{'es' if n != 1 else ''} "
+                      f"(what happens at {d['upstream']}):")
+            for p in d["patches"]:
+                ref = p["refers_to"][:12] if p["refers_to"] else "-"
+                has = "upstream has it" if p["upstream_has_it"] else ""
+                style = _ACTION_STYLE.get(p["at_upstream_head"], "")
+                self._c.print(
+                    f"    {p['kind']:<11} {p['sha'][:12]}  refers to {ref:<12}  "
+                    f"[{style}]{p['at_upstream_head']:<8}[/] {escape(p['subject'])}"
+                    f"{'  (' + has + ')' if has else ''}"
+                )
+        total = d["upstream_commits_since_merge_base"]
+        shown = d["affecting"]
+        where = f", {len(shown)} touching {' '.join(d['pathspec'])}" if d["pathspec"] else ""
+        self.line(f"  upstream commits since the merge-base: {total}{where}"
+                  f"{' (newest last)' if shown else ''}")
+        hidden = len(shown) - limit if limit and len(shown) > limit else 0
+        if hidden:
+            self.line(f"    ... {hidden} older not shown (--limit 0 shows all)")
+        for c in shown[hidden:]:
+            self.line(f"    {c['commit'][:12]} {c['subject']}")
+
     def error(self, message: str) -> None:
         self._c.print(f"[red]{escape(message)}[/]")
 

@@ -24,12 +24,16 @@ from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
 from bisectkit.errors import Aborted, BadInput
 from bisectkit.git import Repo
+from bisectkit.integrate import IntegrateStrategy
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
 from bisectkit.step import Step
 from bisectkit.strategy import Prepared, Strategy
 from bisectkit.submodule import SubmoduleStrategy
 
-_STRATEGIES: dict[str, type[Strategy]] = {SubmoduleStrategy.name: SubmoduleStrategy}
+_STRATEGIES: dict[str, type[Strategy]] = {
+    SubmoduleStrategy.name: SubmoduleStrategy,
+    IntegrateStrategy.name: IntegrateStrategy,
+}
 
 
 def make_strategy(superproject: Repo, session: Session) -> Strategy:
@@ -46,6 +50,19 @@ class RunOptions:
     rules: Rules = Rules()
     timeout: float | None = None
     use_cache: bool = True
+
+    def argv(self) -> list[str]:
+        """The run options and repro as command-line words (for follow-up commands)."""
+        words: list[str] = []
+        if self.build:
+            words += ["--build", self.build]
+        for flag, patterns in (("--good-if", self.rules.good_if), ("--bad-if", self.rules.bad_if),
+                               ("--skip-if", self.rules.skip_if)):
+            for p in patterns:
+                words += [flag, p]
+        if self.timeout is not None:
+            words += ["--timeout", f"{self.timeout:g}"]
+        return [*words, "--", *self.repro]
 
 
 class VerdictCache:
@@ -257,11 +274,19 @@ class Bisector:
         return decision
 
     # -- results ---------------------------------------------------------------
-    def show_result(self, decision: Decision) -> int:
-        """Print the outcome; exit code 0 when found, 1 when only skips are left."""
+    def show_result(self, decision: Decision, rerun: Sequence[str] | None = None) -> int:
+        """Print the outcome; exit code 0 when found, 1 when only skips are left.
+
+        ``rerun`` (run options and repro) completes follow-up commands.
+        """
         if isinstance(decision, Found):
             sha = decision.first_bad
             self.console.found(self.strategy.describe(sha), self._details_at(sha))
+            followup = self.strategy.followup(sha, rerun or ["--", "REPRO"])
+            if followup:
+                self.console.line("")
+            for line in followup:
+                self.console.line(line)
             return 0
         if isinstance(decision, Inconclusive):
             self.console.inconclusive([self.strategy.describe(c) for c in decision.candidates])

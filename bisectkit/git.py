@@ -9,6 +9,7 @@ work tree from one commit to another with a single checkout.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -159,13 +160,13 @@ class Repo:
         return None if found is None else str(found)
 
     def first_parent_range(
-        self, tip: str, hide: Sequence[str], paths: Sequence[str] = ()
+        self, tip: str, hide: Sequence[str], paths: Sequence[str] = (), keep_tip: bool = True
     ) -> list[str]:
         """First-parent line from ``tip`` back to (excluding) anything reachable from ``hide``.
 
         Oldest first. With ``paths``, only commits that change one of those
-        path prefixes compared with their first parent are kept (the tip is
-        always kept, because the caller knows it to be bad).
+        path prefixes compared with their first parent are kept; the tip is
+        kept regardless when ``keep_tip`` (a bisect's known-bad end).
         """
         walker = self._repo.walk(tip, SortMode.TOPOLOGICAL)
         walker.simplify_first_parent()
@@ -173,7 +174,8 @@ class Repo:
             walker.hide(h)
         shas: list[str] = []
         for commit in walker:
-            if paths and str(commit.id) != tip and not self._touches(commit, paths):
+            is_kept_tip = keep_tip and str(commit.id) == tip
+            if paths and not is_kept_tip and not self._touches(commit, paths):
                 continue
             shas.append(str(commit.id))
         shas.reverse()
@@ -304,6 +306,35 @@ class Repo:
         if state.ref is not None:
             self._repo.set_head(state.ref)
         return written
+
+    def has_commit(self, sha: str) -> bool:
+        obj = self._repo.get(sha)
+        return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
+
+    def gitlink_at(self, commit: str, path: str) -> str | None:
+        """The submodule commit that superproject ``commit`` pins at ``path``, if any."""
+        tree = self._commit(commit).tree
+        try:
+            entry = tree[path]
+        except KeyError:
+            return None
+        return str(entry.id) if entry.filemode == GITLINK_MODE else None
+
+    def fetch_commit(self, sha: str) -> bool:
+        """Fetch ``sha`` from this repository's remotes; True once it is here.
+
+        Uses the git CLI so that the user's credentials, protocols and
+        ``insteadOf`` rules apply exactly as for ``git submodule update``.
+        Asking for the sha first is cheap; servers that refuse unadvertised
+        objects get a full fetch of the remote instead.
+        """
+        for remote in [r.name for r in self._repo.remotes]:
+            for args in (["fetch", "--quiet", remote, sha], ["fetch", "--quiet", remote]):
+                subprocess.run(["git", *args], cwd=self.workdir, stdin=subprocess.DEVNULL,
+                               capture_output=True, check=False)
+                if self.has_commit(sha):
+                    return True
+        return False
 
     def config_get(self, key: str) -> str | None:
         try:

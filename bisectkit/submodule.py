@@ -38,11 +38,11 @@ def start(superproject: Repo, req: StartRequest) -> Session:
     path, sub = open_submodule(superproject, req.submodule)
     dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
     if dirty:
-        raise BadInput(_dirty_message("superproject", superproject, dirty))
+        raise BadInput(dirty_message("superproject", superproject, dirty))
     dirty = sub.dirty_paths()
     if dirty:
-        raise BadInput(_dirty_message(f"submodule {path}", sub, dirty))
-    upstream_ref, upstream = _resolve_upstream(superproject, sub, req.upstream)
+        raise BadInput(dirty_message(f"submodule {path}", sub, dirty))
+    upstream_ref, upstream = resolve_upstream(superproject, sub, req.upstream)
     bad = sub.resolve(req.bad)
     if not req.good:
         raise BadInput("at least one good revision is needed")
@@ -77,13 +77,15 @@ def start(superproject: Repo, req: StartRequest) -> Session:
     )
 
 
-def _dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
+def dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
+    """The one-line refusal for a work tree with uncommitted changes."""
     more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""
     return (f"{what} has uncommitted changes ({dirty[0]}{more} in {repo.workdir}); "
             "commit or stash them first")
 
 
-def _resolve_upstream(superproject: Repo, sub: Repo, upstream: str | None) -> tuple[str, str]:
+def resolve_upstream(superproject: Repo, sub: Repo, upstream: str | None) -> tuple[str, str]:
+    """(ref, sha) of upstream: ``--upstream``, git config ``bisectkit.upstream``, or defaults."""
     if upstream is None:
         upstream = superproject.config_get("bisectkit.upstream")
     if upstream is not None:

@@ -21,7 +21,11 @@ SUBMODULE = "third_party/llvm-project"
 EPOCH = 1767225600  # 2026-01-01T00:00:00Z: fixed dates make commit ids reproducible
 
 BUILD_SH = """#!/bin/sh
-# Stands in for the superproject build: LLVM must compile.
+# Stands in for the superproject build: our own sources and LLVM must compile.
+if [ -f integration.txt ] && grep -q broken integration.txt; then
+  echo "integration.txt:1: error: no member named 'getFoo' in 'mlir::Operation'"
+  exit 1
+fi
 if grep -q broken third_party/llvm-project/lib/build.txt; then
   echo "FAILED: lib/build.txt"
   echo "lib/build.txt:1: error: upstream build is broken at $BISECTKIT_COMMIT"
@@ -108,6 +112,10 @@ class World:
     superproject: Path
     shas: list[str]
     stack: list[str]
+    #: Integrate worlds: superproject commits by name ("init", "adv1"..., "break", "fix").
+    integrate: dict[str, str] = field(default_factory=dict)
+    #: Integrate worlds: the patched submodule commit each advance pins, by advance number.
+    pins: dict[int, str] = field(default_factory=dict)
 
     @property
     def submodule(self) -> Path:
@@ -178,9 +186,7 @@ def _fast_import_stream(spec: WorldSpec) -> bytes:
     return b"".join(out)
 
 
-def build_world(root: Path, spec: WorldSpec | None = None) -> World:
-    """Create upstream, fork (with the patch stack) and superproject under ``root``."""
-    spec = spec or WorldSpec()
+def _make_upstream(root: Path, spec: WorldSpec) -> tuple[dict[str, str], Path, list[str]]:
     env = hermetic_env(root / "home")
     upstream = root / "upstream"
     upstream.mkdir(parents=True)
@@ -188,7 +194,34 @@ def build_world(root: Path, spec: WorldSpec | None = None) -> World:
     subprocess.run(["git", "fast-import", "--quiet", "--done"], cwd=upstream, env=env,
                    input=_fast_import_stream(spec), check=True)
     git(env, upstream, "reset", "-q", "--hard", "main")
-    shas = git(env, upstream, "rev-list", "--reverse", "main").split()
+    return env, upstream, git(env, upstream, "rev-list", "--reverse", "main").split()
+
+
+def _commit_local_fixup(env: Mapping[str, str], work: Path) -> str:
+    (work / "lib/local.txt").write_text("our local fixup\n", encoding="utf-8")
+    git(env, work, "commit", "-q", "-am", "[local] fixup for our target")
+    return git(env, work, "rev-parse", "HEAD")
+
+
+def _make_superproject(env: Mapping[str, str], root: Path, fork: Path, upstream: Path) -> Path:
+    """Superproject with the fork as submodule (``upstream/main`` fetched) and the scripts."""
+    sup = root / "superproject"
+    sup.mkdir()
+    git(env, sup, "init", "-q")
+    git(env, sup, "submodule", "add", "-q", str(fork), SUBMODULE)
+    sub = sup / SUBMODULE
+    git(env, sub, "remote", "add", "upstream", str(upstream))
+    git(env, sub, "fetch", "-q", "upstream")
+    for name, text in (("build.sh", BUILD_SH), ("repro.sh", REPRO_SH)):
+        (sup / name).write_text(text, encoding="utf-8")
+        (sup / name).chmod(0o755)
+    return sup
+
+
+def build_world(root: Path, spec: WorldSpec | None = None) -> World:
+    """Create upstream, fork (with the patch stack) and superproject under ``root``."""
+    spec = spec or WorldSpec()
+    env, upstream, shas = _make_upstream(root, spec)
 
     # The fork: merge-base + revert + cherry-picks + local fixup, on its main branch.
     fork_work = root / "fork-work"
@@ -202,24 +235,75 @@ def build_world(root: Path, spec: WorldSpec | None = None) -> World:
         git(env, fork_work, "cherry-pick", shas[spec.pick_by_patch_id])
         git(env, fork_work, "commit", "-q", "--amend", "-m", "[local] backport fix2")
     if spec.local_fixup:
-        (fork_work / "lib/local.txt").write_text("our local fixup\n", encoding="utf-8")
-        git(env, fork_work, "commit", "-q", "-am", "[local] fixup for our target")
+        _commit_local_fixup(env, fork_work)
     stack = git(env, fork_work, "rev-list", "--reverse",
                 f"{shas[spec.merge_base]}..HEAD").split()
     fork = root / "llvm-fork.git"
     git(env, root, "clone", "-q", "--bare", str(fork_work), str(fork))
 
-    sup = root / "superproject"
-    sup.mkdir()
-    git(env, sup, "init", "-q")
-    git(env, sup, "submodule", "add", "-q", str(fork), SUBMODULE)
-    sub = sup / SUBMODULE
-    git(env, sub, "remote", "add", "upstream", str(upstream))
-    git(env, sub, "fetch", "-q", "upstream")
-    for name, text in (("build.sh", BUILD_SH), ("repro.sh", REPRO_SH)):
-        (sup / name).write_text(text, encoding="utf-8")
-        (sup / name).chmod(0o755)
+    sup = _make_superproject(env, root, fork, upstream)
     git(env, sup, "add", "-A")
     git(env, sup, "commit", "-q", "-m", "superproject pinning the patched llvm-project")
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=stack)
+
+
+#: Integrate worlds: advance k pins upstream commit ADVANCE_STEP * k plus the local fixup.
+ADVANCES = 12
+ADVANCE_STEP = 25
+#: Pushed to the fork only after the superproject's submodule was cloned (must be fetched).
+PIN_PUSHED_LATE = 11
+#: Never pushed anywhere: the step pinning it cannot be tested.
+PIN_NEVER_PUSHED = 10
+
+
+def build_integrate_world(root: Path, bug_at: int = 200) -> World:
+    """A superproject whose integrate branch advances a patched LLVM twelve times.
+
+    History of the superproject's ``main``: ``init`` (pins upstream 0 + fixup),
+    ``adv1``..``adv6``, ``break`` (a superproject fixup that breaks the build),
+    ``fix`` (repairs it), ``adv7``..``adv12``. Advance k pins upstream commit
+    25k plus the local fixup; with the default ``bug_at`` the first bad
+    integrate commit is ``adv8``.
+    """
+    spec = WorldSpec(build_breaks=[], reverted=None, picks=[], pick_by_patch_id=None,
+                     local_conflict=None, bug_at=bug_at)
+    env, upstream, shas = _make_upstream(root, spec)
+    fork_work = root / "fork-work"
+    git(env, root, "clone", "-q", str(upstream), str(fork_work))
+    pins: dict[int, str] = {}
+    for k in range(ADVANCES + 1):
+        git(env, fork_work, "checkout", "-q", "-B", f"integrate-{k}", shas[ADVANCE_STEP * k])
+        pins[k] = _commit_local_fixup(env, fork_work)
+    git(env, fork_work, "branch", "-q", "-f", "main", pins[ADVANCES])
+    fork = root / "llvm-fork.git"
+    git(env, root, "init", "-q", "--bare", str(fork))
+    pushed = [f"integrate-{k}" for k in pins if k not in (PIN_PUSHED_LATE, PIN_NEVER_PUSHED)]
+    git(env, fork_work, "push", "-q", str(fork), "main", *pushed)
+
+    sup = _make_superproject(env, root, fork, upstream)
+    (sup / "integration.txt").write_text("ok\n", encoding="utf-8")
+    git(env, sup, "add", "-A")
+    names: dict[str, str] = {}
+
+    def commit(name: str, message: str, pin: str | None = None) -> None:
+        # Only the index is committed: the submodule's work tree stays on the
+        # newest pin throughout, so `commit -a` would record that pin.
+        if pin is not None:
+            git(env, sup, "update-index", "--cacheinfo", f"160000,{pin},{SUBMODULE}")
+        git(env, sup, "add", "integration.txt")
+        git(env, sup, "commit", "-q", "-m", message)
+        names[name] = git(env, sup, "rev-parse", "HEAD")
+
+    commit("init", "Initial import, pinning LLVM at upstream commit 0", pins[0])
+    for k in range(1, ADVANCES + 1):
+        if k == 7:
+            (sup / "integration.txt").write_text("broken\n", encoding="utf-8")
+            commit("break", "Fixup: adapt to the LLVM API change (breaks the build)")
+            (sup / "integration.txt").write_text("ok\n", encoding="utf-8")
+            commit("fix", "Fixup: repair the build")
+        commit(f"adv{k}", f"Advance LLVM to {pins[k][:12]} (upstream commit "
+               f"{ADVANCE_STEP * k})", pins[k])
+    git(env, fork_work, "push", "-q", str(fork), f"integrate-{PIN_PUSHED_LATE}")
+    return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
+                 shas=shas, stack=[pins[ADVANCES]], integrate=names, pins=pins)

@@ -13,7 +13,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from worldgen import SUBMODULE, World, WorldSpec, build_world, hermetic_env  # noqa: E402
+from worldgen import (  # noqa: E402
+    SUBMODULE,
+    World,
+    WorldSpec,
+    build_integrate_world,
+    build_world,
+    hermetic_env,
+)
 
 __all__ = ["SUBMODULE", "World", "WorldSpec", "cli", "git_cli", "snapshot"]
 
@@ -24,11 +31,13 @@ WorldFactory = Callable[..., World]
 def world_factory(tmp_path_factory: pytest.TempPathFactory) -> WorldFactory:
     templates: dict[str, World] = {}
 
-    def make(dest: Path, spec: WorldSpec | None = None) -> World:
-        spec = spec or WorldSpec()
-        key = repr(spec)
+    def make(dest: Path, spec: WorldSpec | None = None, integrate: bool = False) -> World:
+        """A fresh copy of the world for ``spec`` (or of the integrate world)."""
+        key = "integrate" if integrate else repr(spec or WorldSpec())
         if key not in templates:
-            templates[key] = build_world(tmp_path_factory.mktemp("template"), spec)
+            where = tmp_path_factory.mktemp("template")
+            templates[key] = (build_integrate_world(where) if integrate
+                              else build_world(where, spec or WorldSpec()))
         t = templates[key]
         # Only the superproject (with the submodule's git dir inside .git/modules)
         # is mutated by bisectkit; upstream and fork are shared read-only.
@@ -42,6 +51,11 @@ def world_factory(tmp_path_factory: pytest.TempPathFactory) -> WorldFactory:
 @pytest.fixture
 def world(world_factory: WorldFactory, tmp_path: Path) -> World:
     return world_factory(tmp_path)
+
+
+@pytest.fixture
+def integrate_world(world_factory: WorldFactory, tmp_path: Path) -> World:
+    return world_factory(tmp_path, integrate=True)
 
 
 def cli(world: World, *args: str, cwd: Path | None = None, timeout: float = 120,
@@ -67,9 +81,9 @@ def snapshot(world: World) -> dict[str, str]:
     sub = world.submodule
     return {
         "super_head": world.git(world.superproject, "rev-parse", "HEAD"),
-        "super_branch": world.git(world.superproject, "symbolic-ref", "-q", "HEAD"),
+        "super_branch": world.git(world.superproject, "rev-parse", "--symbolic-full-name", "HEAD"),
         "super_status": world.git(world.superproject, "status", "--porcelain"),
         "sub_head": world.git(sub, "rev-parse", "HEAD"),
-        "sub_branch": world.git(sub, "symbolic-ref", "-q", "HEAD"),
+        "sub_branch": world.git(sub, "rev-parse", "--symbolic-full-name", "HEAD"),
         "sub_status": world.git(sub, "status", "--porcelain"),
     }

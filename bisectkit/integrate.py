@@ -1,0 +1,201 @@
+"""Integrate strategy: bisect the superproject's own commits ("Advance LLVM to X" + fixups).
+
+At every candidate the superproject is checked out detached and every tracked
+submodule whose pin changed is moved to that pin (fetched from the
+submodule's remotes when missing), like ``git submodule update`` for those
+paths only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bisectkit.errors import BadInput
+from bisectkit.git import CommitInfo, Repo, open_submodule
+from bisectkit.session import Session
+from bisectkit.strategy import Prepared, Strategy, head_states
+from bisectkit.submodule import DEFAULT_UPSTREAMS, dirty_message
+
+
+@dataclass(frozen=True)
+class IntegrateRequest:
+    """What ``start --integrate`` was asked to bisect, before validation."""
+
+    bad: str
+    good: Sequence[str]
+    #: Submodules to update at each step; empty means every initialised one.
+    submodules: Sequence[str] = ()
+    upstream: str | None = None
+    pathspec: Sequence[str] = ()
+
+
+def start(superproject: Repo, req: IntegrateRequest) -> Session:
+    """Validate ``req`` and build a new integrate session; touches nothing."""
+    if req.submodules:
+        paths = [open_submodule(superproject, p)[0] for p in req.submodules]
+    else:
+        paths = [p for p in sorted(superproject.gitlinks())
+                 if (superproject.workdir / p / ".git").exists()]
+    dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
+    if dirty:
+        raise BadInput(dirty_message("superproject", superproject, dirty))
+    for p in paths:
+        sub = Repo(superproject.workdir / p)
+        dirty = sub.dirty_paths()
+        if dirty:
+            raise BadInput(dirty_message(f"submodule {p}", sub, dirty))
+    if not req.good:
+        raise BadInput("at least one good revision is needed")
+    bad = superproject.resolve(req.bad)
+    goods = [superproject.resolve(g) for g in req.good]
+    for rev, sha in zip(req.good, goods, strict=True):
+        if sha == bad:
+            raise BadInput(f"good revision '{rev}' is the bad revision itself")
+        if not superproject.is_ancestor(sha, bad):
+            raise BadInput(f"good revision '{rev}' ({sha[:12]}) is not an ancestor of "
+                           f"bad '{req.bad}' ({bad[:12]})")
+    upstream = req.upstream or superproject.config_get("bisectkit.upstream")
+    argv = ["start", "--integrate"]
+    if req.submodules:
+        for p in paths:
+            argv += ["--submodule", p]
+    if req.upstream:
+        argv += ["--upstream", req.upstream]
+    argv += [bad, *goods]
+    if req.pathspec:
+        argv += ["--", *req.pathspec]
+    return Session(
+        strategy="integrate",
+        root=str(superproject.workdir),
+        bad=bad,
+        good=goods,
+        pathspec=list(req.pathspec),
+        candidates=superproject.first_parent_range(bad, goods, list(req.pathspec)),
+        orig=head_states(superproject, paths),
+        params={"submodules": paths, "upstream_ref": upstream},
+        start_argv=argv,
+    )
+
+
+def _env_name(path: str) -> str:
+    return "BISECTKIT_SUBMODULE_" + re.sub(r"[^A-Za-z0-9]", "_", path).upper()
+
+
+class IntegrateStrategy(Strategy):
+    """Candidates are superproject commits; submodules follow their pins."""
+
+    name = "integrate"
+
+    def __init__(self, superproject: Repo, session: Session) -> None:
+        super().__init__(superproject, session)
+        self.paths: list[str] = list(session.params["submodules"])
+        self.subs = {p: Repo(superproject.workdir / p) for p in self.paths}
+        self._upstreams: dict[str, tuple[str, str] | None] = {}
+
+    def describe(self, sha: str) -> CommitInfo:
+        return self.superproject.commit_info(sha)
+
+    def resolve(self, rev: str) -> str:
+        return self.superproject.resolve(rev)
+
+    def pins(self, commit: str) -> dict[str, str | None]:
+        return {p: self.superproject.gitlink_at(commit, p) for p in self.paths}
+
+    def prepare(self, candidate: str) -> Prepared:
+        """Pins of ``candidate`` (fetched if needed) and how they moved from its parent."""
+        pins = self.pins(candidate)
+        missing = []
+        for path, pin in pins.items():
+            sub = self.subs[path]
+            if pin is not None and not sub.has_commit(pin) and not sub.fetch_commit(pin):
+                missing.append(f"{path} pin {pin[:12]}")
+        parents = self.superproject.commit_info(candidate).parents
+        old_pins = self.pins(parents[0]) if parents else dict.fromkeys(self.paths)
+        moves = [self._move(p, old_pins[p], pins[p]) for p in self.paths
+                 if old_pins[p] != pins[p]]
+        details = {"submodules": moves}
+        if missing:
+            reason = (f"{', '.join(missing)} missing from every remote of the submodule "
+                      "(cannot update it)")
+            return Prepared(candidate, (), details, skip_reason=reason)
+        env = {
+            "BISECTKIT_COMMIT": candidate,
+            "BISECTKIT_STRATEGY": self.name,
+            "BISECTKIT_SUBMODULES": json.dumps(pins, sort_keys=True),
+        }
+        env.update({_env_name(p): pin for p, pin in pins.items() if pin is not None})
+        trees = (self.superproject.tree_of(candidate),
+                 *(f"{p}={pin}" for p, pin in sorted(pins.items())))
+        return Prepared(candidate, trees, details, env, target=pins)
+
+    def _move(self, path: str, old: str | None, new: str | None) -> dict[str, Any]:
+        """One submodule's move between two pins, with the upstream span when known."""
+        move: dict[str, Any] = {"path": path, "old": old, "new": new,
+                                "old_base": None, "new_base": None, "upstream_commits": None}
+        sub = self.subs[path]
+        if old is None or new is None or not sub.has_commit(old) or not sub.has_commit(new):
+            return move
+        upstream = self._upstream(path)
+        if upstream is not None:
+            move["old_base"] = sub.merge_base(old, upstream[1])
+            move["new_base"] = sub.merge_base(new, upstream[1])
+        lo, hi = move["old_base"] or old, move["new_base"] or new
+        if sub.is_ancestor(lo, hi):
+            move["upstream_commits"] = len(sub.first_parent_range(hi, [lo]))
+        return move
+
+    def _upstream(self, path: str) -> tuple[str, str] | None:
+        """(ref, sha) of the submodule's upstream: ``--upstream``, config, or the defaults."""
+        if path not in self._upstreams:
+            ref = self.session.params.get("upstream_ref")
+            found = None
+            for r in [ref] if ref else DEFAULT_UPSTREAMS:
+                sha = self.subs[path].try_resolve(r)
+                if sha is not None:
+                    found = (r, sha)
+                    break
+            self._upstreams[path] = found
+        return self._upstreams[path]
+
+    def checkout(self, prepared: Prepared) -> int:
+        """Superproject to the candidate (detached), then each submodule to its pin."""
+        written = self.superproject.checkout(prepared.candidate)
+        for path, pin in prepared.target.items():
+            if pin is not None:
+                written += self.subs[path].checkout(pin)
+        return written
+
+    def header_lines(self) -> list[str]:
+        s = self.session
+        goods = ", ".join(g[:12] for g in s.good)
+        where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
+        tracked = ", ".join(self.paths) or "none"
+        return [
+            "bisecting the superproject's integrate history",
+            f"  range: good {goods} .. bad {s.bad[:12]}: {len(s.candidates)} candidates{where}",
+            f"  submodules updated at each step: {tracked}",
+        ]
+
+    def result_extra(self, first_bad: str | None) -> dict[str, Any]:
+        return {"submodules": self.paths}
+
+    def followup(self, first_bad: str, rerun: Sequence[str]) -> list[str]:
+        """The submodule bisect to run inside the range the culprit advanced."""
+        lines = []
+        for move in self.prepare(first_bad).details["submodules"]:
+            if not (move["old_base"] and move["new_base"]) or move["old_base"] == move["new_base"]:
+                continue
+            upstream = self._upstream(move["path"])
+            assert upstream is not None  # the bases were computed from it
+            cmd = ["bisectkit", "run", "--submodule", move["path"], "--upstream", upstream[0],
+                   "--good", move["old_base"], "--bad", move["new_base"], *rerun]
+            lines.append(f"{first_bad[:12]} advanced {move['path']} by "
+                         f"{move['upstream_commits']} upstream commits; to find the upstream "
+                         "culprit, run:")
+            lines.append(shlex.join(cmd))
+        return lines

@@ -1,0 +1,73 @@
+"""``bisectkit status``: where a patched submodule stands against its upstream.
+
+Like IREE's ``llvm_revision status``: the merge-base, each local patch with
+the upstream commit it refers to and what will happen to it at the next
+integrate (replayed onto upstream HEAD with the bisect rules), and the
+upstream commits since the merge-base, optionally pathspec-limited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bisectkit import patchstack
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo, open_submodule
+from bisectkit.submodule import resolve_upstream
+
+
+def default_submodule(superproject: Repo, given: str | None) -> str:
+    """``--submodule``, else ``bisectkit.submodule``, else the only submodule there is."""
+    if given:
+        return given
+    configured = superproject.config_get("bisectkit.submodule")
+    if configured:
+        return configured
+    links = sorted(superproject.gitlinks())
+    if len(links) == 1:
+        return links[0]
+    raise BadInput("which submodule? pass --submodule PATH or set git config "
+                   f"bisectkit.submodule (submodules here: {', '.join(links) or 'none'})")
+
+
+def collect(superproject: Repo, submodule: str | None, upstream: str | None,
+            pathspec: Sequence[str]) -> dict[str, Any]:
+    """Everything ``status`` shows, as JSON-ready data."""
+    path, sub = open_submodule(superproject, default_submodule(superproject, submodule))
+    upstream_ref, upstream_sha = resolve_upstream(superproject, sub, upstream)
+    head = sub.head_state()
+    stack = patchstack.analyse(sub, head.sha, upstream_sha)
+    at_upstream = patchstack.replay(sub, stack, upstream_sha)
+    fate = {a.patch.sha: a for a in at_upstream.actions}
+    patches = []
+    for p in stack.patches:
+        in_upstream = (p.kind == "cherry-pick" and p.refers_to is not None
+                       and sub.try_resolve(p.refers_to) is not None
+                       and sub.is_ancestor(p.refers_to, upstream_sha))
+        action = fate.get(p.sha)
+        patches.append({
+            **p.to_json(),
+            "upstream_has_it": in_upstream,
+            # Replay stops at a conflict; later patches were not tried.
+            "at_upstream_head": action.action if action else "not tried",
+            "why": action.why if action else "an earlier patch conflicts",
+        })
+    since = sub.first_parent_range(upstream_sha, [stack.merge_base])
+    affecting = (sub.first_parent_range(upstream_sha, [stack.merge_base], list(pathspec),
+                                        keep_tip=False) if pathspec else since)
+    return {
+        "submodule": path,
+        "head": head.sha,
+        "branch": head.ref,
+        "upstream": upstream_ref,
+        "upstream_sha": upstream_sha,
+        "merge_base": stack.merge_base,
+        "merge_base_subject": sub.commit_info(stack.merge_base).subject,
+        "clean": not stack.patches,
+        "patches": patches,
+        "upstream_commits_since_merge_base": len(since),
+        "pathspec": list(pathspec),
+        "affecting": [{"commit": c, "subject": sub.commit_info(c).subject} for c in affecting],
+    }
+
