@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pluggy
-
-from bisectkit import hookspecs
 from bisectkit.engine import Verdict
 from bisectkit.hookspecs import hookimpl
 from bisectkit.runner import Outcome
 from bisectkit.step import Step
+
+if TYPE_CHECKING:
+    from bisectkit.plugins import Config
 
 #: When several rules match, the first verdict in this order wins.
 _PRECEDENCE: tuple[Verdict, ...] = ("bad", "skip", "good")
@@ -35,16 +35,23 @@ class Rules:
 
 
 class RulesPlugin:
-    """``--bad-if`` beats ``--skip-if`` beats ``--good-if``; timeouts are skips."""
+    """``--bad-if`` beats ``--skip-if`` beats ``--good-if``; timeouts get ``--timeout-verdict``."""
 
-    def __init__(self, rules: Rules) -> None:
-        self._patterns = rules.compiled()
+    def __init__(self) -> None:
+        self._patterns = Rules().compiled()
+        self._timeout_verdict: Verdict = "skip"
+
+    @hookimpl
+    def bisectkit_configure(self, config: Config) -> None:
+        if config.run is not None:
+            self._patterns = config.run.rules.compiled()
+            self._timeout_verdict = config.run.timeout_verdict
 
     @hookimpl
     def bisectkit_classify(self, step: Step, outcome: Outcome) -> Verdict | None:
         if outcome.timed_out:
             step.reason = outcome.describe()
-            return "skip"
+            return self._timeout_verdict
         for verdict in _PRECEDENCE:
             for pattern in self._patterns[verdict]:
                 match = pattern.search(outcome.output)
@@ -69,18 +76,6 @@ class ExitStatusPlugin:
         if status == 125:
             return "skip"
         return "bad"
-
-
-def make_plugin_manager(rules: Rules, extra: Sequence[object] = ()) -> pluggy.PluginManager:
-    """Build the plugin manager for one bisection (never at import time)."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    pm.register(ExitStatusPlugin(), name="exit-status")
-    pm.register(RulesPlugin(rules), name="rules")
-    for plugin in extra:
-        pm.register(plugin)
-    pm.check_pending()
-    return pm
 
 
 def validate_rules(rules: Rules) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pluggy
 
-from bisectkit import engine, runner
+from bisectkit import engine
 from bisectkit.classify import Rules
 from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
@@ -49,7 +49,10 @@ class RunOptions:
     build: str | None = None
     rules: Rules = Rules()
     timeout: float | None = None
+    timeout_verdict: Verdict = "skip"
     use_cache: bool = True
+    #: Plugin-added option values that change verdicts (part of the cache key).
+    plugin_options: tuple[tuple[str, str], ...] = ()
 
     def argv(self) -> list[str]:
         """The run options and repro as command-line words (for follow-up commands)."""
@@ -62,7 +65,9 @@ class RunOptions:
                 words += [flag, p]
         if self.timeout is not None:
             words += ["--timeout", f"{self.timeout:g}"]
-        return [*words, "--", *self.repro]
+        if self.timeout_verdict != "skip":
+            words += ["--timeout-verdict", self.timeout_verdict]
+        return [*words, "--", *self.repro] if self.repro else words
 
 
 class VerdictCache:
@@ -94,6 +99,8 @@ def run_identity(opts: RunOptions, root: Path) -> str:
         "repro": list(opts.repro),
         "rules": [list(opts.rules.good_if), list(opts.rules.bad_if), list(opts.rules.skip_if)],
         "timeout": opts.timeout,
+        "timeout_verdict": opts.timeout_verdict,
+        "plugins": [list(x) for x in opts.plugin_options],
     }
     # Editing repro.sh or build.sh must invalidate old verdicts even though
     # the command line is unchanged.
@@ -115,11 +122,12 @@ class Bisector:
     """One session's pipeline, saving the session after every change."""
 
     def __init__(self, superproject: Repo, store: SessionStore, session: Session,
-                 console: Console) -> None:
+                 console: Console, pm: pluggy.PluginManager) -> None:
         self.superproject = superproject
         self.store = store
         self.session = session
         self.console = console
+        self.pm = pm
         self.strategy = make_strategy(superproject, session)
         # The checked-out candidate as prepared, when this process prepared it.
         self._prepared: Prepared | None = None
@@ -173,10 +181,13 @@ class Bisector:
             return decision
 
     def record(self, commit: str, verdict: Verdict, reason: str, source: str,
-               **details: Any) -> dict[str, Any]:
-        """Append a verdict and its step record; print it; save."""
-        step = {
-            "index": self.session.next_step_index(),
+               step: Step | None = None, **details: Any) -> dict[str, Any]:
+        """Append a verdict and its step record, tell the observers, save."""
+        if step is None:
+            step = Step(index=self.session.next_step_index(), commit=commit,
+                        strategy=self.strategy.name, workdir=self.session.root)
+        record = {
+            "index": step.index,
             "commit": commit,
             "verdict": verdict,
             "reason": reason,
@@ -187,14 +198,19 @@ class Bisector:
             "build_s": details.pop("build_s", None),
             "repro_s": details.pop("repro_s", None),
         }
-        step.update(details)
+        record.update(details)
+        record.update(step.extra)
+        if step.flags:
+            record["flags"] = list(step.flags)
+        step.record = record
+        # Observers may add to the record (the step log adds its path).
+        self.pm.hook.bisectkit_step_done(step=step, verdict=verdict)
         self.session.verdicts.append(VerdictEntry(commit, verdict, reason, source))
-        self.session.steps.append(step)
+        self.session.steps.append(record)
         if commit == self.session.current:
             self.session.current = None
         self.store.save(self.session)
-        self.console.step_done(step)
-        return step
+        return record
 
     # -- manual marking ------------------------------------------------------
     def mark(self, verdict: Verdict, revs: Sequence[str], source: str = "manual") -> None:
@@ -221,9 +237,8 @@ class Bisector:
             self.record(sha, verdict, reason, source, **details)
 
     # -- automatic testing -----------------------------------------------------
-    def test_current(self, opts: RunOptions, pm: pluggy.PluginManager,
-                     cache: VerdictCache | None) -> None:
-        """Build and run the repro on the checked-out candidate, then record the verdict."""
+    def test_current(self, cache: VerdictCache | None) -> None:
+        """Build and run the repro on the checked-out candidate (through the plugin hooks)."""
         s = self.session
         assert s.current is not None
         cand = s.current
@@ -237,39 +252,41 @@ class Bisector:
         step = Step(index=index, commit=cand, strategy=self.strategy.name, env=env,
                     workdir=s.root)
         details: dict[str, Any] = dict(s.current_step)
-        verdict: Verdict | None
-        if opts.build:
-            self.console.phase("build", opts.build)
-            built = runner.run(["/bin/sh", "-c", opts.build], cwd=s.root, env=env,
-                               timeout=opts.timeout, echo=self.console.file)
+        hook = self.pm.hook
+        hook.bisectkit_step_start(step=step)
+        built = hook.bisectkit_build(step=step)
+        if built is not None:
+            step.outputs["build"] = built.output
             details["build_s"] = round(built.duration, 3)
             if not built.ok:
-                self._remember(cache, prep, "skip", f"build failed ({built.describe()})")
-                self.record(cand, "skip", f"build failed ({built.describe()})", "run", **details)
+                reason = f"build failed ({built.describe()})"
+                self._remember(cache, prep, "skip", reason)
+                self.record(cand, "skip", reason, "run", step=step, **details)
                 return
-        self.console.phase("repro", shlex.join(opts.repro))
-        outcome = runner.run(list(opts.repro), cwd=s.root, env=env, timeout=opts.timeout,
-                             echo=self.console.file)
+        outcome = hook.bisectkit_repro(step=step)
+        if outcome is None:
+            raise BadInput("nothing runs the repro: give a repro command or a plugin that "
+                           "implements bisectkit_repro")
+        step.outputs["repro"] = outcome.output
         details["repro_s"] = round(outcome.duration, 3)
-        verdict = pm.hook.bisectkit_classify(step=step, outcome=outcome)
+        verdict = hook.bisectkit_classify(step=step, outcome=outcome)
         if verdict is None:
             raise Aborted(f"repro {outcome.describe()} at {cand[:12]}: exit codes >= 128 and "
                           "signals abort the bisection")
         reason = step.reason or outcome.describe()
         self._remember(cache, prep, verdict, reason)
-        self.record(cand, verdict, reason, "run", **details)
+        self.record(cand, verdict, reason, "run", step=step, **details)
 
     def _remember(self, cache: VerdictCache | None, prep: Prepared, verdict: Verdict,
                   reason: str) -> None:
         if cache is not None:
             cache.put(cache.key(prep.trees), verdict, reason)
 
-    def run(self, opts: RunOptions, pm: pluggy.PluginManager,
-            cache: VerdictCache | None) -> Decision:
+    def run(self, cache: VerdictCache | None) -> Decision:
         """Test candidates until the first bad commit is found or only skips are left."""
         decision = self.advance(cache)
         while isinstance(decision, Next):
-            self.test_current(opts, pm, cache)
+            self.test_current(cache)
             decision = self.advance(cache)
         return decision
 

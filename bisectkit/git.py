@@ -336,6 +336,10 @@ class Repo:
                     return True
         return False
 
+    def config_get_all(self, key: str) -> list[str]:
+        """Every value of a multi-valued config key (``git config --get-all``)."""
+        return list(self._repo.config.get_multivar(key))
+
     def config_get(self, key: str) -> str | None:
         try:
             return self._repo.config[key]

@@ -1,17 +1,23 @@
 """Hook specifications: the one place bisectkit's plugin hooks are declared.
 
-Implementations use :data:`bisectkit.hookimpl`. Plugins registered later are
-called first, so a user's plugin wins over the built-in ones.
+Implement them in a module or class with :data:`bisectkit.hookimpl` and load
+it with ``-p NAME|PATH``, ``BISECTKIT_PLUGINS``, git config
+``bisectkit.plugins`` or the ``bisectkit`` entry-point group. Plugins loaded
+later are called first, so a user's plugin wins over the built-in ones; a
+``firstresult`` hook stops at the first implementation that returns
+something other than ``None``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
     from bisectkit.engine import Verdict
+    from bisectkit.plugins import Config
     from bisectkit.runner import Outcome
     from bisectkit.step import Step
 
@@ -20,18 +26,101 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+@hookspec(historic=True)
+def bisectkit_addoption(parser: argparse._ArgumentGroup) -> None:
+    """Add command-line options to ``run`` (both ``bisectkit run`` and ``git bisect-patched run``).
+
+    :param parser: an argparse argument group; call ``parser.add_argument``.
+        Options must come before the repro on the command line (or before
+        ``--``), because plugins are found before the rest is parsed.
+
+    Historic: a plugin loaded after the parser was built still gets called.
+    """
+
+
+@hookspec
+def bisectkit_configure(config: Config) -> None:
+    """Read options and set up, once the command line is parsed and before any step.
+
+    :param config: ``config.option`` holds the parsed options (argparse
+        namespace), ``config.pluginmanager`` the plugin manager,
+        ``config.root`` the superproject root (or ``None``) and
+        ``config.console`` the console to print to.
+    """
+
+
+@hookspec
+def bisectkit_step_start(step: Step) -> None:
+    """A candidate is checked out and about to be built and tested.
+
+    :param step: the step under test; ``step.env`` is what the build and the
+        repro will get.
+    """
+
+
+@hookspec(firstresult=True)
+def bisectkit_build(step: Step) -> Outcome | None:
+    """Build the checked-out candidate.
+
+    :param step: the step under test.
+    :returns: the build's :class:`~bisectkit.Outcome` (a failed outcome makes
+        the step ``skip``), or ``None`` to leave it to the next
+        implementation. The built-in one runs ``--build`` (returns ``None``
+        when there is none: no build step).
+
+    Stops at first non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def bisectkit_repro(step: Step) -> Outcome | None:
+    """Run the reproducer on the built candidate.
+
+    :param step: the step under test.
+    :returns: the repro's :class:`~bisectkit.Outcome`, or ``None`` to leave
+        it to the next implementation. The built-in one runs the repro
+        command; a plugin may replace it entirely, so no repro command is
+        needed on the command line.
+
+    Stops at first non-None result.
+    """
+
+
 @hookspec(firstresult=True)
 def bisectkit_classify(step: Step, outcome: Outcome) -> Verdict | None:
     """Classify the repro's outcome at one step.
 
-    :param step: the step under test (commit, index, strategy, env, workdir);
-        an implementation may set ``step.reason`` to explain its verdict.
+    :param step: the step under test; an implementation may set
+        ``step.reason`` to explain its verdict, add ``step.flags`` (shown in
+        the final report) and ``step.extra`` (kept in the step's JSON).
     :param outcome: exit status, signal, combined output, timeout flag and
         duration of the repro.
     :returns: ``"good"``, ``"bad"`` or ``"skip"``; ``None`` to let the next
-        implementation decide. When every implementation returns ``None``
-        (the built-in exit-status rule does so for exit >= 128 and for
-        signals) the bisection aborts and the session is kept.
+        implementation decide. Built-ins, in call order: the ``--bad-if``,
+        ``--skip-if``, ``--good-if`` rules and timeouts, then the exit
+        status (``git bisect run``'s convention). When every implementation
+        returns ``None`` (the exit-status rule does so for exit >= 128 and
+        for signals) the bisection aborts.
 
     Stops at first non-None result.
+    """
+
+
+@hookspec
+def bisectkit_step_done(step: Step, verdict: Verdict) -> None:
+    """A verdict was recorded for a candidate (tested, cached, skipped unbuilt or marked).
+
+    :param step: the step; ``step.record`` is its JSON record (commit,
+        verdict, reason, source, patches or submodules, timings) and
+        ``step.outputs`` the build and repro output, when they ran.
+    :param verdict: ``"good"``, ``"bad"`` or ``"skip"``.
+    """
+
+
+@hookspec
+def bisectkit_session_finish(result: dict[str, Any]) -> None:
+    """A ``run`` ended (found, inconclusive or aborted).
+
+    :param result: the JSON result (as written by ``--json``): ``status``,
+        ``first_bad``, ``candidates``, ``steps``...
     """

@@ -5,7 +5,9 @@ Layout of ``<git dir>/bisectkit/``:
 - ``session.json``: the session in progress (removed by ``reset``);
 - ``verdicts.json``: verdicts of finished steps keyed by what was tested, kept
   across sessions so a repeated ``bisectkit run`` reuses them;
-- ``last-log``: the log of the last session, kept after ``reset``.
+- ``last-log``: the log of the last session, kept after ``reset``;
+- ``logs/step-N.log``: build and repro output of each step of the current or
+  last session (``show-step N``).
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ class SessionStore:
         self.session_path = self.dir / "session.json"
         self.cache_path = self.dir / "verdicts.json"
         self.last_log_path = self.dir / "last-log"
+        self.logs_dir = self.dir / "logs"
 
     def exists(self) -> bool:
         return self.session_path.exists()
@@ -153,6 +156,12 @@ class SessionStore:
 
     def delete(self) -> None:
         self.session_path.unlink(missing_ok=True)
+
+    def clear_logs(self) -> None:
+        """Forget the previous session's step outputs (a new session numbers from 1)."""
+        if self.logs_dir.is_dir():
+            for path in self.logs_dir.glob("step-*.log"):
+                path.unlink()
 
     def load_cache(self) -> dict[str, dict[str, str]]:
         try:

@@ -1,0 +1,386 @@
+"""The commands behind ``bisectkit`` and ``git bisect-patched``.
+
+Each ``cmd_*`` takes the :class:`Context` built by :mod:`bisectkit.cli`
+(parsed options, console, plugin manager) and returns an exit code; domain
+errors are raised and mapped to exit codes by the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pluggy
+
+from bisectkit import engine, integrate, plugins, submodule
+from bisectkit import status as stack_status
+from bisectkit.classify import Rules, validate_rules
+from bisectkit.console import Console
+from bisectkit.driver import Bisector, RunOptions, VerdictCache, run_identity
+from bisectkit.engine import Decision, Found, Inconclusive, Next
+from bisectkit.errors import Aborted, BadInput
+from bisectkit.git import Repo
+from bisectkit.observers import StepLogWriter
+from bisectkit.session import Session, SessionStore, write_json_atomic
+
+GIT_PROG = "git bisect-patched"
+
+
+@dataclass
+class Context:
+    """Everything a command needs, prepared by the CLI."""
+
+    args: argparse.Namespace
+    console: Console
+    pm: pluggy.PluginManager
+    config: plugins.Config
+    superproject: Repo | None
+
+    def open(self) -> tuple[Repo, SessionStore]:
+        if self.superproject is None:
+            raise BadInput(f"not inside a git repository: {Path.cwd()}")
+        return self.superproject, SessionStore(self.superproject.git_dir)
+
+    def bisector(self, sp: Repo, store: SessionStore, session: Session) -> Bisector:
+        return Bisector(sp, store, session, self.console, self.pm)
+
+
+def run_shielded(action: Callable[[], None]) -> None:
+    """Run clean-up ``action`` to completion even if Ctrl-C arrives just before the shield."""
+    while True:
+        try:
+            with shielded():
+                action()
+            return
+        except KeyboardInterrupt:
+            # Raised before the shield went up (signals are ignored inside it),
+            # so nothing of ``action`` ran yet: start it again.
+            continue
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while restoring, so a second Ctrl-C cannot leave a half reset."""
+    saved = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+
+
+# -- helpers ----------------------------------------------------------------------
+def _require_no_session(store: SessionStore) -> None:
+    if store.exists():
+        raise BadInput(f"a bisect-patched session is already in progress ({store.session_path}); "
+                       f"finish it or run '{GIT_PROG} reset'")
+
+
+def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginManager,
+                plugin_dests: list[str]) -> RunOptions:
+    """The run options, validated before anything is touched."""
+    repro = list(args.repro)
+    if repro[:1] == ["--"]:
+        repro = repro[1:]
+    if repro:
+        repro[0] = _resolve_command(repro[0])
+    elif not any(impl.plugin_name != "repro"
+                 for impl in pm.hook.bisectkit_repro.get_hookimpls()):
+        raise BadInput("no repro command given (and no plugin implements bisectkit_repro)")
+    rules = Rules(tuple(args.good_if), tuple(args.bad_if), tuple(args.skip_if))
+    problem = validate_rules(rules)
+    if problem:
+        raise BadInput(problem)
+    build = args.build
+    if build is None and sp is not None:
+        build = sp.config_get("bisectkit.build")
+    # Verdicts depend on which plugins ran and with which options.
+    loaded = [(name, "loaded") for name, _ in pm.list_name_plugin()
+              if name not in BUILTIN_NAMES]
+    options = [(d, repr(getattr(args, d, None))) for d in sorted(plugin_dests)]
+    return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
+                      timeout=args.timeout, timeout_verdict=args.timeout_verdict,
+                      use_cache=not args.no_cache, plugin_options=tuple(loaded + options))
+
+
+def _resolve_command(word: str) -> str:
+    """Absolute path of the repro, checked before anything is touched."""
+    if os.sep in word:
+        path = Path(word).resolve()
+        if not path.is_file():
+            raise BadInput(f"repro not found: {word}")
+        if not os.access(path, os.X_OK):
+            raise BadInput(f"repro is not executable: {word} (chmod +x it)")
+        return str(path)
+    found = shutil.which(word)
+    if found is None:
+        raise BadInput(f"repro not found: {word} (not a file and not on PATH)")
+    return found
+
+
+#: Names of the built-in plugins (``-p no:NAME`` blocks them).
+BUILTIN_NAMES = ("exit-status", "rules", "build", "repro", "console", "step-log")
+
+
+def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
+    """Validate the target options against the repositories; a new session (nothing touched)."""
+    pathspec = list(getattr(args, "pathspec", []))
+    if args.integrate:
+        return integrate.start(sp, integrate.IntegrateRequest(
+            bad=args.bad, good=list(args.good), submodules=list(args.submodule),
+            upstream=args.upstream, pathspec=pathspec))
+    if len(args.submodule) > 1:
+        raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
+                       "or several with --integrate")
+    path = args.submodule[0] if args.submodule else sp.config_get("bisectkit.submodule")
+    if not path:
+        raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
+                       "git config bisectkit.submodule PATH")
+    return submodule.start(sp, submodule.StartRequest(
+        submodule=path, upstream=args.upstream, bad=args.bad, good=list(args.good),
+        pathspec=pathspec))
+
+
+def _new_session(ctx: Context, args: argparse.Namespace, sp: Repo,
+                 store: SessionStore) -> Bisector:
+    """Validate, save and announce a new session (no checkout yet)."""
+    _require_no_session(store)
+    session = _start_session(args, sp)
+    store.clear_logs()
+    store.save(session)
+    b = ctx.bisector(sp, store, session)
+    ctx.console.header(b.strategy.header_lines(),
+                       engine.steps_estimate(len(session.candidates) - 1))
+    return b
+
+
+def _finish(b: Bisector, decision: Decision) -> int:
+    if isinstance(decision, Next):
+        return 0
+    return b.show_result(decision)
+
+
+def _status_word(decision: Decision | None) -> str:
+    if isinstance(decision, Found):
+        return "found"
+    if isinstance(decision, Inconclusive):
+        return "inconclusive"
+    return "aborted"
+
+
+def _run_with(ctx: Context, b: Bisector, on_exit: Callable[[], None] | None) -> int:
+    """Run the loop; report, write the JSON result and call ``on_exit`` however it ends."""
+    opts = ctx.config.run
+    assert opts is not None
+    cache = (VerdictCache(b.store, run_identity(opts, Path(b.session.root)))
+             if opts.use_cache else None)
+    json_path = ctx.args.json
+    result: dict | None = None
+    error: str | None = None
+    try:
+        decision = b.run(cache)
+        result = b.result_json(_status_word(decision), decision)
+        if json_path:
+            write_json_atomic(Path(json_path), result)
+        ctx.pm.hook.bisectkit_session_finish(result=result)
+        return b.show_result(decision, opts.argv())
+    except KeyboardInterrupt:
+        error = "interrupted"
+        raise
+    except Exception as exc:
+        error = str(exc)
+        raise
+    finally:
+        aborted = result is None
+
+        def wrap_up() -> None:
+            if on_exit is not None:
+                on_exit()
+            if aborted and json_path:
+                write_json_atomic(Path(json_path), b.result_json("aborted", None, error))
+
+        run_shielded(wrap_up)
+        if aborted:
+            with contextlib.suppress(Exception):
+                ctx.pm.hook.bisectkit_session_finish(result=b.result_json("aborted", None, error))
+
+
+# -- commands -----------------------------------------------------------------------
+def cmd_oneshot(ctx: Context) -> int:
+    """``bisectkit run``: start + run + report + reset; always restores."""
+    sp, store = ctx.open()
+    b = _new_session(ctx, ctx.args, sp, store)
+
+    def restore() -> None:
+        for moved in b.reset():
+            ctx.console.line(f"restored {moved}", style="dim")
+
+    try:
+        return _run_with(ctx, b, restore)
+    except Aborted:
+        ctx.console.error("aborted; the superproject and the submodules were restored")
+        raise
+
+
+def cmd_start(ctx: Context) -> int:
+    sp, store = ctx.open()
+    b = _new_session(ctx, ctx.args, sp, store)
+    decision = b.advance()
+    if isinstance(decision, Next):
+        ctx.console.line(f"Build and run the repro, then: {GIT_PROG} good|bad|skip  "
+                     f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
+    return _finish(b, decision)
+
+
+def cmd_mark(ctx: Context) -> int:
+    sp, store = ctx.open()
+    b = ctx.bisector(sp, store, store.load())
+    b.mark(ctx.args.verdict, ctx.args.revs)
+    return _finish(b, b.advance())
+
+
+def cmd_run(ctx: Context) -> int:
+    sp, store = ctx.open()
+    b = ctx.bisector(sp, store, store.load())
+    try:
+        return _run_with(ctx, b, None)
+    except (Aborted, KeyboardInterrupt):
+        ctx.console.error(f"stopped; the session is kept: fix things, then '{GIT_PROG} run' again "
+                      f"or '{GIT_PROG} reset'")
+        raise
+
+
+def cmd_status(ctx: Context) -> int:
+    sp, store = ctx.open()
+    console = ctx.console
+    b = ctx.bisector(sp, store, store.load())
+    s = b.session
+    console.header(b.strategy.header_lines(), engine.steps_estimate(len(s.candidates) - 1))
+    counts = {v: sum(1 for e in s.verdict_map().values() if e == v) for v in engine.VERDICTS}
+    console.line(f"  verdicts: {counts['good']} good, {counts['bad']} bad, "
+                 f"{counts['skip']} skip (the bad end included)")
+    decision = b.decide()
+    if isinstance(decision, Next):
+        lo, hi = engine.bounds(s.candidates, s.verdict_map())
+        console.line(f"  {decision.remaining} candidates left between "
+                     f"{'the good end' if lo < 0 else s.candidates[lo][:12]} and "
+                     f"{s.candidates[hi][:12]}, roughly {decision.steps_left} steps")
+        if s.current:
+            console.line(f"  under test: {s.current} "
+                         f"{b.strategy.describe(s.current).subject}")
+        return 0
+    return b.show_result(decision)
+
+
+def cmd_stack_status(ctx: Context) -> int:
+    """``bisectkit status``: read-only, works with or without a session."""
+    sp, _ = ctx.open()
+    args, console = ctx.args, ctx.console
+    data = stack_status.collect(sp, args.submodule, args.upstream, args.pathspec)
+    if args.json:
+        console.file.write(json.dumps(data, indent=2) + "\n")
+    else:
+        console.stack_status(data, args.limit)
+    return 0
+
+
+def cmd_log(ctx: Context) -> int:
+    sp, store = ctx.open()
+    b = ctx.bisector(sp, store, store.load())
+    for line in b.log_lines():
+        ctx.console.line(line)
+    return 0
+
+
+def cmd_replay(ctx: Context) -> int:
+    path = Path(ctx.args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from exc
+    commands = _parse_log(text, path)
+    sp, store = ctx.open()
+    if store.exists():
+        ctx.bisector(sp, store, store.load()).reset()
+    start_args = commands[0]
+    from bisectkit.cli import build_parser  # the parser the log was written for
+
+    parser = build_parser(git_mode=True)
+    pathspec: list[str] = []
+    if "--" in start_args:
+        cut = start_args.index("--")
+        start_args, pathspec = start_args[:cut], start_args[cut + 1:]
+    args = parser.parse_args(start_args)
+    args.pathspec = pathspec
+    b = _new_session(ctx, args, sp, store)
+    for words in commands[1:]:
+        b.mark(words[0], words[1:], source="replay")  # type: ignore[arg-type]
+    return _finish(b, b.advance())
+
+
+def _parse_log(text: str, path: Path) -> list[list[str]]:
+    commands: list[list[str]] = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = shlex.split(line)
+        if words[:2] == ["git", "bisect-patched"]:
+            words = words[2:]
+        elif words[:1] == ["git-bisect-patched"]:
+            words = words[1:]
+        else:
+            raise BadInput(f"{path}:{n}: not a bisect-patched command: {line}")
+        if not words or words[0] not in ("start", *engine.VERDICTS):
+            raise BadInput(f"{path}:{n}: cannot replay: {line}")
+        if (words[0] == "start") != (not commands):
+            raise BadInput(f"{path}:{n}: the log must begin with exactly one 'start'")
+        commands.append(words)
+    if not commands:
+        raise BadInput(f"{path}: no 'start' command in the log")
+    return commands
+
+
+def cmd_reset(ctx: Context) -> int:
+    sp, store = ctx.open()
+    console = ctx.console
+    if not store.exists():
+        console.line("not bisecting; nothing to reset")
+        return 0
+    b = ctx.bisector(sp, store, store.load())
+    moved: list[str] = []
+    run_shielded(lambda: moved.extend(b.reset()))
+    for line in moved:
+        console.line(f"restored {line}")
+    if not moved:
+        console.line("nothing had moved; session ended")
+    return 0
+
+
+def cmd_show_step(ctx: Context) -> int:
+    """Print the kept build and repro output of step N (of the current or last session)."""
+    sp, store = ctx.open()
+    path = StepLogWriter.path_for(store.logs_dir, ctx.args.index)
+    if not path.is_file():
+        have = sorted(int(p.stem.split("-")[1]) for p in store.logs_dir.glob("step-*.log"))
+        listed = ", ".join(map(str, have)) or "none"
+        raise BadInput(f"no output kept for step {ctx.args.index} (steps with output: {listed})")
+    ctx.console.file.write(path.read_text(encoding="utf-8"))
+    return 0
+
+
+def cmd_plugins(ctx: Context) -> int:
+    """List every loaded plugin, where it came from and the hooks it implements."""
+    for name, origin, hooks in plugins.describe(ctx.pm, ctx.config.origins):
+        ctx.console.line(f"{name}")
+        ctx.console.line(f"    from:  {origin}")
+        ctx.console.line(f"    hooks: {hooks or '(none)'}")
+    return 0
