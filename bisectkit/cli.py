@@ -204,7 +204,9 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
             ctx = _prepare(argv, git_mode, console)
             return int(ctx.args.func(ctx))
     except BisectkitError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        # One line, always: messages from git or pluggy may span several.
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

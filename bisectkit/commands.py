@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import shlex
 import shutil
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,12 +105,22 @@ def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMana
     if build is None and sp is not None:
         build = sp.config_get("bisectkit.build")
     # Verdicts depend on which plugins ran and with which options.
-    loaded = [(name, "loaded") for name, _ in pm.list_name_plugin()
-              if name not in BUILTIN_NAMES]
+    loaded = [(name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
+              if name not in BUILTIN_NAMES and plugin is not None]
     options = [(d, repr(getattr(args, d, None))) for d in sorted(plugin_dests)]
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
                       use_cache=not args.no_cache, plugin_options=tuple(loaded + options))
+
+
+def _source_digest(plugin: object) -> str:
+    """Hash of a plugin's source file, so editing a plugin invalidates cached verdicts."""
+    path = getattr(plugin, "__file__", None) or getattr(
+        sys.modules.get(type(plugin).__module__), "__file__", None)
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
+    except OSError:
+        return ""
 
 
 def _resolve_command(word: str) -> str:

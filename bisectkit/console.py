@@ -87,6 +87,12 @@ class Console:
         self.line(f"summary: {len(steps)} steps ({counts['good']} good, {counts['bad']} bad, "
                   f"{counts['skip']} skip, {cached} cached); build {build:.1f} s, "
                   f"repro {repro:.1f} s; {written} files written", style="bold")
+        flagged = [s for s in steps if s.get("flags")]
+        if flagged:
+            self.line(f"flagged steps ({len(flagged)}): check these verdicts", style="yellow")
+            for s in flagged:
+                self.line(f"  step {s['index']} {s['commit'][:12]} {s['verdict']}: "
+                          f"{'; '.join(s['flags'])}", style="yellow")
 
     def found(self, info: CommitInfo, details: dict[str, Any]) -> None:
         self.line(f"{info.sha} is the first bad commit")

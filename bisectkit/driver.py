@@ -104,7 +104,7 @@ def run_identity(opts: RunOptions, root: Path) -> str:
     }
     # Editing repro.sh or build.sh must invalidate old verdicts even though
     # the command line is unchanged.
-    scripts = [opts.repro[0]]
+    scripts = list(opts.repro[:1])
     if opts.build:
         words = shlex.split(opts.build)
         if words:

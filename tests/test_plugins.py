@@ -1,0 +1,241 @@
+"""Plugin discovery, blocking, entry points, a plugin replacing the repro, step logs, docs."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, cli, snapshot
+
+from bisectkit import hookspecs
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD_IF = "device .* not found"
+
+
+def run_args(world: World, *extra: str, repro: tuple[str, ...] = ("./repro.sh",)) -> list[str]:
+    return ["run", *extra, "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(0), "--bad", world.sha(300), "--build", "./build.sh",
+            "--good-if", GOOD_IF, "--", *repro]
+
+
+def verdict_plugin(path: Path, verdict: str) -> Path:
+    """A plugin that classifies every step as ``verdict``."""
+    path.write_text(textwrap.dedent(f"""
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_classify(step, outcome):
+            step.reason = "{path.stem} says {verdict}"
+            return "{verdict}"
+    """))
+    return path
+
+
+def entry_point_dist(site: Path, name: str = "ep") -> Path:
+    """A tiny installed distribution declaring a ``bisectkit`` entry point."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"{name}_plugin.py").write_text(textwrap.dedent("""
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_step_start(step):
+            print(f"entry-point plugin saw step {step.index}")
+    """))
+    dist = site / f"{name}_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[bisectkit]\n{name} = {name}_plugin\n")
+    return site
+
+
+def plugin_names(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line and not line.startswith(" ")]
+
+
+def test_discovery_order_and_origins(world: World, tmp_path: Path):
+    site = entry_point_dist(tmp_path / "site")
+    a = verdict_plugin(tmp_path / "a.py", "good")
+    b = verdict_plugin(tmp_path / "b.py", "good")
+    c = verdict_plugin(tmp_path / "c.py", "good")
+    world.git(world.superproject, "config", "bisectkit.plugins", str(c))
+    env = {"PYTHONPATH": str(site), "BISECTKIT_PLUGINS": str(b)}
+    r = cli(world, "plugins", "-p", str(a), extra_env=env)
+    assert r.returncode == 0, r.stderr
+    assert plugin_names(r.stdout) == ["exit-status", "rules", "build", "repro", "console",
+                                      "step-log", "ep", "a", "b", "c"]
+    assert "from:  entry point (ep-plugin)" in r.stdout
+    assert f"from:  -p ({a})" in r.stdout
+    assert f"from:  BISECTKIT_PLUGINS ({b})" in r.stdout
+    assert f"from:  git config bisectkit.plugins ({c})" in r.stdout
+    assert "hooks: bisectkit_step_start" in r.stdout
+
+    blocked = cli(world, "plugins", "-p", "no:ep", "-p", "no:step-log", "-p", "no:b",
+                  "-p", str(a), extra_env=env)
+    assert plugin_names(blocked.stdout) == ["exit-status", "rules", "build", "repro", "console",
+                                            "a", "c"]
+    no_autoload = cli(world, "plugins", extra_env={**env, "BISECTKIT_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert "ep" not in plugin_names(no_autoload.stdout)
+
+
+def test_later_plugins_win(world: World, tmp_path: Path):
+    bad = verdict_plugin(tmp_path / "always_bad.py", "bad")
+    good = verdict_plugin(tmp_path / "always_good.py", "good")
+    r = cli(world, *run_args(world, "-p", str(bad)))
+    assert f"{world.sha(1)} is the first bad commit" in r.stdout, r.stdout + r.stderr
+    r = cli(world, *run_args(world, "-p", str(bad)), extra_env={"BISECTKIT_PLUGINS": str(good)})
+    assert f"{world.sha(300)} is the first bad commit" in r.stdout, r.stdout + r.stderr
+    assert "always_good says good" in r.stdout
+
+
+def test_entry_point_plugin_runs_at_every_step(world: World, tmp_path: Path):
+    site = entry_point_dist(tmp_path / "site")
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "--json", str(out)), extra_env={"PYTHONPATH": str(site)})
+    assert r.returncode == 0, r.stderr
+    steps = json.loads(out.read_text())["steps"]
+    for step in steps:
+        assert f"entry-point plugin saw step {step['index']}" in r.stdout
+
+
+def readme_plugin() -> str:
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"```python\n(# my_repro\.py.*?)```", text, re.S)
+    assert match, "README lost its example plugin"
+    return match.group(1)
+
+
+def test_readme_plugin_replaces_the_repro(world: World, tmp_path: Path):
+    code = readme_plugin()
+    assert len(code.strip().splitlines()) <= 20
+    plugin = tmp_path / "my_repro.py"
+    plugin.write_text(code)
+    before = snapshot(world)
+    out = tmp_path / "r.json"
+    r = cli(world, "run", "-p", str(plugin), "--submodule", SUBMODULE, "--good", world.sha(0),
+            "--bad", world.sha(300), "--json", str(out))
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+    steps = json.loads(out.read_text())["steps"]
+    assert {s["reason"] for s in steps} == {"bug.txt says 'ok'", "bug.txt says 'miscompile'"}
+    assert snapshot(world) == before
+
+
+def test_no_repro_and_no_repro_plugin_is_refused(world: World):
+    r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0),
+            "--bad", world.sha(300))
+    assert r.returncode == 2
+    assert "no repro command given" in r.stderr
+
+
+@pytest.mark.parametrize("content, words", [
+    ("import nonexistent_module_xyz\n", "failed to import: ModuleNotFoundError"),
+    ("def broken(:\n", "failed to import: SyntaxError"),
+    ("from bisectkit import hookimpl\n\n@hookimpl\ndef bisectkit_no_such_hook(step):\n"
+     "    pass\n", "unknown hook 'bisectkit_no_such_hook'"),
+    ("from bisectkit import hookimpl\n\n@hookimpl\ndef bisectkit_classify(stepp, outcome):\n"
+     "    pass\n", "stepp"),
+])
+def test_broken_plugins_are_one_error_naming_them(world: World, tmp_path: Path, content: str,
+                                                  words: str):
+    plugin = tmp_path / "broken_plugin.py"
+    plugin.write_text(content)
+    before = snapshot(world)
+    r = cli(world, *run_args(world, "-p", str(plugin)))
+    assert r.returncode == 2, r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "broken_plugin" in lines[0] and words in lines[0]
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/session.json").exists()
+
+
+def test_unknown_plugin_name(world: World):
+    r = cli(world, *run_args(world, "-p", "no_such_plugin_anywhere"))
+    assert r.returncode == 2
+    assert "plugin 'no_such_plugin_anywhere' failed to import" in r.stderr
+
+
+def test_plugin_options_reach_the_plugin_and_the_cache_key(world: World, tmp_path: Path):
+    plugin = tmp_path / "threshold.py"
+    plugin.write_text(textwrap.dedent("""
+        from bisectkit import hookimpl
+
+        state = {}
+
+        @hookimpl
+        def bisectkit_addoption(parser):
+            parser.add_argument("--needle", default="miscompile")
+
+        @hookimpl
+        def bisectkit_configure(config):
+            state["needle"] = config.option.needle
+
+        @hookimpl
+        def bisectkit_classify(step, outcome):
+            step.reason = f"looked for {state['needle']}"
+            return "bad" if state["needle"] in outcome.output else "good"
+    """))
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "-p", str(plugin), "--needle", "miscompiled",
+                             "--json", str(out)))
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout, r.stderr
+    steps = json.loads(out.read_text())["steps"]
+    assert all(s["reason"] == "looked for miscompiled" for s in steps)
+    # Same trees, different plugin option: nothing may come from the cache.
+    r = cli(world, *run_args(world, "-p", str(plugin), "--needle", "no such text",
+                             "--json", str(out)))
+    steps = json.loads(out.read_text())["steps"]
+    assert all(s["source"] == "run" for s in steps)
+    assert f"{world.sha(300)} is the first bad commit" in r.stdout
+    assert "--needle" in cli(world, "run", "-p", str(plugin), "-h").stdout
+
+
+def test_show_step_prints_kept_output(world: World, tmp_path: Path):
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "--json", str(out)))
+    assert r.returncode == 0
+    steps = json.loads(out.read_text())["steps"]
+    first = cli(world, "show-step", "1")
+    assert first.returncode == 0
+    assert first.stdout.startswith(f"# step 1: {steps[0]['commit']} good")
+    assert "# --- build ---\nbuilt against" in first.stdout
+    assert "HAL device 'vulkan' not found" in first.stdout
+    assert Path(steps[0]["log"]).read_text() == first.stdout
+    last = len(steps)
+    assert "miscompiled" in cli(world, "show-step", str(last)).stdout
+    missing = cli(world, "show-step", "99")
+    assert missing.returncode == 2
+    assert f"steps with output: {', '.join(str(i) for i in range(1, last + 1))}" in missing.stderr
+
+
+def test_timeout_verdict_option(world: World, tmp_path: Path):
+    repro = tmp_path / "hang.sh"
+    repro.write_text(f'#!/bin/sh\n[ "$BISECTKIT_COMMIT" = {world.sha(150)} ] && sleep 30\n'
+                     "exec ./repro.sh\n")
+    repro.chmod(0o755)
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "--timeout", "1", "--timeout-verdict", "bad",
+                             "--json", str(out), repro=(str(repro),)))
+    assert r.returncode == 0, r.stderr
+    first = json.loads(out.read_text())["steps"][0]
+    assert (first["commit"], first["verdict"], first["reason"]) == (
+        world.sha(150), "bad", "timed out after 1 s")
+    # 150 now looks bad, so the bisect converges below it: the wrong answer, as asked.
+    assert f"{world.sha(150)} is the first bad commit" in r.stdout
+
+
+def test_every_hook_is_documented_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    hooks = [n for n in dir(hookspecs) if n.startswith("bisectkit_")]
+    assert len(hooks) >= 8
+    for name in hooks:
+        assert f"`{name}(" in readme, f"{name} is not documented in the README"
+        doc = getattr(hookspecs, name).__doc__ or ""
+        assert ":param" in doc, f"{name} has no documented parameters"
+    firstresult = [n for n in hooks if "Stops at first non-None result." in
+                   (getattr(hookspecs, n).__doc__ or "")]
+    assert sorted(firstresult) == ["bisectkit_build", "bisectkit_classify", "bisectkit_repro"]
