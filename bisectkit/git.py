@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -286,19 +287,40 @@ class Repo:
     def checkout(self, sha: str) -> int:
         """Move the work tree and a detached HEAD to ``sha``; return files written.
 
-        One checkout from the current HEAD's tree: libgit2 only writes paths
-        whose content differs, so unchanged files keep their mtime.
+        Only the paths that differ between the current HEAD's tree and the
+        target's are handed to libgit2 (a tree diff, cheap even for huge
+        trees), so the checkout neither writes nor even scans the rest of
+        the work tree: unchanged files keep their mtime.
         """
+        target = self._commit(sha)
+        paths = self._paths_to_write(target.tree)
         counter = _CountUpdates()
-        try:
-            self._repo.checkout_tree(
-                self._commit(sha).tree, strategy=CheckoutStrategy.SAFE, callbacks=counter
-            )
-        except pygit2.GitError as exc:
-            raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {exc}; "
-                             "move local edits out of the way and run the command again") from exc
+        if paths:
+            _wait_for_fresh_mtimes(self.workdir, paths)
+            try:
+                self._repo.checkout_tree(
+                    target.tree, paths=paths, callbacks=counter,
+                    strategy=CheckoutStrategy.SAFE | CheckoutStrategy.DISABLE_PATHSPEC_MATCH)
+            except pygit2.GitError as exc:
+                raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {exc}; "
+                                 "move local edits out of the way and run the command again"
+                                 ) from exc
         self._repo.set_head(pygit2.Oid(hex=sha))
         return counter.written
+
+    def _paths_to_write(self, target: pygit2.Tree) -> list[str]:
+        """Paths whose content differs between HEAD's tree and ``target``."""
+        if self._repo.head_is_unborn:
+            base = self._empty_tree()
+        else:
+            base = self._repo.head.peel(pygit2.Commit).tree
+        if base.id == target.id:
+            return []
+        paths: set[str] = set()
+        for delta in self._repo.diff(base, target).deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+        return sorted(paths)
 
     def restore(self, state: HeadState) -> int:
         """Put HEAD (branch or detached), index and work tree back to ``state``."""
@@ -393,3 +415,22 @@ def find_superproject(start: str | Path) -> Repo:
         if rel not in parent.gitlinks():
             return repo
         repo = parent
+
+
+def _wait_for_fresh_mtimes(workdir: Path, paths: Sequence[str]) -> None:
+    """Make sure every file about to be rewritten gets an mtime in a later second.
+
+    Caches keyed on whole-second mtime plus size (Python's .pyc, some build
+    tools) miss a same-size rewrite within the same second. Only a file
+    written less than a second ago can collide, so at most one short wait,
+    and only when steps are faster than a second.
+    """
+    now = time.time()
+    for p in paths:
+        try:
+            mtime = os.stat(workdir / p).st_mtime
+        except OSError:
+            continue
+        if int(mtime) >= int(now):
+            time.sleep(int(now) + 1 - now + 0.001)
+            return

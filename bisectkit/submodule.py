@@ -133,6 +133,8 @@ class SubmoduleStrategy(Strategy):
             "BISECTKIT_PATCHED_COMMIT": str(replay.commit),
             "BISECTKIT_STRATEGY": self.name,
         }
+        # The patched commit is what was tested: kept in the step record.
+        details["patched"] = replay.commit
         return Prepared(candidate, (self._super_tree, str(replay.tree)), details, env,
                         target=replay.commit)
 
