@@ -84,11 +84,15 @@ class VerdictCache:
             h.update(b"\0" + t.encode())
         return h.hexdigest()
 
-    def get(self, key: str) -> dict[str, str] | None:
+    def get(self, key: str) -> dict[str, Any] | None:
         return self._data.get(key)
 
-    def put(self, key: str, verdict: Verdict, reason: str) -> None:
-        self._data[key] = {"verdict": verdict, "reason": reason}
+    def put(self, key: str, verdict: Verdict, reason: str, step: Step | None = None) -> None:
+        entry: dict[str, Any] = {"verdict": verdict, "reason": reason}
+        if step is not None and (step.flags or step.extra):
+            # A cached verdict keeps what plugins noted (flaky runs, crash kinds).
+            entry.update(flags=list(step.flags), extra=step.extra)
+        self._data[key] = entry
         self._store.save_cache(self._data)
 
 
@@ -163,8 +167,11 @@ class Bisector:
                 hit = cache.get(cache.key(prep.trees))
                 if hit is not None:
                     self.console.details(prep.details, None)
-                    self.record(cand, hit["verdict"], f"cached: {hit['reason']}",  # type: ignore[arg-type]
-                                "cache", **prep.details, prepare_s=_since(started))
+                    step = Step(index=index, commit=cand, strategy=self.strategy.name,
+                                workdir=self.session.root, flags=list(hit.get("flags", [])),
+                                extra=dict(hit.get("extra", {})))
+                    self.record(cand, hit["verdict"], f"cached: {hit['reason']}", "cache",
+                                step=step, **prep.details, prepare_s=_since(started))
                     continue
             # Always check out, even when resuming on the same candidate: the user
             # may have moved a work tree between commands, and a checkout onto
@@ -199,7 +206,8 @@ class Bisector:
             "repro_s": details.pop("repro_s", None),
         }
         record.update(details)
-        record.update(step.extra)
+        for key, value in step.extra.items():
+            record.setdefault(key, value)  # a plugin's extras never replace core fields
         if step.flags:
             record["flags"] = list(step.flags)
         step.record = record
@@ -260,7 +268,7 @@ class Bisector:
             details["build_s"] = round(built.duration, 3)
             if not built.ok:
                 reason = f"build failed ({built.describe()})"
-                self._remember(cache, prep, "skip", reason)
+                self._remember(cache, prep, "skip", reason, step)
                 self.record(cand, "skip", reason, "run", step=step, **details)
                 return
         outcome = hook.bisectkit_repro(step=step)
@@ -274,13 +282,13 @@ class Bisector:
             raise Aborted(f"repro {outcome.describe()} at {cand[:12]}: exit codes >= 128 and "
                           "signals abort the bisection")
         reason = step.reason or outcome.describe()
-        self._remember(cache, prep, verdict, reason)
+        self._remember(cache, prep, verdict, reason, step)
         self.record(cand, verdict, reason, "run", step=step, **details)
 
     def _remember(self, cache: VerdictCache | None, prep: Prepared, verdict: Verdict,
-                  reason: str) -> None:
+                  reason: str, step: Step) -> None:
         if cache is not None:
-            cache.put(cache.key(prep.trees), verdict, reason)
+            cache.put(cache.key(prep.trees), verdict, reason, step)
 
     def run(self, cache: VerdictCache | None) -> Decision:
         """Test candidates until the first bad commit is found or only skips are left."""

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import CheckoutNotify, CheckoutStrategy, FileStatus, SortMode
+from pygit2.enums import FileStatus, SortMode
 
 from bisectkit.errors import BadInput, GitFailure
 
@@ -62,20 +61,6 @@ class MergeResult:
 
     tree: str | None
     conflicts: tuple[str, ...]
-
-
-class _CountUpdates(pygit2.CheckoutCallbacks):
-    """Counts the files a checkout actually writes or removes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = 0
-
-    def checkout_notify_flags(self) -> CheckoutNotify:
-        return CheckoutNotify.UPDATED
-
-    def checkout_notify(self, why, path, baseline, target, workdir) -> None:  # noqa: ANN001
-        self.written += 1
 
 
 class Repo:
@@ -280,40 +265,45 @@ class Repo:
 
     def gitlinks(self) -> dict[str, str]:
         """Submodule paths recorded in the index, with the commit each is pinned to."""
-        return {
-            e.path: str(e.id) for e in self._repo.index if e.mode == GITLINK_MODE
-        }
+        index = self._repo.index
+        index.read(False)  # git itself may have rewritten it (read-tree)
+        return {e.path: str(e.id) for e in index if e.mode == GITLINK_MODE}
 
     def checkout(self, sha: str) -> int:
         """Move the work tree and a detached HEAD to ``sha``; return files written.
 
         Only the paths that differ between the current HEAD's tree and the
-        target's are handed to libgit2 (a tree diff, cheap even for huge
-        trees), so the checkout neither writes nor even scans the rest of
-        the work tree: unchanged files keep their mtime.
+        target's (a tree diff, cheap even for huge trees) are written, so
+        unchanged files keep their mtime; the count returned is that diff.
         """
         target = self._commit(sha)
         paths = self._paths_to_write(target.tree)
-        counter = _CountUpdates()
         if paths:
-            _wait_for_fresh_mtimes(self.workdir, paths)
-            try:
-                self._repo.checkout_tree(
-                    target.tree, paths=paths, callbacks=counter,
-                    strategy=CheckoutStrategy.SAFE | CheckoutStrategy.DISABLE_PATHSPEC_MATCH)
-            except pygit2.GitError as exc:
-                raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {exc}; "
-                                 "move local edits out of the way and run the command again"
-                                 ) from exc
+            before = _stat_all(self.workdir, paths)
+            # git's two-tree read-tree writes exactly the changed paths, refuses
+            # to overwrite local edits, and leaves a fully refreshed index
+            # (libgit2's checkout was several times slower on large trees).
+            base = self._head_tree()
+            # Racily-clean index entries (file and index written in the same
+            # second) look modified to read-tree until the stat data is refreshed.
+            _git(self.workdir, "update-index", "-q", "--refresh")
+            proc = _git(self.workdir, "read-tree", "-m", "-u", str(base.id), str(target.tree_id))
+            if proc.returncode != 0:
+                detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+                raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {detail}; "
+                                 "move local edits out of the way and run the command again")
+            _freshen_mtimes(self.workdir, before)
         self._repo.set_head(pygit2.Oid(hex=sha))
-        return counter.written
+        return len(paths)
+
+    def _head_tree(self) -> pygit2.Tree:
+        if self._repo.head_is_unborn:
+            return self._empty_tree()
+        return self._repo.head.peel(pygit2.Commit).tree
 
     def _paths_to_write(self, target: pygit2.Tree) -> list[str]:
         """Paths whose content differs between HEAD's tree and ``target``."""
-        if self._repo.head_is_unborn:
-            base = self._empty_tree()
-        else:
-            base = self._repo.head.peel(pygit2.Commit).tree
+        base = self._head_tree()
         if base.id == target.id:
             return []
         paths: set[str] = set()
@@ -352,8 +342,7 @@ class Repo:
         """
         for remote in [r.name for r in self._repo.remotes]:
             for args in (["fetch", "--quiet", remote, sha], ["fetch", "--quiet", remote]):
-                subprocess.run(["git", *args], cwd=self.workdir, stdin=subprocess.DEVNULL,
-                               capture_output=True, check=False)
+                _git(self.workdir, *args)
                 if self.has_commit(sha):
                     return True
         return False
@@ -417,20 +406,46 @@ def find_superproject(start: str | Path) -> Repo:
         repo = parent
 
 
-def _wait_for_fresh_mtimes(workdir: Path, paths: Sequence[str]) -> None:
-    """Make sure every file about to be rewritten gets an mtime in a later second.
-
-    Caches keyed on whole-second mtime plus size (Python's .pyc, some build
-    tools) miss a same-size rewrite within the same second. Only a file
-    written less than a second ago can collide, so at most one short wait,
-    and only when steps are faster than a second.
-    """
-    now = time.time()
+def _stat_all(workdir: Path, paths: Sequence[str]) -> dict[str, os.stat_result]:
+    """Stat of each path that exists now (what a rewrite could be confused with)."""
+    found = {}
     for p in paths:
         try:
-            mtime = os.stat(workdir / p).st_mtime
+            found[p] = os.stat(workdir / p, follow_symlinks=False)
         except OSError:
             continue
-        if int(mtime) >= int(now):
-            time.sleep(int(now) + 1 - now + 0.001)
-            return
+    return found
+
+
+def _freshen_mtimes(workdir: Path, before: dict[str, os.stat_result]) -> int:
+    """Give every rewritten file an mtime in a later whole second than its old one.
+
+    Caches keyed on whole-second mtime plus size (Python's .pyc, some build
+    tools) miss a same-size rewrite within the same second. Only files
+    rewritten less than a second after their previous write can collide;
+    they get the next whole second (at most one second ahead of the clock)
+    instead of making the step wait. Returns how many were moved.
+    """
+    moved = 0
+    for p, old in before.items():
+        try:
+            new = os.stat(workdir / p, follow_symlinks=False)
+        except OSError:
+            continue  # removed by the checkout
+        if int(new.st_mtime) <= int(old.st_mtime) and new.st_size == old.st_size:
+            bumped = (int(old.st_mtime) + 1) * 1_000_000_000
+            os.utime(workdir / p, ns=(new.st_atime_ns, bumped), follow_symlinks=False)
+            moved += 1
+    return moved
+
+
+#: Variables that would point git at another repository than ``cwd``'s.
+_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                      "GIT_COMMON_DIR", "GIT_PREFIX")
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the git CLI in ``cwd`` (for what it does better than libgit2: fetch, read-tree)."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)

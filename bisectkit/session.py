@@ -2,7 +2,8 @@
 
 Layout of ``<git dir>/bisectkit/``:
 
-- ``session.json``: the session in progress (removed by ``reset``);
+- ``session.json`` and ``candidates.json``: the session in progress (removed
+  by ``reset``);
 - ``verdicts.json``: verdicts of finished steps keyed by what was tested, kept
   across sessions so a repeated ``bisectkit run`` reuses them;
 - ``last-log``: the log of the last session, kept after ``reset``;
@@ -96,7 +97,6 @@ class Session:
             "bad": self.bad,
             "good": self.good,
             "pathspec": self.pathspec,
-            "candidates": self.candidates,
             "orig": {k: v.to_json() for k, v in self.orig.items()},
             "params": self.params,
             "start_argv": self.start_argv,
@@ -107,7 +107,7 @@ class Session:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Session:
+    def from_json(cls, data: dict[str, Any], candidates: list[str]) -> Session:
         if data.get("version") != SESSION_VERSION:
             raise BadInput("the bisect session was written by another bisectkit version; "
                            "run 'git bisect-patched reset'")
@@ -117,7 +117,7 @@ class Session:
             bad=data["bad"],
             good=list(data["good"]),
             pathspec=list(data["pathspec"]),
-            candidates=list(data["candidates"]),
+            candidates=candidates,
             orig={k: HeadState.from_json(v) for k, v in data["orig"].items()},
             params=dict(data["params"]),
             start_argv=list(data["start_argv"]),
@@ -134,6 +134,10 @@ class SessionStore:
     def __init__(self, git_dir: Path) -> None:
         self.dir = state_dir(git_dir)
         self.session_path = self.dir / "session.json"
+        # Written once per session: a range can hold 100k candidates, and the
+        # session itself is saved after every step.
+        self.candidates_path = self.dir / "candidates.json"
+        self._candidates_of: Session | None = None
         self.cache_path = self.dir / "verdicts.json"
         self.last_log_path = self.dir / "last-log"
         self.logs_dir = self.dir / "logs"
@@ -147,15 +151,23 @@ class SessionStore:
                            "(start one with 'git bisect-patched start')")
         try:
             data = json.loads(self.session_path.read_text(encoding="utf-8"))
+            candidates = json.loads(self.candidates_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise BadInput(f"cannot read {self.session_path}: {exc}") from exc
-        return Session.from_json(data)
+            raise BadInput(f"cannot read the session in {self.dir}: {exc}") from exc
+        session = Session.from_json(data, candidates)
+        self._candidates_of = session
+        return session
 
     def save(self, session: Session) -> None:
+        if self._candidates_of is not session:
+            write_json_atomic(self.candidates_path, session.candidates)
+            self._candidates_of = session
         write_json_atomic(self.session_path, session.to_json())
 
     def delete(self) -> None:
         self.session_path.unlink(missing_ok=True)
+        self.candidates_path.unlink(missing_ok=True)
+        self._candidates_of = None
 
     def clear_logs(self) -> None:
         """Forget the previous session's step outputs (a new session numbers from 1)."""
@@ -163,12 +175,12 @@ class SessionStore:
             for path in self.logs_dir.glob("step-*.log"):
                 path.unlink()
 
-    def load_cache(self) -> dict[str, dict[str, str]]:
+    def load_cache(self) -> dict[str, dict[str, Any]]:
         try:
             return json.loads(self.cache_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             # A missing or damaged cache only costs rebuilds, never a wrong answer.
             return {}
 
-    def save_cache(self, cache: dict[str, dict[str, str]]) -> None:
+    def save_cache(self, cache: dict[str, dict[str, Any]]) -> None:
         write_json_atomic(self.cache_path, cache)
