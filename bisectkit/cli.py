@@ -180,8 +180,9 @@ def _add_plugin_group(p: argparse.ArgumentParser, pm: pluggy.PluginManager | Non
         return
     group = p.add_argument_group("plugin options")
     pm.hook.bisectkit_addoption.call_historic(kwargs={"parser": group})
-    # Remember which options plugins added: their values are part of the cache key.
-    p.set_defaults(plugin_dests=[a.dest for a in group._group_actions])
+    # Remember the options plugins added: their values are part of the cache key
+    # and of follow-up commands.
+    p.set_defaults(plugin_actions=list(group._group_actions))
 
 
 # -- entry points ---------------------------------------------------------------
@@ -243,7 +244,7 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
         args.pathspec = pathspec
     run = None
     if args.func in (commands.cmd_run, commands.cmd_oneshot):
-        run = commands.run_options(args, sp, pm, getattr(args, "plugin_dests", []))
+        run = commands.run_options(args, sp, pm, getattr(args, "plugin_actions", []))
     config = plugins.Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                             console=console, run=run, origins=origins)
     pm.hook.bisectkit_configure(config=config)

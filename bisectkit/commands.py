@@ -87,7 +87,7 @@ def _require_no_session(store: SessionStore) -> None:
 
 
 def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginManager,
-                plugin_dests: list[str]) -> RunOptions:
+                plugin_actions: list[argparse.Action]) -> RunOptions:
     """The run options, validated before anything is touched."""
     repro = list(args.repro)
     if repro[:1] == ["--"]:
@@ -107,10 +107,24 @@ def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMana
     # Verdicts depend on which plugins ran and with which options.
     loaded = [(name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
               if name not in BUILTIN_NAMES and plugin is not None]
-    options = [(d, repr(getattr(args, d, None))) for d in sorted(plugin_dests)]
+    options = [(a.dest, repr(getattr(args, a.dest, None))) for a in plugin_actions]
+    plugin_argv = [w for spec in args.plugin for w in ("-p", spec)]
+    plugin_argv += [w for a in plugin_actions for w in _option_words(a, getattr(args, a.dest))]
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
-                      use_cache=not args.no_cache, plugin_options=tuple(loaded + options))
+                      use_cache=not args.no_cache, plugin_options=tuple(loaded + options),
+                      plugin_argv=tuple(plugin_argv))
+
+
+def _option_words(action: argparse.Action, value: object) -> list[str]:
+    """A plugin option as it would be typed again (``--opt=value``, safe for ``-D...``)."""
+    if value == action.default or not action.option_strings:
+        return []
+    flag = action.option_strings[-1]
+    if action.nargs == 0:
+        return [flag]
+    values = value if isinstance(value, list) else [value]
+    return [f"{flag}={v}" for v in values]
 
 
 def _source_digest(plugin: object) -> str:

@@ -53,6 +53,8 @@ class RunOptions:
     use_cache: bool = True
     #: Plugin-added option values that change verdicts (part of the cache key).
     plugin_options: tuple[tuple[str, str], ...] = ()
+    #: ``-p`` plugins and their options as command-line words (for follow-up commands).
+    plugin_argv: tuple[str, ...] = ()
 
     def argv(self) -> list[str]:
         """The run options and repro as command-line words (for follow-up commands)."""
@@ -62,11 +64,12 @@ class RunOptions:
         for flag, patterns in (("--good-if", self.rules.good_if), ("--bad-if", self.rules.bad_if),
                                ("--skip-if", self.rules.skip_if)):
             for p in patterns:
-                words += [flag, p]
+                words.append(f"{flag}={p}")  # '=' keeps a pattern starting with '-' whole
         if self.timeout is not None:
             words += ["--timeout", f"{self.timeout:g}"]
         if self.timeout_verdict != "skip":
             words += ["--timeout-verdict", self.timeout_verdict]
+        words += self.plugin_argv
         return [*words, "--", *self.repro] if self.repro else words
 
 

@@ -65,12 +65,16 @@ def test_finds_the_advance_skips_the_broken_fixup_and_restores(integrate_world: 
 
 def test_followup_command_chains_into_a_submodule_bisect(integrate_world: World):
     w = integrate_world
-    r = integrate_run(w, w.integrate["init"], w.integrate["adv12"])
+    r = integrate_run(w, w.integrate["init"], w.integrate["adv12"], "-p", "flaky",
+                      "--repeat", "2")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
     command = shlex.split(lines[hint + 1])
     assert command[:2] == ["bisectkit", "run"]
+    # Run options, plugins and plugin options carry over to the follow-up.
+    assert "--good-if=device .* not found" in command
+    assert command[command.index("-p") + 1] == "flaky" and "--repeat=2" in command
     assert command[command.index("--good") + 1] == w.sha(175)
     assert command[command.index("--bad") + 1] == w.sha(200)
     follow = subprocess.run(command, cwd=w.superproject, env=w.env, text=True,
