@@ -51,39 +51,60 @@ def bounds(candidates: Sequence[str], verdicts: Mapping[str, Verdict]) -> tuple[
     """Index of the newest good (``-1`` = the good end) and of the oldest bad candidate."""
     if not candidates:
         raise ValueError("no candidates")
-    hi = len(candidates) - 1
-    for i, c in enumerate(candidates):
-        if verdicts.get(c) == "bad":
-            hi = i
-            break
-    lo = -1
-    for i, c in enumerate(candidates):
-        if verdicts.get(c) == "good":
-            if i >= hi:
-                raise ContradictoryVerdicts(
-                    f"{c[:12]} is marked good but is not older than {candidates[hi][:12]}, "
-                    "which is bad"
-                )
-            lo = i
-    return lo, hi
+    # Work from the verdicts (few) rather than the candidates (maybe 100k).
+    pos = _positions(candidates)
+    known = [(pos[c], v) for c, v in verdicts.items() if c in pos]
+    hi = min((i for i, v in known if v == "bad"), default=len(candidates) - 1)
+    goods = [i for i, v in known if v == "good"]
+    wrong = [i for i in goods if i >= hi]
+    if wrong:
+        raise ContradictoryVerdicts(
+            f"{candidates[min(wrong)][:12]} is marked good but is not older than "
+            f"{candidates[hi][:12]}, which is bad"
+        )
+    return max(goods, default=-1), hi
 
 
 def decide(candidates: Sequence[str], verdicts: Mapping[str, Verdict]) -> Decision:
     """Next step of the bisection given the verdicts known so far."""
     lo, hi = bounds(candidates, verdicts)
-    between = range(lo + 1, hi)
-    untested = [i for i in between if candidates[i] not in verdicts]
-    if not untested:
-        skipped = [candidates[i] for i in between if verdicts.get(candidates[i]) == "skip"]
+    # Nearest untested candidate to the midpoint, searching outwards (lower
+    # first on ties); git picks the same way when skips fall on the midpoint,
+    # so the step count stays logarithmic.
+    mid = (lo + hi) / 2
+    down, up = math.floor(mid), math.floor(mid) + 1
+    pick = None
+    while pick is None and (down > lo or up < hi):
+        # Merge the two directions in (distance, index) order.
+        take_down = down > lo and (up >= hi or (mid - down, down) <= (up - mid, up))
+        i = down if take_down else up
+        if take_down:
+            down -= 1
+        else:
+            up += 1
+        if lo < i < hi and candidates[i] not in verdicts:
+            pick = i
+    if pick is None:
+        between = candidates[lo + 1:hi]
+        skipped = [c for c in between if verdicts.get(c) == "skip"]
         if skipped:
             return Inconclusive((*skipped, candidates[hi]))
         return Found(candidates[hi])
-    # Nearest to the midpoint of the undecided range; git picks the same way
-    # when skips fall on the midpoint, so the step count stays logarithmic.
-    mid = (lo + hi) / 2
-    pick = min(untested, key=lambda i: (abs(i - mid), i))
     remaining = hi - lo - 1
     return Next(candidates[pick], remaining, steps_estimate(remaining))
+
+
+_POSITIONS: dict[int, tuple[Sequence[str], dict[str, int]]] = {}
+
+
+def _positions(candidates: Sequence[str]) -> dict[str, int]:
+    """Index of every candidate, memoised per candidate list (it never changes in a session)."""
+    cached = _POSITIONS.get(id(candidates))
+    if cached is None or cached[0] is not candidates:
+        cached = (candidates, {c: i for i, c in enumerate(candidates)})
+        _POSITIONS.clear()
+        _POSITIONS[id(candidates)] = cached
+    return cached[1]
 
 
 def steps_estimate(remaining: int) -> int:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import FileStatus, SortMode
+from pygit2.enums import DeltaStatus, FileStatus, SortMode
 
 from bisectkit.errors import BadInput, GitFailure
 
@@ -277,9 +278,9 @@ class Repo:
         unchanged files keep their mtime; the count returned is that diff.
         """
         target = self._commit(sha)
-        paths = self._paths_to_write(target.tree)
+        paths, modified = self._paths_to_write(target.tree)
         if paths:
-            before = _stat_all(self.workdir, paths)
+            before = _recently_written(str(self.workdir), modified)
             # git's two-tree read-tree writes exactly the changed paths, refuses
             # to overwrite local edits, and leaves a fully refreshed index
             # (libgit2's checkout was several times slower on large trees).
@@ -301,16 +302,20 @@ class Repo:
             return self._empty_tree()
         return self._repo.head.peel(pygit2.Commit).tree
 
-    def _paths_to_write(self, target: pygit2.Tree) -> list[str]:
-        """Paths whose content differs between HEAD's tree and ``target``."""
+    def _paths_to_write(self, target: pygit2.Tree) -> tuple[list[str], list[str]]:
+        """Paths whose content differs between HEAD's tree and ``target``, and the
+        subset that exists on both sides (rewritten in place)."""
         base = self._head_tree()
         if base.id == target.id:
-            return []
+            return [], []
         paths: set[str] = set()
+        modified: list[str] = []
         for delta in self._repo.diff(base, target).deltas:
             paths.add(delta.old_file.path)
             paths.add(delta.new_file.path)
-        return sorted(paths)
+            if delta.status == DeltaStatus.MODIFIED:
+                modified.append(delta.new_file.path)
+        return sorted(paths), modified
 
     def restore(self, state: HeadState) -> int:
         """Put HEAD (branch or detached), index and work tree back to ``state``."""
@@ -406,14 +411,20 @@ def find_superproject(start: str | Path) -> Repo:
         repo = parent
 
 
-def _stat_all(workdir: Path, paths: Sequence[str]) -> dict[str, os.stat_result]:
-    """Stat of each path that exists now (what a rewrite could be confused with)."""
+def _recently_written(workdir: str, paths: Sequence[str]) -> dict[str, os.stat_result]:
+    """Stat of the files about to be rewritten whose mtime is in the current second.
+
+    Only those can end up with the same whole-second mtime after the rewrite.
+    """
+    now = int(time.time())
     found = {}
     for p in paths:
         try:
-            found[p] = os.stat(workdir / p, follow_symlinks=False)
+            st = os.stat(f"{workdir}/{p}", follow_symlinks=False)
         except OSError:
             continue
+        if int(st.st_mtime) >= now:
+            found[p] = st
     return found
 
 
@@ -424,7 +435,7 @@ def _freshen_mtimes(workdir: Path, before: dict[str, os.stat_result]) -> int:
     tools) miss a same-size rewrite within the same second. Only files
     rewritten less than a second after their previous write can collide;
     they get the next whole second (at most one second ahead of the clock)
-    instead of making the step wait. Returns how many were moved.
+    instead of making the step wait a second. Returns how many were moved.
     """
     moved = 0
     for p, old in before.items():
@@ -433,6 +444,11 @@ def _freshen_mtimes(workdir: Path, before: dict[str, os.stat_result]) -> int:
         except OSError:
             continue  # removed by the checkout
         if int(new.st_mtime) <= int(old.st_mtime) and new.st_size == old.st_size:
+            # An old mtime already bumped into the future (rewrites faster than
+            # one a second) is waited out, so the clock skew never exceeds 1 s.
+            ahead = int(old.st_mtime) - time.time()
+            if ahead > 0:
+                time.sleep(ahead)
             bumped = (int(old.st_mtime) + 1) * 1_000_000_000
             os.utime(workdir / p, ns=(new.st_atime_ns, bumped), follow_symlinks=False)
             moved += 1

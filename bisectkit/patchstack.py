@@ -15,6 +15,7 @@ final commit once.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -165,14 +166,21 @@ def _match_patch_ids(
                 del remaining[i]
 
 
-def replay(repo: Repo, stack: Stack, candidate: str) -> Replay:
-    """Apply ``stack`` onto upstream ``candidate`` in memory, following the drop rules."""
+def replay(repo: Repo, stack: Stack, candidate: str,
+           is_ancestor: Callable[[str, str], bool] | None = None) -> Replay:
+    """Apply ``stack`` onto upstream ``candidate`` in memory, following the drop rules.
+
+    ``is_ancestor(a, b)`` answers the ancestry questions (default: the full
+    graph through ``repo``); a bisection passes a faster one that knows its
+    candidates lie on one first-parent line.
+    """
+    is_ancestor = is_ancestor or repo.is_ancestor
     tree = repo.tree_of(candidate)
     commit = candidate
     actions: list[PatchAction] = []
     applied: set[str] = set()
     for patch in stack.patches:
-        reason = _drop_reason(repo, patch, candidate, stack, applied)
+        reason = _drop_reason(repo, patch, candidate, stack, applied, is_ancestor)
         if reason is not None:
             actions.append(PatchAction(patch, "dropped", reason))
             continue
@@ -193,14 +201,15 @@ def replay(repo: Repo, stack: Stack, candidate: str) -> Replay:
 
 
 def _drop_reason(
-    repo: Repo, patch: Patch, candidate: str, stack: Stack, applied: set[str]
+    repo: Repo, patch: Patch, candidate: str, stack: Stack, applied: set[str],
+    is_ancestor: Callable[[str, str], bool],
 ) -> str | None:
     target = patch.refers_to
     if target is None or patch.kind == "local":
         return None
     short = target[:12]
     if patch.kind == "cherry-pick":
-        if repo.try_resolve(target) is not None and repo.is_ancestor(target, candidate):
+        if repo.try_resolve(target) is not None and is_ancestor(target, candidate):
             return f"already upstream: {short} is in the candidate"
         return None
     # A revert of one of our own earlier patches follows that patch's fate.
@@ -208,7 +217,7 @@ def _drop_reason(
         return None if target in applied else f"reverted patch {short} is not applied"
     if repo.try_resolve(target) is None:
         return f"reverted commit {short} is not in this repository"
-    if not repo.is_ancestor(target, candidate):
+    if not is_ancestor(target, candidate):
         return f"reverted commit {short} is not in the candidate"
     return None
 

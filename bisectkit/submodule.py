@@ -99,6 +99,55 @@ def resolve_upstream(superproject: Repo, sub: Repo, upstream: str | None) -> tup
                    "pass --upstream REF")
 
 
+class LineAncestry:
+    """"Is U in candidate C?" for candidates on one first-parent line, mostly without git.
+
+    Along the line each candidate is an ancestor of the next, so the answer is
+    monotonic in C's position: it is enough to know, once per U, the first
+    candidate that contains it. A U on the line is its own answer; a U
+    outside the range costs one or two graph queries; only a U on a side
+    branch merged inside the range needs a binary search. On a history the
+    size of llvm-project each graph query can take tens of milliseconds.
+    """
+
+    def __init__(self, repo: Repo, candidates: Sequence[str]) -> None:
+        self.repo = repo
+        self.candidates = candidates
+        self.pos = {c: i for i, c in enumerate(candidates)}
+        self._first: dict[str, int] = {}
+
+    def __call__(self, ancestor: str, commit: str) -> bool:
+        i = self.pos.get(commit)
+        if i is None:
+            return self.repo.is_ancestor(ancestor, commit)
+        return i >= self.first_containing(ancestor)
+
+    def first_containing(self, ancestor: str) -> int:
+        """Index of the first candidate that has ``ancestor`` (``len`` if none has)."""
+        first = self._first.get(ancestor)
+        if first is None:
+            first = self._search(ancestor)
+            self._first[ancestor] = first
+        return first
+
+    def _search(self, ancestor: str) -> int:
+        c = self.candidates
+        if ancestor in self.pos:
+            return self.pos[ancestor]
+        if not self.repo.is_ancestor(ancestor, c[-1]):
+            return len(c)
+        if self.repo.is_ancestor(ancestor, c[0]):
+            return 0
+        lo, hi = 0, len(c) - 1  # c[lo] lacks it, c[hi] has it
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.repo.is_ancestor(ancestor, c[mid]):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+
 class SubmoduleStrategy(Strategy):
     """Candidates are upstream commits of one submodule; materialised with the patch stack."""
 
@@ -109,6 +158,7 @@ class SubmoduleStrategy(Strategy):
         self.path = session.params["submodule"]
         _, self.sub = open_submodule(superproject, self.path)
         self.stack = Stack.from_json(session.params["stack"])
+        self.ancestry = LineAncestry(self.sub, session.candidates)
         # The superproject never moves in this strategy: its tree is fixed.
         self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
 
@@ -120,7 +170,7 @@ class SubmoduleStrategy(Strategy):
 
     def prepare(self, candidate: str) -> Prepared:
         """Replay the stack onto ``candidate`` in memory; a conflict makes it a skip."""
-        replay = patchstack.replay(self.sub, self.stack, candidate)
+        replay = patchstack.replay(self.sub, self.stack, candidate, self.ancestry)
         details = {"patches": [a.to_json() for a in replay.actions]}
         if replay.conflict is not None:
             c = replay.conflict

@@ -169,7 +169,10 @@ def _fast_import_stream(spec: WorldSpec) -> bytes:
         if n == 0:
             changes = dict(initial)
         else:
-            changes = events.get(n) or {f"lib/file{n % spec.files}.txt": f"change {n}\n"}
+            # Sizes vary like real edits do; same-size rewrites within one second
+            # make bisectkit bump mtimes (tested on their own in test_minimal_work).
+            filler = f"change {n}\n" * (n % 7 + 1)
+            changes = events.get(n) or {f"lib/file{n % spec.files}.txt": filler}
         ts = EPOCH + n * 60
         out.append(b"commit refs/heads/main\n")
         out.append(b"mark :%d\n" % (n + 1))
