@@ -68,10 +68,14 @@ class Console:
         verdict = step["verdict"]
         style = _VERDICT_STYLE.get(verdict, "")
         times = ""
+        if step.get("files_written"):
+            times += f"  {step['files_written']} files written"
+        if step.get("prepare_s") is not None and step.get("source") != "manual":
+            times += f"  prepare {_secs(step['prepare_s'])}"
         if step.get("build_s") is not None:
-            times += f"  build {step['build_s']:.1f} s"
+            times += f"  build {_secs(step['build_s'])}"
         if step.get("repro_s") is not None:
-            times += f"  repro {step['repro_s']:.1f} s"
+            times += f"  repro {_secs(step['repro_s'])}"
         self._c.print(
             f"[bold]\\[step {step['index']}][/] {step['commit'][:12]} "
             f"[bold {style}]{verdict}[/] ({escape(step['reason'])}){times}"
@@ -162,3 +166,8 @@ def _moved(m: dict[str, Any]) -> str:
     new = m["new"][:12] if m.get("new") else "(removed)"
     span = m.get("upstream_commits")
     return f"{old} -> {new}" + (f" ({span} upstream commits)" if span is not None else "")
+
+
+def _secs(value: float) -> str:
+    """Seconds, readable from milliseconds to hours."""
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"

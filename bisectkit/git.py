@@ -217,7 +217,11 @@ class Repo:
         """
         commit = self._commit(patch)
         base = commit.parents[0].tree if commit.parents else self._empty_tree()
-        index = self._repo.merge_trees(base, self._repo.get(onto_tree), commit.tree)
+        onto = self._repo.get(onto_tree)
+        fast = self._merge_touched_paths(onto, base, commit.tree)
+        if fast is not None:
+            return MergeResult(tree=fast, conflicts=())
+        index = self._repo.merge_trees(base, onto, commit.tree)
         if index.conflicts is not None:
             paths = sorted(
                 {
@@ -229,6 +233,67 @@ class Repo:
             )
             return MergeResult(tree=None, conflicts=tuple(paths))
         return MergeResult(tree=str(index.write_tree(self._repo)), conflicts=())
+
+    def _merge_touched_paths(self, onto: pygit2.Tree, base: pygit2.Tree,
+                             theirs: pygit2.Tree) -> str | None:
+        """The merge result when every path the patch touches resolves trivially.
+
+        A patch touches a handful of files while the candidate may differ
+        from the patch's parent in tens of thousands: ``merge_trees`` (and
+        writing its index back to a tree) costs time in the latter, this in
+        the former. A path resolves trivially when the candidate has the
+        patch's result already or still has the patch's base. Anything else
+        (a content merge, a possible rename, a file/directory clash) returns
+        ``None`` so that the full merge decides, and reports conflicts.
+        """
+        changes: dict[str, tuple[pygit2.Oid, int] | None] = {}
+        for delta in self._repo.diff(base, theirs).deltas:
+            if delta.status not in (DeltaStatus.ADDED, DeltaStatus.DELETED, DeltaStatus.MODIFIED):
+                return None
+            path = delta.new_file.path
+            want, was, have = (_entry(theirs, path), _entry(base, path), _entry(onto, path))
+            if have == want:
+                continue
+            if have != was:
+                return None
+            changes[path] = want
+        if not changes:
+            return str(onto.id)
+        new = self._edit_tree(onto, changes)
+        return str(new if new is not None else self._empty_tree().id)
+
+    def _edit_tree(self, tree: pygit2.Tree | None,
+                   changes: dict[str, tuple[pygit2.Oid, int] | None]) -> pygit2.Oid | None:
+        """``tree`` with ``changes`` (path -> (blob id, mode), or None to delete) applied.
+
+        Only the trees along the changed paths are rewritten; ``None`` when
+        the result is empty (an emptied directory disappears, as in git).
+        """
+        builder = self._repo.TreeBuilder(tree) if tree is not None else self._repo.TreeBuilder()
+        nested: dict[str, dict[str, tuple[pygit2.Oid, int] | None]] = {}
+        for path, value in changes.items():
+            head, slash, rest = path.partition("/")
+            if slash:
+                nested.setdefault(head, {})[rest] = value
+            elif value is None:
+                if builder.get(head) is not None:
+                    builder.remove(head)
+            else:
+                builder.insert(head, value[0], value[1])
+        for name, sub in nested.items():
+            entry = tree[name] if tree is not None and name in tree else None
+            subtree = self._repo.get(entry.id) if entry is not None and \
+                entry.filemode == pygit2.enums.FileMode.TREE else None
+            new = self._edit_tree(subtree, sub)
+            if new is None:
+                if builder.get(name) is not None:
+                    builder.remove(name)
+            else:
+                builder.insert(name, new, pygit2.enums.FileMode.TREE)
+        oid = builder.write()
+        if tree is not None and not len(self._repo.get(oid)):
+            return None
+        return oid
 
     def _empty_tree(self) -> pygit2.Tree:
         return self._repo.get(self._repo.TreeBuilder().write())
@@ -361,6 +426,14 @@ class Repo:
             return self._repo.config[key]
         except KeyError:
             return None
+
+
+def _entry(tree: pygit2.Tree, path: str) -> tuple[pygit2.Oid, int] | None:
+    try:
+        e = tree[path]
+    except KeyError:
+        return None
+    return e.id, e.filemode
 
 
 def _entry_id(tree: pygit2.Tree | None, path: str) -> str | None:
