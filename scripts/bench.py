@@ -15,8 +15,10 @@ same range with the same trivial build and repro three ways:
 Files written are counted as ``git diff --name-only`` between the trees a
 work tree moves through (outside the timed sections); the true diff is
 between consecutive tested patched trees, the physical limit. Orchestration
-time excludes build and repro. A second bisectkit run with the verdict
-cache on must cost no build and no repro.
+time excludes build and repro and includes putting the work tree back where
+it was at the end (bisectkit's restore, the others' ``git bisect reset``).
+A second bisectkit run with the verdict cache on must cost no build and no
+repro.
 
 Usage: python3 scripts/bench.py [--commits N] [--files N] [--keep] [--workdir DIR]
 """
@@ -296,7 +298,11 @@ def bench_hand_recipe(w: World, shape: Shape) -> Result:
         if "is the first bad commit" in out:
             r.first_bad = out.split()[0]
             break
-    git(w.env, clone, "bisect", "reset")
+    # Back to where the user was (bisectkit's figure includes its restore too).
+    elapsed, _ = timed(w.env, clone, "bisect", "reset")
+    r.overhead_s += elapsed
+    elapsed, _ = timed(w.env, clone, "checkout", "-q", w.patched_head)
+    r.overhead_s += elapsed
     return r
 
 
@@ -329,7 +335,8 @@ def bench_git_bisect_run(w: World, shape: Shape) -> Result:
     r.overhead_s = wall - (time.perf_counter() - probe_start)
     r.first_bad = next(line.split()[0] for line in out.splitlines()
                        if "is the first bad commit" in line)
-    git(w.env, clone, "bisect", "reset")
+    elapsed, _ = timed(w.env, clone, "bisect", "reset")
+    r.overhead_s += elapsed
     return r
 
 
