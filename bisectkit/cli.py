@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -45,6 +46,16 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                         "then upstream/main, origin/main, origin/master)")
     p.add_argument("--first-parent", action="store_true",
                    help="follow first parents only (the default)")
+    p.add_argument("--stack", action="store_true",
+                   help="bisect the submodule's local patch stack on top of --at REV instead "
+                        "(candidate k = the first k patches applied)")
+    p.add_argument("--at", metavar="REV", help="with --stack: the upstream commit to patch")
+    p.add_argument("--find-fix", action="store_true",
+                   help="find the first commit where the repro starts passing")
+    p.add_argument("--term-old", metavar="WORD",
+                   help="word for the old side (default: good, or broken with --find-fix)")
+    p.add_argument("--term-new", metavar="WORD",
+                   help="word for the new side (default: bad, or fixed with --find-fix)")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -68,6 +79,15 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--json", metavar="FILE", help="write the result as JSON (atomically)")
     g.add_argument("--no-cache", action="store_true",
                    help="do not reuse verdicts of trees already tested with the same commands")
+    g.add_argument("--verify-range", action="store_true",
+                   help="test the good and bad ends first; stop (exit 5) if they are not")
+    g.add_argument("--check-stack", action="store_true",
+                   help="once found, test the first bad commit without the patch stack (one "
+                        "more build) and print the --stack command if the stack is implicated")
+    g.add_argument("--trace", metavar="FILE",
+                   help="write a Chrome trace-event JSON of every step (Perfetto)")
+    g.add_argument("--report", metavar="FILE",
+                   help="write a Markdown report ready to paste into an issue")
     _add_plugin_option(g)
 
 
@@ -111,9 +131,9 @@ def build_parser(git_mode: bool = False,
     if not git_mode:
         p = sub.add_parser("run", help="start, run, report and reset in one go")
         _add_target_options(p)
-        p.add_argument("--good", action="append", required=True, metavar="REV",
-                       help="a known good upstream revision (repeatable)")
-        p.add_argument("--bad", required=True, metavar="REV", help="a known bad upstream revision")
+        p.add_argument("--good", action="append", default=[], metavar="REV",
+                       help="a known good revision (repeatable; not with --stack)")
+        p.add_argument("--bad", metavar="REV", help="a known bad revision (not with --stack)")
         _add_run_options(p)
         _add_plugin_group(p, pm)
         _add_repro(p)
@@ -142,14 +162,17 @@ def build_parser(git_mode: bool = False,
     p = sub.add_parser(
         "start", help="start a session and check out the first candidate",
         usage=f"{GIT_PROG} start (--submodule PATH [--upstream REF] | --integrate "
-              "[--submodule PATH]...) [--first-parent] BAD GOOD... [-- PATHSPEC...]",
+              "[--submodule PATH]...) [--first-parent] [--find-fix] BAD GOOD... "
+              "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
         epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
     _add_target_options(p)
-    p.add_argument("bad", metavar="BAD", help="a known bad upstream revision")
-    p.add_argument("good", nargs="+", metavar="GOOD", help="known good upstream revisions")
+    p.add_argument("bad", nargs="?", metavar="BAD", help="a known bad revision")
+    p.add_argument("good", nargs="*", metavar="GOOD", help="known good revisions")
     p.set_defaults(func=commands.cmd_start, pathspec=[])
-    for verdict in engine.VERDICTS:
-        p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {verdict}")
+    for verdict in (*engine.VERDICTS, "old", "new"):
+        what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
+                else f"{verdict} (the repro's outcome)")
+        p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
         p.add_argument("revs", nargs="*", metavar="REV")
         p.set_defaults(func=commands.cmd_mark, verdict=verdict)
     p = sub.add_parser("run", help="build and test candidates automatically until done")
@@ -216,6 +239,7 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
 
 def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
     """Load plugins, parse the command line with their options, configure them."""
+    original = list(argv)
     try:
         sp: Repo | None = find_superproject(Path.cwd())
     except BadInput:
@@ -248,7 +272,10 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
     config = plugins.Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                             console=console, run=run, origins=origins)
     pm.hook.bisectkit_configure(config=config)
-    return Context(args=args, console=console, pm=pm, config=config, superproject=sp)
+    prog = GIT_PROG if git_mode else "bisectkit"
+    command = shlex.join([*prog.split(), *original])
+    return Context(args=args, console=console, pm=pm, config=config, superproject=sp,
+                   command=command)
 
 
 @contextlib.contextmanager

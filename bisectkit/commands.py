@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pluggy
 
-from bisectkit import engine, integrate, plugins, submodule
+from bisectkit import engine, integrate, plugins, stackbisect, submodule
 from bisectkit import status as stack_status
 from bisectkit.classify import Rules, validate_rules
 from bisectkit.console import Console
@@ -32,6 +32,7 @@ from bisectkit.errors import Aborted, BadInput
 from bisectkit.git import Repo
 from bisectkit.observers import StepLogWriter
 from bisectkit.session import Session, SessionStore, write_json_atomic
+from bisectkit.trace import Tracer
 
 GIT_PROG = "git bisect-patched"
 
@@ -45,6 +46,8 @@ class Context:
     pm: pluggy.PluginManager
     config: plugins.Config
     superproject: Repo | None
+    #: The command line as typed (for "reproduce with" in reports).
+    command: str = ""
 
     def open(self) -> tuple[Repo, SessionStore]:
         if self.superproject is None:
@@ -159,10 +162,23 @@ BUILTIN_NAMES = ("exit-status", "rules", "build", "repro", "console", "step-log"
 def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
     """Validate the target options against the repositories; a new session (nothing touched)."""
     pathspec = list(getattr(args, "pathspec", []))
+    if args.stack:
+        if args.integrate or args.good or args.bad or not args.at or len(args.submodule) > 1:
+            raise BadInput("--stack takes one --submodule and --at REV (no good/bad: the "
+                           "candidates are the stack's patches), and not --integrate")
+        path = args.submodule[0] if args.submodule else sp.config_get("bisectkit.submodule")
+        if not path:
+            raise BadInput("--stack needs --submodule PATH (or git config bisectkit.submodule)")
+        session = stackbisect.start(sp, stackbisect.StackRequest(path, args.upstream, args.at))
+        return _with_terms(session, args)
+    if args.at:
+        raise BadInput("--at goes with --stack")
+    if not args.bad or not args.good:
+        raise BadInput("give a bad revision and at least one good one")
     if args.integrate:
-        return integrate.start(sp, integrate.IntegrateRequest(
+        return _with_terms(integrate.start(sp, integrate.IntegrateRequest(
             bad=args.bad, good=list(args.good), submodules=list(args.submodule),
-            upstream=args.upstream, pathspec=pathspec))
+            upstream=args.upstream, pathspec=pathspec)), args)
     if len(args.submodule) > 1:
         raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
                        "or several with --integrate")
@@ -170,9 +186,26 @@ def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
     if not path:
         raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
                        "git config bisectkit.submodule PATH")
-    return submodule.start(sp, submodule.StartRequest(
+    return _with_terms(submodule.start(sp, submodule.StartRequest(
         submodule=path, upstream=args.upstream, bad=args.bad, good=list(args.good),
-        pathspec=pathspec))
+        pathspec=pathspec)), args)
+
+
+def _with_terms(session: Session, args: argparse.Namespace) -> Session:
+    """Apply ``--find-fix`` and ``--term-old/--term-new`` (and keep them in the log)."""
+    old = args.term_old or ("broken" if args.find_fix else "good")
+    new = args.term_new or ("fixed" if args.find_fix else "bad")
+    if old == new or "skip" in (old, new):
+        raise BadInput(f"--term-old and --term-new must differ and not be 'skip' ({old}/{new})")
+    session.terms = {"old": old, "new": new}
+    session.find_fix = bool(args.find_fix)
+    extra = ["--find-fix"] if args.find_fix else []
+    if args.term_old:
+        extra += ["--term-old", old]
+    if args.term_new:
+        extra += ["--term-new", new]
+    session.start_argv[1:1] = extra
+    return session
 
 
 def _new_session(ctx: Context, args: argparse.Namespace, sp: Repo,
@@ -204,20 +237,37 @@ def _status_word(decision: Decision | None) -> str:
 
 def _run_with(ctx: Context, b: Bisector, on_exit: Callable[[], None] | None) -> int:
     """Run the loop; report, write the JSON result and call ``on_exit`` however it ends."""
-    opts = ctx.config.run
+    opts, args = ctx.config.run, ctx.args
     assert opts is not None
     cache = (VerdictCache(b.store, run_identity(opts, Path(b.session.root)))
              if opts.use_cache else None)
-    json_path = ctx.args.json
+    if args.trace:
+        b.tracer = Tracer()
     result: dict | None = None
     error: str | None = None
     try:
+        if args.verify_range:
+            b.verify_range(cache)
         decision = b.run(cache)
+        extra: dict = {}
+        if isinstance(decision, Found):
+            if args.check_stack:
+                extra.update(_check_stack(b, decision.first_bad, cache))
+            if any("runs" in step for step in b.session.steps):
+                extra["confidence"] = b.confirm_boundary(decision, cache)
         result = b.result_json(_status_word(decision), decision)
-        if json_path:
-            write_json_atomic(Path(json_path), result)
+        result.update(extra)
+        result["command"] = ctx.command
+        result["followup"] = b.followup(decision, opts.argv())
+        if args.json:
+            write_json_atomic(Path(args.json), result)
         ctx.pm.hook.bisectkit_session_finish(result=result)
-        return b.show_result(decision, opts.argv())
+        code = b.show_result(decision, opts.argv())
+        if "confidence" in result:
+            ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
+        if args.report:
+            _write_report(ctx, b, result)
+        return code
     except KeyboardInterrupt:
         error = "interrupted"
         raise
@@ -230,13 +280,39 @@ def _run_with(ctx: Context, b: Bisector, on_exit: Callable[[], None] | None) -> 
         def wrap_up() -> None:
             if on_exit is not None:
                 on_exit()
-            if aborted and json_path:
-                write_json_atomic(Path(json_path), b.result_json("aborted", None, error))
+            if aborted and args.json:
+                write_json_atomic(Path(args.json), b.result_json("aborted", None, error))
+            if args.trace:
+                b.tracer.write(args.trace)
 
         run_shielded(wrap_up)
         if aborted:
             with contextlib.suppress(Exception):
                 ctx.pm.hook.bisectkit_session_finish(result=b.result_json("aborted", None, error))
+
+
+def _check_stack(b: Bisector, first_bad: str, cache: VerdictCache | None) -> dict:
+    checked = b.check_stack(first_bad, cache)
+    if checked is None:
+        return {}
+    # Old side without the stack, new side with it: our patches are implicated.
+    implicated = checked["verdict"] == "good"
+    b.session.params["stack_implicated"] = implicated
+    return {"check_stack": {"verdict": checked["verdict"], "reason": checked["reason"],
+                            "stack_implicated": implicated}}
+
+
+def _write_report(ctx: Context, b: Bisector, result: dict) -> None:
+    """``--report FILE``: Markdown for an issue, and its short version on the terminal."""
+    from bisectkit import report  # only runs that asked for a report need it
+
+    url = ctx.superproject.config_get("bisectkit.commit-url") if ctx.superproject else None
+    path = Path(ctx.args.report)
+    path.write_text(report.render_markdown(result, url), encoding="utf-8")
+    ctx.console.line("")
+    for line in report.render_terminal(result, url):
+        ctx.console.line(line)
+    ctx.console.line(f"report written to {path}", style="dim")
 
 
 # -- commands -----------------------------------------------------------------------

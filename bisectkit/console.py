@@ -76,9 +76,12 @@ class Console:
             times += f"  build {_secs(step['build_s'])}"
         if step.get("repro_s") is not None:
             times += f"  repro {_secs(step['repro_s'])}"
+        shown = step.get("term", verdict)
+        source = f" {step['source']}:" if step.get("source") in (
+            "verify", "check-stack", "confirm") else ""
         self._c.print(
-            f"[bold]\\[step {step['index']}][/] {step['commit'][:12]} "
-            f"[bold {style}]{verdict}[/] ({escape(step['reason'])}){times}"
+            f"[bold]\\[step {step['index']}][/]{source} {step['commit'][:12]} "
+            f"[bold {style}]{escape(shown)}[/] ({escape(step['reason'])}){times}"
         )
 
     def summary(self, steps: Sequence[dict[str, Any]]) -> None:
@@ -98,8 +101,8 @@ class Console:
                 self.line(f"  step {s['index']} {s['commit'][:12]} {s['verdict']}: "
                           f"{'; '.join(s['flags'])}", style="yellow")
 
-    def found(self, info: CommitInfo, details: dict[str, Any]) -> None:
-        self.line(f"{info.sha} is the first bad commit")
+    def found(self, info: CommitInfo, details: dict[str, Any], term: str = "bad") -> None:
+        self.line(f"{info.sha} is the first {term} commit")
         self.line(f"commit {info.sha}")
         self.line(f"Author: {info.author}")
         self.line(f"Date:   {info.date}")

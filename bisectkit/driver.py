@@ -22,17 +22,20 @@ from bisectkit import engine
 from bisectkit.classify import Rules
 from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
-from bisectkit.errors import Aborted, BadInput
+from bisectkit.errors import Aborted, BadInput, RangeNotVerified
 from bisectkit.git import Repo
 from bisectkit.integrate import IntegrateStrategy
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
+from bisectkit.stackbisect import StackStrategy
 from bisectkit.step import Step
 from bisectkit.strategy import Prepared, Strategy
 from bisectkit.submodule import SubmoduleStrategy
+from bisectkit.trace import NullTracer, Tracer
 
 _STRATEGIES: dict[str, type[Strategy]] = {
     SubmoduleStrategy.name: SubmoduleStrategy,
     IntegrateStrategy.name: IntegrateStrategy,
+    StackStrategy.name: StackStrategy,
 }
 
 
@@ -138,6 +141,8 @@ class Bisector:
         self.strategy = make_strategy(superproject, session)
         # The checked-out candidate as prepared, when this process prepared it.
         self._prepared: Prepared | None = None
+        self.tracer: Tracer = NullTracer()
+        self._step_started: dict[int, float] = {}
 
     # -- engine ------------------------------------------------------------
     def decide(self) -> Decision:
@@ -158,9 +163,11 @@ class Bisector:
                 return decision
             cand = decision.commit
             index = self.session.next_step_index()
-            self.console.step_start(index, self.strategy.describe(cand), decision.remaining,
-                                    decision.steps_left)
-            prep = self.strategy.prepare(cand)
+            info = self.strategy.describe(cand)
+            self.console.step_start(index, info, decision.remaining, decision.steps_left)
+            self.tracer.name_track(index, f"step {index}: {cand[:12]} {info.subject[:40]}")
+            self._step_started[index] = self.tracer.now()
+            prep = self._materialise(cand, index)
             if prep.skip_reason is not None:
                 self.console.details(prep.details, None)
                 self.record(cand, "skip", prep.skip_reason, "auto", **prep.details,
@@ -173,13 +180,16 @@ class Bisector:
                     step = Step(index=index, commit=cand, strategy=self.strategy.name,
                                 workdir=self.session.root, flags=list(hit.get("flags", [])),
                                 extra=dict(hit.get("extra", {})))
-                    self.record(cand, hit["verdict"], f"cached: {hit['reason']}", "cache",
+                    verdict, reason = self._engine_verdict(hit["verdict"], hit["reason"])
+                    self.record(cand, verdict, f"cached: {reason}", "cache",
                                 step=step, **prep.details, prepare_s=_since(started))
                     continue
             # Always check out, even when resuming on the same candidate: the user
             # may have moved a work tree between commands, and a checkout onto
             # the same tree writes nothing.
-            written = self.strategy.checkout(prep)
+            with self.tracer.span("checkout", index) as span:
+                written = self.strategy.checkout(prep)
+                span["files_written"] = written
             if self.session.current == cand:
                 written += self.session.current_step.get("files_written", 0)
             self.console.details(prep.details, written)
@@ -190,9 +200,45 @@ class Bisector:
             self.store.save(self.session)
             return decision
 
+    def _materialise(self, commit: str, track: int) -> Prepared:
+        """``strategy.prepare`` inside a trace span, with one sub-span per patch."""
+        start = self.tracer.now()
+        prep = self.strategy.prepare(commit)
+        end = self.tracer.now()
+        at = start
+        for patch in prep.details.get("patches", ()):
+            took = patch.get("seconds", 0.0) * 1e6
+            self.tracer.complete(f"patch {patch['commit'][:12]}", track, at, at + took,
+                                 kind=patch["kind"], action=patch["action"], why=patch["why"])
+            at += took
+        self.tracer.complete("materialise", track, start, max(end, at), commit=commit,
+                             skip=prep.skip_reason)
+        return prep
+
+    def _engine_verdict(self, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
+        """The repro's verdict (good = passes) as the engine's old/new side.
+
+        Looking for a fix, a passing repro is the new side: the engine's
+        "bad" (the side the first commit of which is reported).
+        """
+        if not self.session.find_fix or verdict == "skip":
+            return verdict, reason
+        side: Verdict = "bad" if verdict == "good" else "good"
+        return side, f"{reason} -> {self.term(side)}"
+
+    def term(self, verdict: str) -> str:
+        """The word shown for an engine verdict (``--term-old/--term-new``)."""
+        if verdict == "good":
+            return self.session.terms["old"]
+        if verdict == "bad":
+            return self.session.terms["new"]
+        return verdict
+
     def record(self, commit: str, verdict: Verdict, reason: str, source: str,
-               step: Step | None = None, **details: Any) -> dict[str, Any]:
-        """Append a verdict and its step record, tell the observers, save."""
+               step: Step | None = None, affects: bool = True,
+               **details: Any) -> dict[str, Any]:
+        """Append a step record (and, when it ``affects`` the bisection, its verdict);
+        tell the observers; save."""
         if step is None:
             step = Step(index=self.session.next_step_index(), commit=commit,
                         strategy=self.strategy.name, workdir=self.session.root)
@@ -209,6 +255,8 @@ class Bisector:
             "repro_s": details.pop("repro_s", None),
         }
         record.update(details)
+        if self.session.find_fix or self.session.terms != {"old": "good", "new": "bad"}:
+            record["term"] = self.term(verdict)
         for key, value in step.extra.items():
             record.setdefault(key, value)  # a plugin's extras never replace core fields
         if step.flags:
@@ -216,7 +264,12 @@ class Bisector:
         step.record = record
         # Observers may add to the record (the step log adds its path).
         self.pm.hook.bisectkit_step_done(step=step, verdict=verdict)
-        self.session.verdicts.append(VerdictEntry(commit, verdict, reason, source))
+        self.tracer.instant(f"verdict: {self.term(verdict)}", step.index, reason=reason,
+                            source=source)
+        self.tracer.complete("step", step.index, self._step_started.pop(step.index, 0.0),
+                             self.tracer.now(), commit=commit, verdict=verdict)
+        if affects:
+            self.session.verdicts.append(VerdictEntry(commit, verdict, reason, source))
         self.session.steps.append(record)
         if commit == self.session.current:
             self.session.current = None
@@ -224,9 +277,17 @@ class Bisector:
         return record
 
     # -- manual marking ------------------------------------------------------
-    def mark(self, verdict: Verdict, revs: Sequence[str], source: str = "manual") -> None:
-        """``good``/``bad``/``skip``: with no revs, the commit under test now."""
+    def mark(self, verdict: str, revs: Sequence[str], source: str = "manual") -> None:
+        """``good``/``bad``/``skip`` (the repro's outcome) or ``old``/``new`` (the sides).
+
+        With no revs, the commit under test now. Looking for a fix, ``good``
+        (the repro passes) means the new side.
+        """
         s = self.session
+        if verdict in ("old", "new"):
+            verdict = "good" if verdict == "old" else "bad"
+        elif s.find_fix and verdict != "skip":
+            verdict = "bad" if verdict == "good" else "good"
         if not revs:
             if s.current is None:
                 raise BadInput("no commit is under test; name the revision to mark")
@@ -241,11 +302,11 @@ class Bisector:
         try:
             engine.bounds(s.candidates, trial)
         except engine.ContradictoryVerdicts as exc:
-            raise BadInput(f"cannot mark {verdict}: {exc}") from exc
+            raise BadInput(f"cannot mark {self.term(verdict)}: {exc}") from exc
         for sha in shas:
             details = dict(s.current_step) if sha == s.current else {}
             reason = "marked by hand" if source == "manual" else f"from {source}"
-            self.record(sha, verdict, reason, source, **details)
+            self.record(sha, verdict, reason, source, **details)  # type: ignore[arg-type]
 
     # -- automatic testing -----------------------------------------------------
     def test_current(self, cache: VerdictCache | None) -> None:
@@ -256,37 +317,115 @@ class Bisector:
         prep = self._prepared
         if prep is None or prep.candidate != cand:
             prep = self.strategy.prepare(cand)
+        step, verdict, reason, details = self._test(cand, prep, dict(s.current_step))
+        self._remember(cache, prep, verdict, reason, step)
+        verdict, reason = self._engine_verdict(verdict, reason)
+        self.record(cand, verdict, reason, "run", step=step, **details)
+
+    def _test(self, commit: str, prep: Prepared, details: dict[str, Any]
+              ) -> tuple[Step, Verdict, str, dict[str, Any]]:
+        """Build, repro, classify the checked-out ``commit``; the repro's verdict."""
         env = dict(os.environ)
         env.update(prep.env)
-        index = s.next_step_index()
+        index = self.session.next_step_index()
         env["BISECTKIT_STEP"] = str(index)
-        step = Step(index=index, commit=cand, strategy=self.strategy.name, env=env,
-                    workdir=s.root)
-        details: dict[str, Any] = dict(s.current_step)
+        step = Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
+                    workdir=self.session.root)
         hook = self.pm.hook
         hook.bisectkit_step_start(step=step)
-        built = hook.bisectkit_build(step=step)
+        with self.tracer.span("build", index):
+            built = hook.bisectkit_build(step=step)
         if built is not None:
             step.outputs["build"] = built.output
             details["build_s"] = round(built.duration, 3)
             if not built.ok:
-                reason = f"build failed ({built.describe()})"
-                self._remember(cache, prep, "skip", reason, step)
-                self.record(cand, "skip", reason, "run", step=step, **details)
-                return
-        outcome = hook.bisectkit_repro(step=step)
+                return step, "skip", f"build failed ({built.describe()})", details
+        with self.tracer.span("repro", index):
+            outcome = hook.bisectkit_repro(step=step)
         if outcome is None:
             raise BadInput("nothing runs the repro: give a repro command or a plugin that "
                            "implements bisectkit_repro")
         step.outputs["repro"] = outcome.output
         details["repro_s"] = round(outcome.duration, 3)
-        verdict = hook.bisectkit_classify(step=step, outcome=outcome)
+        with self.tracer.span("classify", index):
+            verdict = hook.bisectkit_classify(step=step, outcome=outcome)
         if verdict is None:
-            raise Aborted(f"repro {outcome.describe()} at {cand[:12]}: exit codes >= 128 and "
+            raise Aborted(f"repro {outcome.describe()} at {commit[:12]}: exit codes >= 128 and "
                           "signals abort the bisection")
-        reason = step.reason or outcome.describe()
+        return step, verdict, step.reason or outcome.describe(), details
+
+    def _test_commit(self, commit: str, prep: Prepared, cache: VerdictCache | None,
+                     source: str, affects: bool) -> dict[str, Any]:
+        """Check out ``prep`` and test it as an extra step (verify, check-stack, confirm)."""
+        index = self.session.next_step_index()
+        self.tracer.name_track(index, f"{source}: {commit[:12]}")
+        self._step_started[index] = self.tracer.now()
+        started = time.perf_counter()
+        hit = cache.get(cache.key(prep.trees)) if cache is not None and prep.trees else None
+        if hit is not None:
+            verdict, reason = self._engine_verdict(hit["verdict"], hit["reason"])
+            return self.record(commit, verdict, f"cached: {reason}", source, affects=affects,
+                               **prep.details, prepare_s=_since(started))
+        written = self.strategy.checkout(prep)
+        self.session.current = None  # the work tree now holds this commit, not a candidate
+        details = {**prep.details, "files_written": written, "prepare_s": _since(started)}
+        step, verdict, reason, details = self._test(commit, prep, details)
         self._remember(cache, prep, verdict, reason, step)
-        self.record(cand, verdict, reason, "run", step=step, **details)
+        verdict, reason = self._engine_verdict(verdict, reason)
+        return self.record(commit, verdict, reason, source, step=step, affects=affects,
+                           **details)
+
+    def verify_range(self, cache: VerdictCache | None) -> None:
+        """``--verify-range``: the good end(s) must test good and the bad end bad."""
+        s = self.session
+        for end, expected in [*((g, "good") for g in s.good), (s.bad, "bad")]:
+            want = self.term(expected)
+            prep = self.strategy.prepare(end)
+            if prep.skip_reason is not None:
+                raise RangeNotVerified(f"cannot verify the {want} end {end[:12]}: "
+                                       f"{prep.skip_reason}")
+            self.console.line(f"verifying the {want} end {end[:12]} "
+                              f"{self.strategy.describe(end).subject}", style="bold")
+            step = self._test_commit(end, prep, cache, "verify", affects=True)
+            if step["verdict"] != expected:
+                raise RangeNotVerified(
+                    f"the {want} end {end[:12]} is not {want}: it tested "
+                    f"{self.term(step['verdict'])} ({step['reason']}); fix the range or the "
+                    "repro before bisecting")
+
+    def check_stack(self, first_bad: str, cache: VerdictCache | None) -> dict[str, Any] | None:
+        """``--check-stack``: test ``first_bad`` without the patch stack (one more build).
+
+        When pristine upstream is still on the old side, the culprit needs our
+        patches to misbehave: the stack itself is to be bisected.
+        """
+        prep = self.strategy.prepare_pristine(first_bad)
+        if prep is None:
+            return None
+        self.console.line(f"checking {first_bad[:12]} without the patch stack", style="bold")
+        return self._test_commit(first_bad, prep, cache, "check-stack", affects=False)
+
+    def confirm_boundary(self, decision: Found, cache: VerdictCache | None) -> dict[str, Any]:
+        """Re-test the last old and the first new commit once more; how much to trust it."""
+        s = self.session
+        lo, hi = engine.bounds(s.candidates, s.verdict_map())
+        pair = [(decision.first_bad, "bad")]
+        pair.insert(0, (s.candidates[lo], "good") if lo >= 0 else (s.good[0], "good"))
+        agree = []
+        for commit, expected in pair:
+            prep = self.strategy.prepare(commit)
+            self.console.line(f"re-testing {commit[:12]} (expected {self.term(expected)})",
+                              style="bold")
+            step = self._test_commit(commit, prep, None, "confirm", affects=False)
+            agree.append(step["verdict"] == expected)
+        disagreeing = [st for st in s.steps if st.get("flags") and st["source"] != "confirm"]
+        trustworthy = all(agree)
+        reason = ("the boundary pair re-tested the same" if trustworthy else
+                  "a boundary commit re-tested differently: the answer is not trustworthy")
+        if trustworthy and disagreeing:
+            reason += f"; {len(disagreeing)} step(s) had runs that disagreed"
+        return {"boundary": [c for c, _ in pair], "agree": agree, "trustworthy": trustworthy,
+                "flagged_steps": len(disagreeing), "summary": reason}
 
     def _remember(self, cache: VerdictCache | None, prep: Prepared, verdict: Verdict,
                   reason: str, step: Step) -> None:
@@ -309,7 +448,8 @@ class Bisector:
         """
         if isinstance(decision, Found):
             sha = decision.first_bad
-            self.console.found(self.strategy.describe(sha), self._details_at(sha))
+            self.console.found(self.strategy.describe(sha), self._details_at(sha),
+                               self.session.terms["new"])
             followup = self.strategy.followup(sha, rerun or ["--", "REPRO"])
             if followup:
                 self.console.line("")
@@ -321,13 +461,20 @@ class Bisector:
             return 1
         raise AssertionError(decision)
 
+    def followup(self, decision: Decision, rerun: Sequence[str]) -> list[str]:
+        """Commands to run next (chained bisects), when found."""
+        if isinstance(decision, Found):
+            return self.strategy.followup(decision.first_bad, rerun)
+        return []
+
     def _details_at(self, sha: str) -> dict[str, Any]:
         """What the strategy did at ``sha`` (patch actions, submodule moves)."""
         for step in reversed(self.session.steps):
-            if step["commit"] == sha and step["source"] != "manual":
+            if step["commit"] == sha and step["source"] not in ("manual", "check-stack"):
                 return {k: step[k] for k in ("patches", "submodules") if step.get(k)}
         # The bad end is never tested, so compute it.
-        return self.strategy.prepare(sha).details
+        details = self.strategy.prepare(sha).details
+        return {k: details[k] for k in ("patches", "submodules") if details.get(k)}
 
     def result_json(self, status: str, decision: Decision | None,
                     error: str | None = None) -> dict[str, Any]:
@@ -335,6 +482,8 @@ class Bisector:
         data: dict[str, Any] = {
             "status": status,
             "strategy": self.strategy.name,
+            "terms": dict(s.terms),
+            "find_fix": s.find_fix,
             "good": s.good,
             "bad": s.bad,
             "range_size": len(s.candidates),
@@ -343,11 +492,15 @@ class Bisector:
             "steps": s.steps,
         }
         if isinstance(decision, Found):
-            info = self.strategy.describe(decision.first_bad)
-            data["first_bad"] = decision.first_bad
+            first = decision.first_bad
+            info = self.strategy.describe(first)
+            data["first_bad"] = first
             data["first_bad_subject"] = info.subject
-            data.update({f"{k}_at_first_bad": v
-                         for k, v in self._details_at(decision.first_bad).items()})
+            data["first_bad_info"] = {"sha": info.sha, "subject": info.subject,
+                                      "author": info.author, "date": info.date,
+                                      "message": info.message}
+            data.update({f"{k}_at_first_bad": v for k, v in self._details_at(first).items()})
+            data["previous"] = self._previous(first)
         elif isinstance(decision, Inconclusive):
             data["candidates"] = list(decision.candidates)
         first_bad = decision.first_bad if isinstance(decision, Found) else None
@@ -355,6 +508,13 @@ class Bisector:
         if error is not None:
             data["error"] = error
         return data
+
+    def _previous(self, first_bad: str) -> dict[str, Any]:
+        """The commit just before the first bad one, and what the strategy did there."""
+        i = self.session.candidates.index(first_bad)
+        prev = self.session.candidates[i - 1] if i > 0 else self.session.good[0]
+        info = self.strategy.describe(prev)
+        return {"sha": prev, "subject": info.subject, **self._details_at(prev)}
 
     def write_json(self, path: str, status: str, decision: Decision | None,
                    error: str | None = None) -> None:
@@ -370,11 +530,17 @@ class Bisector:
                 # Conflict skips are recomputed on replay; keep them as comments.
                 lines.append(f"# skip: [{v.commit}] {self._subject(v.commit)} ({v.reason})")
                 continue
-            lines.append(f"# {v.verdict}: [{v.commit}] {self._subject(v.commit)}")
-            lines.append(f"git bisect-patched {v.verdict} {v.commit}")
+            if v.source in ("check-stack", "confirm"):
+                continue
+            word = v.verdict
+            if s.find_fix or s.terms != {"old": "good", "new": "bad"}:
+                # Sides, not repro outcomes: unambiguous when replayed.
+                word = {"good": "old", "bad": "new"}.get(v.verdict, v.verdict)
+            lines.append(f"# {self.term(v.verdict)}: [{v.commit}] {self._subject(v.commit)}")
+            lines.append(f"git bisect-patched {word} {v.commit}")
         decision = self.decide()
         if isinstance(decision, Found):
-            lines.append(f"# first bad commit: [{decision.first_bad}] "
+            lines.append(f"# first {s.terms['new']} commit: [{decision.first_bad}] "
                          f"{self._subject(decision.first_bad)}")
         elif isinstance(decision, Inconclusive):
             lines.append("# only skipped commits left to test")

@@ -8,6 +8,7 @@ EXIT_INCONCLUSIVE = 1
 EXIT_USAGE = 2
 EXIT_ABORTED = 3
 EXIT_GIT_FAILURE = 4
+EXIT_RANGE_NOT_VERIFIED = 5
 EXIT_INTERRUPTED = 130
 
 
@@ -41,3 +42,9 @@ class Interrupted(BisectkitError):
     """Ctrl-C or SIGTERM reached bisectkit."""
 
     exit_code = EXIT_INTERRUPTED
+
+
+class RangeNotVerified(BisectkitError):
+    """``--verify-range``: the good end is not good, or the bad end is not bad."""
+
+    exit_code = EXIT_RANGE_NOT_VERIFIED

@@ -15,6 +15,7 @@ final commit once.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -55,6 +56,8 @@ class PatchAction:
     patch: Patch
     action: Action
     why: str
+    #: Time spent deciding and merging this patch (for traces).
+    seconds: float = 0.0
 
     def to_json(self) -> dict[str, str | None]:
         return {
@@ -64,6 +67,7 @@ class PatchAction:
             "refers_to": self.patch.refers_to,
             "action": self.action,
             "why": self.why,
+            "seconds": round(self.seconds, 6),
         }
 
 
@@ -180,23 +184,26 @@ def replay(repo: Repo, stack: Stack, candidate: str,
     actions: list[PatchAction] = []
     applied: set[str] = set()
     for patch in stack.patches:
+        started = time.perf_counter()
+
+        def done(action: Action, why: str, patch: Patch = patch, started: float = started) -> None:
+            actions.append(PatchAction(patch, action, why, time.perf_counter() - started))
+
         reason = _drop_reason(repo, patch, candidate, stack, applied, is_ancestor)
         if reason is not None:
-            actions.append(PatchAction(patch, "dropped", reason))
+            done("dropped", reason)
             continue
         result = repo.merge_patch(tree, patch.sha)
         if result.tree is None:
-            why = "conflict in " + ", ".join(result.conflicts)
-            conflict = PatchAction(patch, "conflict", why)
-            actions.append(conflict)
-            return Replay(candidate, None, None, tuple(actions), conflict)
+            done("conflict", "conflict in " + ", ".join(result.conflicts))
+            return Replay(candidate, None, None, tuple(actions), actions[-1])
         if result.tree == tree:
-            actions.append(PatchAction(patch, "empty", "no change on this candidate"))
+            done("empty", "no change on this candidate")
             continue
         tree = result.tree
         commit = repo.make_commit(tree, commit, patch.sha)
         applied.add(patch.sha)
-        actions.append(PatchAction(patch, "applied", _applied_why(patch)))
+        done("applied", _applied_why(patch))
     return Replay(candidate, commit, tree, tuple(actions))
 
 

@@ -24,7 +24,7 @@ from bisectkit.engine import Verdict
 from bisectkit.errors import BadInput
 from bisectkit.git import HeadState
 
-SESSION_VERSION = 2
+SESSION_VERSION = 3
 
 
 def state_dir(git_dir: Path) -> Path:
@@ -71,6 +71,10 @@ class Session:
     #: Strategy-specific settings (submodule path, upstream, patch stack...).
     params: dict[str, Any]
     start_argv: list[str]
+    #: Words for the two sides: old (before the change) and new (after it).
+    terms: dict[str, str] = field(default_factory=lambda: {"old": "good", "new": "bad"})
+    #: Looking for the commit that fixed something: a passing repro is "new".
+    find_fix: bool = False
     verdicts: list[VerdictEntry] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     current: str | None = None
@@ -100,6 +104,8 @@ class Session:
             "orig": {k: v.to_json() for k, v in self.orig.items()},
             "params": self.params,
             "start_argv": self.start_argv,
+            "terms": self.terms,
+            "find_fix": self.find_fix,
             "verdicts": [vars(v) for v in self.verdicts],
             "steps": self.steps,
             "current": self.current,
@@ -121,6 +127,8 @@ class Session:
             orig={k: HeadState.from_json(v) for k, v in data["orig"].items()},
             params=dict(data["params"]),
             start_argv=list(data["start_argv"]),
+            terms=dict(data["terms"]),
+            find_fix=bool(data["find_fix"]),
             verdicts=[VerdictEntry(**v) for v in data["verdicts"]],
             steps=list(data["steps"]),
             current=data.get("current"),

@@ -65,6 +65,10 @@ class Strategy(ABC):
     def header_lines(self) -> list[str]:
         """Lines describing the bisection, shown before the first step and by ``status``."""
 
+    def prepare_pristine(self, commit: str) -> Prepared | None:
+        """``commit`` without any local patches (``--check-stack``); None if not meaningful."""
+        return None
+
     def followup(self, first_bad: str, rerun: Sequence[str]) -> list[str]:
         """Commands to run next once ``first_bad`` is known (``rerun``: the run options)."""
         return []

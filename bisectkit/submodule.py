@@ -7,6 +7,7 @@ and written with one checkout.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,12 +37,7 @@ class StartRequest:
 def start(superproject: Repo, req: StartRequest) -> Session:
     """Validate ``req`` against the repositories and build a new session; touches nothing."""
     path, sub = open_submodule(superproject, req.submodule)
-    dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
-    if dirty:
-        raise BadInput(dirty_message("superproject", superproject, dirty))
-    dirty = sub.dirty_paths()
-    if dirty:
-        raise BadInput(dirty_message(f"submodule {path}", sub, dirty))
+    check_clean(superproject, sub, path)
     upstream_ref, upstream = resolve_upstream(superproject, sub, req.upstream)
     bad = sub.resolve(req.bad)
     if not req.good:
@@ -75,6 +71,16 @@ def start(superproject: Repo, req: StartRequest) -> Session:
         start_argv=["start", "--submodule", path, "--upstream", upstream_ref, bad, *goods,
                     *(["--", *req.pathspec] if req.pathspec else [])],
     )
+
+
+def check_clean(superproject: Repo, sub: Repo, path: str) -> None:
+    """Refuse (nothing touched) when the superproject or the submodule has local edits."""
+    dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
+    if dirty:
+        raise BadInput(dirty_message("superproject", superproject, dirty))
+    dirty = sub.dirty_paths()
+    if dirty:
+        raise BadInput(dirty_message(f"submodule {path}", sub, dirty))
 
 
 def dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
@@ -187,6 +193,23 @@ class SubmoduleStrategy(Strategy):
         details["patched"] = replay.commit
         return Prepared(candidate, (self._super_tree, str(replay.tree)), details, env,
                         target=replay.commit)
+
+    def prepare_pristine(self, commit: str) -> Prepared:
+        """Upstream ``commit`` exactly, without the stack (``--check-stack``)."""
+        tree = self.sub.tree_of(commit)
+        env = {"BISECTKIT_COMMIT": commit, "BISECTKIT_SUBMODULE": self.path,
+               "BISECTKIT_PATCHED_COMMIT": commit, "BISECTKIT_STRATEGY": self.name}
+        return Prepared(commit, (self._super_tree, tree), {"patches": [], "patched": commit},
+                        env, target=commit)
+
+    def followup(self, first_bad: str, rerun: Sequence[str]) -> list[str]:
+        """After ``--check-stack`` found the stack implicated: bisect the stack itself."""
+        if not self.session.params.get("stack_implicated"):
+            return []
+        cmd = ["bisectkit", "run", "--submodule", self.path, "--upstream",
+               self.session.params["upstream_ref"], "--stack", "--at", first_bad, *rerun]
+        return [f"{first_bad[:12]} is good without the local patch stack and bad with it: "
+                "one of our patches is the culprit; to find which, run:", shlex.join(cmd)]
 
     def checkout(self, prepared: Prepared) -> int:
         """Write the patched candidate to the submodule's work tree; files written."""

@@ -1,0 +1,117 @@
+"""Stack strategy: bisect our own patches (``bisectkit run --submodule S --stack --at REV``).
+
+When upstream REV is good without the local stack but bad with it, the
+culprit is one of our patches (or a patch interacting with upstream).
+Candidates are the stack's patches, oldest first; testing patch k means
+applying the first k patches onto REV (with the usual drop rules), so the
+first bad candidate is the first patch that turns the repro bad. The good
+end is REV itself, pristine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bisectkit import patchstack
+from bisectkit.errors import BadInput
+from bisectkit.git import CommitInfo, Repo, open_submodule
+from bisectkit.patchstack import Stack
+from bisectkit.session import Session
+from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states
+from bisectkit.submodule import check_clean, resolve_upstream
+
+
+@dataclass(frozen=True)
+class StackRequest:
+    """What ``--stack`` was asked to bisect, before validation."""
+
+    submodule: str
+    upstream: str | None
+    at: str
+
+
+def start(superproject: Repo, req: StackRequest) -> Session:
+    """Validate ``req`` and build a session over the stack's prefixes; touches nothing."""
+    path, sub = open_submodule(superproject, req.submodule)
+    check_clean(superproject, sub, path)
+    upstream_ref, upstream = resolve_upstream(superproject, sub, req.upstream)
+    at = sub.resolve(req.at)
+    head = sub.head_state()
+    stack = patchstack.analyse(sub, head.sha, upstream, extra_upstream=(at,))
+    if not stack.patches:
+        raise BadInput(f"submodule {path} has no local patches on top of {upstream_ref}: "
+                       "there is no stack to bisect")
+    for patch in stack.patches:
+        if sub.is_ancestor(patch.sha, at):
+            raise BadInput(f"--at '{req.at}' contains local patch {patch.sha[:12]}; pass an "
+                           "upstream commit (e.g. the first bad one a submodule bisect found)")
+    patches = [p.sha for p in stack.patches]
+    return Session(
+        strategy="stack",
+        root=str(superproject.workdir),
+        bad=patches[-1],
+        good=[at],
+        pathspec=[],
+        candidates=patches,
+        orig=head_states(superproject, [path]),
+        params={"submodule": path, "upstream_ref": upstream_ref, "upstream": upstream,
+                "stack": stack.to_json(), "at": at},
+        start_argv=["start", "--submodule", path, "--upstream", upstream_ref, "--stack",
+                    "--at", at],
+    )
+
+
+class StackStrategy(Strategy):
+    """Candidates are patches; candidate k is the first k patches on top of ``--at``."""
+
+    name = "stack"
+
+    def __init__(self, superproject: Repo, session: Session) -> None:
+        super().__init__(superproject, session)
+        self.path = session.params["submodule"]
+        _, self.sub = open_submodule(superproject, self.path)
+        self.stack = Stack.from_json(session.params["stack"])
+        self.at = session.params["at"]
+        self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
+
+    def describe(self, sha: str) -> CommitInfo:
+        return self.sub.commit_info(sha)
+
+    def resolve(self, rev: str) -> str:
+        return self.sub.resolve(rev)
+
+    def prepare(self, candidate: str) -> Prepared:
+        """The first k patches (k = the candidate's position, 0 for ``--at``) onto ``--at``."""
+        shas = [p.sha for p in self.stack.patches]
+        k = shas.index(candidate) + 1 if candidate in shas else 0
+        prefix = Stack(self.stack.head, self.stack.merge_base, self.stack.patches[:k])
+        replay = patchstack.replay(self.sub, prefix, self.at)
+        details: dict[str, Any] = {"patches": [a.to_json() for a in replay.actions]}
+        if replay.conflict is not None:
+            c = replay.conflict
+            return Prepared(candidate, (), details,
+                            skip_reason=f"conflict in {c.patch.sha[:12]} ({c.patch.subject}): "
+                                        f"{c.why.removeprefix('conflict in ')}")
+        details["patched"] = replay.commit
+        env = {"BISECTKIT_COMMIT": self.at, "BISECTKIT_SUBMODULE": self.path,
+               "BISECTKIT_PATCHED_COMMIT": str(replay.commit), "BISECTKIT_STRATEGY": self.name,
+               "BISECTKIT_STACK_PATCHES": str(k)}
+        return Prepared(candidate, (self._super_tree, str(replay.tree)), details, env,
+                        target=replay.commit)
+
+    def checkout(self, prepared: Prepared) -> int:
+        return self.sub.checkout(prepared.target)
+
+    def header_lines(self) -> list[str]:
+        patches = self.session.params["stack"]["patches"]
+        lines = [f"bisecting the local patch stack of submodule {self.path}",
+                 f"  on upstream {self.at[:12]} {self.sub.commit_info(self.at).subject}",
+                 f"  {len(patches)} patches, oldest first (candidate k = the first k applied):"]
+        for p in patches:
+            lines.append(f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}")
+        return lines
+
+    def result_extra(self, first_bad: str | None) -> dict[str, Any]:
+        return {"submodule": self.path, "upstream": self.session.params["upstream_ref"],
+                "at": self.at}
