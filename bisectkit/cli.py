@@ -131,9 +131,11 @@ def build_parser(git_mode: bool = False,
     if not git_mode:
         p = sub.add_parser("run", help="start, run, report and reset in one go")
         _add_target_options(p)
-        p.add_argument("--good", action="append", default=[], metavar="REV",
-                       help="a known good revision (repeatable; not with --stack)")
-        p.add_argument("--bad", metavar="REV", help="a known bad revision (not with --stack)")
+        p.add_argument("--good", "--old", dest="good", action="append", default=[],
+                       metavar="REV", help="a revision on the old side: good (repeatable; "
+                       "with --find-fix: still broken; not with --stack)")
+        p.add_argument("--bad", "--new", dest="bad", metavar="REV",
+                       help="a revision on the new side: bad (with --find-fix: already fixed)")
         _add_run_options(p)
         _add_plugin_group(p, pm)
         _add_repro(p)

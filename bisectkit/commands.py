@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pluggy
 
-from bisectkit import engine, integrate, plugins, stackbisect, submodule
+from bisectkit import engine, integrate, plugins, report, stackbisect, submodule
 from bisectkit import status as stack_status
 from bisectkit.classify import Rules, validate_rules
 from bisectkit.console import Console
@@ -304,8 +304,6 @@ def _check_stack(b: Bisector, first_bad: str, cache: VerdictCache | None) -> dic
 
 def _write_report(ctx: Context, b: Bisector, result: dict) -> None:
     """``--report FILE``: Markdown for an issue, and its short version on the terminal."""
-    from bisectkit import report  # only runs that asked for a report need it
-
     url = ctx.superproject.config_get("bisectkit.commit-url") if ctx.superproject else None
     path = Path(ctx.args.report)
     path.write_text(report.render_markdown(result, url), encoding="utf-8")
@@ -441,7 +439,7 @@ def _parse_log(text: str, path: Path) -> list[list[str]]:
             words = words[1:]
         else:
             raise BadInput(f"{path}:{n}: not a bisect-patched command: {line}")
-        if not words or words[0] not in ("start", *engine.VERDICTS):
+        if not words or words[0] not in ("start", "old", "new", *engine.VERDICTS):
             raise BadInput(f"{path}:{n}: cannot replay: {line}")
         if (words[0] == "start") != (not commands):
             raise BadInput(f"{path}:{n}: the log must begin with exactly one 'start'")

@@ -88,6 +88,8 @@ class WorldSpec:
     commits: int = 400
     merge_base: int = 300
     bug_at: int = 200
+    #: upstream fixes the miscompile again here (for --find-fix), if set.
+    bug_fixed_at: int | None = None
     #: commits (X, Y): upstream build broken from X until Y fixes it.
     build_breaks: list[tuple[int, int]] = field(default_factory=lambda: [(180, 320)])
     #: feature.txt: v0 -> v1 at ``feature_prep``, v1 -> v2 at ``reverted``; stack reverts it.
@@ -137,6 +139,7 @@ def _events(spec: WorldSpec) -> dict[int, dict[str, str]]:
             ev.setdefault(n, {})[path] = content
 
     put(spec.bug_at, "lib/bug.txt", "miscompile\n")
+    put(spec.bug_fixed_at, "lib/bug.txt", "ok\n")
     for x, y in spec.build_breaks:
         put(x, "lib/build.txt", "broken\n")
         put(y, "lib/build.txt", "ok\n")
