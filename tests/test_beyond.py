@@ -195,3 +195,26 @@ def test_report_is_ready_to_paste(world: World, tmp_path: Path):
     assert f"report written to {md}" in r.stdout
     short = r.stdout.split("report written")[0].splitlines()[-10:]
     assert any(culprit[:12] in line for line in short)  # the terminal version
+
+
+def test_a_boundary_that_retests_differently_is_not_trustworthy(world: World, tmp_path: Path):
+    out = tmp_path / "r.json"
+    first = cli(world, *base(world, "--good", world.sha(150), "--bad", world.sha(250),
+                             "--good-if", GOOD_IF, "-p", "flaky", "--repeat", "2",
+                             "--json", str(out), "--", "./repro.sh"))
+    assert first.returncode == 0, first.stderr
+    tested = sum(1 for s in json.loads(out.read_text())["steps"] if s["source"] == "run")
+    # Same verdicts while bisecting, then every run passes: the re-test of the
+    # first bad commit contradicts the answer.
+    repro = tmp_path / "turns_good.sh"
+    repro.write_text(f'#!/bin/sh\n[ "$BISECTKIT_STEP" -gt {tested} ] && '
+                     "{ echo \"HAL device 'vulkan' not found\"; exit 1; }\nexec ./repro.sh\n")
+    repro.chmod(0o755)
+    r = cli(world, *base(world, "--good", world.sha(150), "--bad", world.sha(250),
+                         "--good-if", GOOD_IF, "-p", "flaky", "--repeat", "2",
+                         "--json", str(out), "--", str(repro)))
+    assert r.returncode == 0, r.stderr
+    confidence = json.loads(out.read_text())["confidence"]
+    assert confidence["trustworthy"] is False
+    assert confidence["agree"] == [True, False]
+    assert "the answer is not trustworthy" in r.stdout
