@@ -101,11 +101,12 @@ def demo(root: Path) -> int:
     sub_head = world.git(world.submodule, "rev-parse", "HEAD")
     sup_head = world.git(world.superproject, "rev-parse", "HEAD")
     result_path = root / "result.json"
+    report_path = root / "report.md"
     argv = [*bisectkit_command(), "run",
             "--submodule", worldgen.SUBMODULE, "--upstream", "upstream/main",
             "--good", world.sha(0), "--bad", world.sha(spec.merge_base),
             "--build", "./build.sh", "--good-if", "device .* not found",
-            "--json", str(result_path), "--", "./repro.sh"]
+            "--json", str(result_path), "--report", str(report_path), "--", "./repro.sh"]
     print(f"$ cd {shlex.quote(str(world.superproject))}")
     print(f"$ {shlex.join(argv)}")
     print(flush=True)
@@ -116,6 +117,9 @@ def demo(root: Path) -> int:
         # bisectkit got the Ctrl-C too and is restoring; let it finish.
         rc = proc.wait()
     summarize(result_path, world, spec.bug_at)
+    if report_path.is_file():
+        print(f"\nThe report ready to paste into an issue ({report_path.name}):\n")
+        print(report_path.read_text(encoding="utf-8"))
     problems = check_restored(world, sub_head, sup_head)
     if problems:
         print("NOT restored:")
