@@ -18,7 +18,7 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, Repo, open_submodule
 from bisectkit.session import Session
-from bisectkit.strategy import Prepared, Strategy, head_states
+from bisectkit.strategy import Prepared, Strategy, head_states, resolve_range
 from bisectkit.submodule import DEFAULT_UPSTREAMS, dirty_message
 
 
@@ -49,16 +49,7 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
         dirty = sub.dirty_paths()
         if dirty:
             raise BadInput(dirty_message(f"submodule {p}", sub, dirty))
-    if not req.good:
-        raise BadInput("at least one good revision is needed")
-    bad = superproject.resolve(req.bad)
-    goods = [superproject.resolve(g) for g in req.good]
-    for rev, sha in zip(req.good, goods, strict=True):
-        if sha == bad:
-            raise BadInput(f"good revision '{rev}' is the bad revision itself")
-        if not superproject.is_ancestor(sha, bad):
-            raise BadInput(f"good revision '{rev}' ({sha[:12]}) is not an ancestor of "
-                           f"bad '{req.bad}' ({bad[:12]})")
+    bad, goods = resolve_range(superproject, req.bad, req.good)
     upstream = req.upstream or superproject.config_get("bisectkit.upstream")
     argv = ["start", "--integrate"]
     if req.submodules:

@@ -15,11 +15,11 @@ from typing import Any
 
 from bisectkit import patchstack
 from bisectkit.errors import BadInput
-from bisectkit.git import CommitInfo, Repo, open_submodule
+from bisectkit.git import Repo, open_submodule
 from bisectkit.patchstack import Stack
 from bisectkit.session import Session
-from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states
-from bisectkit.submodule import check_clean, resolve_upstream
+from bisectkit.strategy import Prepared, head_states
+from bisectkit.submodule import PatchedSubmodule, check_clean, resolve_upstream
 
 
 @dataclass(frozen=True)
@@ -62,24 +62,14 @@ def start(superproject: Repo, req: StackRequest) -> Session:
     )
 
 
-class StackStrategy(Strategy):
+class StackStrategy(PatchedSubmodule):
     """Candidates are patches; candidate k is the first k patches on top of ``--at``."""
 
     name = "stack"
 
     def __init__(self, superproject: Repo, session: Session) -> None:
         super().__init__(superproject, session)
-        self.path = session.params["submodule"]
-        _, self.sub = open_submodule(superproject, self.path)
-        self.stack = Stack.from_json(session.params["stack"])
         self.at = session.params["at"]
-        self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
-
-    def describe(self, sha: str) -> CommitInfo:
-        return self.sub.commit_info(sha)
-
-    def resolve(self, rev: str) -> str:
-        return self.sub.resolve(rev)
 
     def prepare(self, candidate: str) -> Prepared:
         """The first k patches (k = the candidate's position, 0 for ``--at``) onto ``--at``."""
@@ -99,9 +89,6 @@ class StackStrategy(Strategy):
                "BISECTKIT_STACK_PATCHES": str(k)}
         return Prepared(candidate, (self._super_tree, str(replay.tree)), details, env,
                         target=replay.commit)
-
-    def checkout(self, prepared: Prepared) -> int:
-        return self.sub.checkout(prepared.target)
 
     def header_lines(self) -> list[str]:
         patches = self.session.params["stack"]["patches"]

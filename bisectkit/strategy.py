@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, HeadState, Repo
 from bisectkit.session import Session
 
@@ -98,3 +99,18 @@ def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState
     for p in paths:
         states[p] = Repo(superproject.workdir / p).head_state()
     return states
+
+
+def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str]) -> tuple[str, list[str]]:
+    """Full shas of the bad and good revisions, each good an ancestor of bad (else BadInput)."""
+    if not good_revs:
+        raise BadInput("at least one good revision is needed")
+    bad = repo.resolve(bad_rev)
+    goods = [repo.resolve(g) for g in good_revs]
+    for rev, sha in zip(good_revs, goods, strict=True):
+        if sha == bad:
+            raise BadInput(f"good revision '{rev}' is the bad revision itself")
+        if not repo.is_ancestor(sha, bad):
+            raise BadInput(f"good revision '{rev}' ({sha[:12]}) is not an ancestor of "
+                           f"bad '{bad_rev}' ({bad[:12]})")
+    return bad, goods

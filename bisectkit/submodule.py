@@ -17,7 +17,7 @@ from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, Repo, open_submodule
 from bisectkit.patchstack import Stack
 from bisectkit.session import Session
-from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states
+from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states, resolve_range
 
 #: Tried in order when neither ``--upstream`` nor ``bisectkit.upstream`` is given.
 DEFAULT_UPSTREAMS = ("upstream/main", "origin/main", "origin/master")
@@ -39,16 +39,7 @@ def start(superproject: Repo, req: StartRequest) -> Session:
     path, sub = open_submodule(superproject, req.submodule)
     check_clean(superproject, sub, path)
     upstream_ref, upstream = resolve_upstream(superproject, sub, req.upstream)
-    bad = sub.resolve(req.bad)
-    if not req.good:
-        raise BadInput("at least one good revision is needed")
-    goods = [sub.resolve(g) for g in req.good]
-    for rev, sha in zip(req.good, goods, strict=True):
-        if sha == bad:
-            raise BadInput(f"good revision '{rev}' is the bad revision itself")
-        if not sub.is_ancestor(sha, bad):
-            raise BadInput(f"good revision '{rev}' ({sha[:12]}) is not an ancestor of "
-                           f"bad '{req.bad}' ({bad[:12]})")
+    bad, goods = resolve_range(sub, req.bad, req.good)
     sub_head = sub.head_state()
     stack = patchstack.analyse(sub, sub_head.sha, upstream, extra_upstream=(bad,))
     for patch in stack.patches:
@@ -154,18 +145,15 @@ class LineAncestry:
         return hi
 
 
-class SubmoduleStrategy(Strategy):
-    """Candidates are upstream commits of one submodule; materialised with the patch stack."""
-
-    name = "submodule"
+class PatchedSubmodule(Strategy):
+    """What the strategies that replay a submodule's patch stack share."""
 
     def __init__(self, superproject: Repo, session: Session) -> None:
         super().__init__(superproject, session)
         self.path = session.params["submodule"]
         _, self.sub = open_submodule(superproject, self.path)
         self.stack = Stack.from_json(session.params["stack"])
-        self.ancestry = LineAncestry(self.sub, session.candidates)
-        # The superproject never moves in this strategy: its tree is fixed.
+        # The superproject never moves in these strategies: its tree is fixed.
         self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
 
     def describe(self, sha: str) -> CommitInfo:
@@ -173,6 +161,20 @@ class SubmoduleStrategy(Strategy):
 
     def resolve(self, rev: str) -> str:
         return self.sub.resolve(rev)
+
+    def checkout(self, prepared: Prepared) -> int:
+        """Write the patched commit to the submodule's work tree; files written."""
+        return self.sub.checkout(prepared.target)
+
+
+class SubmoduleStrategy(PatchedSubmodule):
+    """Candidates are upstream commits of one submodule; materialised with the patch stack."""
+
+    name = "submodule"
+
+    def __init__(self, superproject: Repo, session: Session) -> None:
+        super().__init__(superproject, session)
+        self.ancestry = LineAncestry(self.sub, session.candidates)
 
     def prepare(self, candidate: str) -> Prepared:
         """Replay the stack onto ``candidate`` in memory; a conflict makes it a skip."""
@@ -210,10 +212,6 @@ class SubmoduleStrategy(Strategy):
                self.session.params["upstream_ref"], "--stack", "--at", first_bad, *rerun]
         return [f"{first_bad[:12]} is good without the local patch stack and bad with it: "
                 "one of our patches is the culprit; to find which, run:", shlex.join(cmd)]
-
-    def checkout(self, prepared: Prepared) -> int:
-        """Write the patched candidate to the submodule's work tree; files written."""
-        return self.sub.checkout(prepared.target)
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         return {"submodule": self.path, "upstream": self.session.params["upstream_ref"]}
