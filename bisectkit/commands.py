@@ -26,11 +26,12 @@ from bisectkit import engine, integrate, plugins, report, stackbisect, submodule
 from bisectkit import status as stack_status
 from bisectkit.classify import Rules, validate_rules
 from bisectkit.console import Console
-from bisectkit.driver import Bisector, RunOptions, VerdictCache, run_identity
+from bisectkit.driver import Bisector
 from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import Aborted, BadInput
 from bisectkit.git import Repo
 from bisectkit.observers import StepLogWriter
+from bisectkit.runopts import RunOptions, VerdictCache, run_identity
 from bisectkit.session import Session, SessionStore, write_json_atomic
 from bisectkit.trace import Tracer
 

@@ -6,25 +6,22 @@ bisect-patched run`` and the one-shot ``bisectkit run``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shlex
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pluggy
 
 from bisectkit import engine
-from bisectkit.classify import Rules
 from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
 from bisectkit.errors import Aborted, BadInput, RangeNotVerified
 from bisectkit.git import Repo
 from bisectkit.integrate import IntegrateStrategy
+from bisectkit.runopts import VerdictCache
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
 from bisectkit.stackbisect import StackStrategy
 from bisectkit.step import Step
@@ -42,90 +39,6 @@ _STRATEGIES: dict[str, type[Strategy]] = {
 def make_strategy(superproject: Repo, session: Session) -> Strategy:
     """The strategy object a session was started with."""
     return _STRATEGIES[session.strategy](superproject, session)
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How each step is built and tested."""
-
-    repro: tuple[str, ...]
-    build: str | None = None
-    rules: Rules = Rules()
-    timeout: float | None = None
-    timeout_verdict: Verdict = "skip"
-    use_cache: bool = True
-    #: Plugin-added option values that change verdicts (part of the cache key).
-    plugin_options: tuple[tuple[str, str], ...] = ()
-    #: ``-p`` plugins and their options as command-line words (for follow-up commands).
-    plugin_argv: tuple[str, ...] = ()
-
-    def argv(self) -> list[str]:
-        """The run options and repro as command-line words (for follow-up commands)."""
-        words: list[str] = []
-        if self.build:
-            words += ["--build", self.build]
-        for flag, patterns in (("--good-if", self.rules.good_if), ("--bad-if", self.rules.bad_if),
-                               ("--skip-if", self.rules.skip_if)):
-            for p in patterns:
-                words.append(f"{flag}={p}")  # '=' keeps a pattern starting with '-' whole
-        if self.timeout is not None:
-            words += ["--timeout", f"{self.timeout:g}"]
-        if self.timeout_verdict != "skip":
-            words += ["--timeout-verdict", self.timeout_verdict]
-        words += self.plugin_argv
-        return [*words, "--", *self.repro] if self.repro else words
-
-
-class VerdictCache:
-    """Verdicts keyed by what was tested (trees on disk + build/repro identity)."""
-
-    def __init__(self, store: SessionStore, identity: str) -> None:
-        self._store = store
-        self._identity = identity
-        self._data = store.load_cache()
-
-    def key(self, trees: Sequence[str]) -> str:
-        h = hashlib.sha256(self._identity.encode())
-        for t in trees:
-            h.update(b"\0" + t.encode())
-        return h.hexdigest()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self._data.get(key)
-
-    def put(self, key: str, verdict: Verdict, reason: str, step: Step | None = None) -> None:
-        entry: dict[str, Any] = {"verdict": verdict, "reason": reason}
-        if step is not None and (step.flags or step.extra):
-            # A cached verdict keeps what plugins noted (flaky runs, crash kinds).
-            entry.update(flags=list(step.flags), extra=step.extra)
-        self._data[key] = entry
-        self._store.save_cache(self._data)
-
-
-def run_identity(opts: RunOptions, root: Path) -> str:
-    """What besides the trees decides a verdict: commands, rules, and the scripts' contents."""
-    parts: dict[str, Any] = {
-        "build": opts.build,
-        "repro": list(opts.repro),
-        "rules": [list(opts.rules.good_if), list(opts.rules.bad_if), list(opts.rules.skip_if)],
-        "timeout": opts.timeout,
-        "timeout_verdict": opts.timeout_verdict,
-        "plugins": [list(x) for x in opts.plugin_options],
-    }
-    # Editing repro.sh or build.sh must invalidate old verdicts even though
-    # the command line is unchanged.
-    scripts = list(opts.repro[:1])
-    if opts.build:
-        words = shlex.split(opts.build)
-        if words:
-            scripts.append(words[0])
-    digests = {}
-    for s in scripts:
-        path = Path(s) if os.path.isabs(s) else root / s
-        if path.is_file():
-            digests[s] = hashlib.sha256(path.read_bytes()).hexdigest()
-    parts["scripts"] = digests
-    return json.dumps(parts, sort_keys=True)
 
 
 class Bisector:

@@ -30,7 +30,7 @@ from bisectkit import hookspecs
 from bisectkit.errors import BadInput
 
 if TYPE_CHECKING:
-    from bisectkit.driver import RunOptions
+    from bisectkit.runopts import RunOptions
 
 #: Bundled plugins live in the repo's top-level ``plugins/``, installed as this package.
 BUNDLED_PACKAGE = "bisectkit_plugins"
