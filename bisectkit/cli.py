@@ -14,6 +14,7 @@ import os
 import shlex
 import signal
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
@@ -24,7 +25,7 @@ from bisectkit import __version__, commands, engine, plugins
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import GIT_PROG, Context
 from bisectkit.console import Console
-from bisectkit.errors import EXIT_INTERRUPTED, BadInput, BisectkitError
+from bisectkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, BadInput, BisectkitError
 from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
 from bisectkit.observers import ConsoleObserver, StepLogWriter
@@ -237,6 +238,10 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug (ours or a plugin's): show it, but not as exit 1
+        traceback.print_exc()
+        print(f"{prog}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:

@@ -409,8 +409,6 @@ def cmd_replay(ctx: Context) -> int:
         raise BadInput(f"cannot read {path}: {exc.strerror}") from exc
     commands = _parse_log(text, path)
     sp, store = ctx.open()
-    if store.exists():
-        ctx.bisector(sp, store, store.load()).reset()
     start_args = commands[0]
     from bisectkit.cli import build_parser  # the parser the log was written for
 
@@ -419,11 +417,25 @@ def cmd_replay(ctx: Context) -> int:
     if "--" in start_args:
         cut = start_args.index("--")
         start_args, pathspec = start_args[:cut], start_args[cut + 1:]
-    args = parser.parse_args(start_args)
+    # Check the log before ending the session in progress: a bad log costs nothing.
+    try:
+        args, unknown = parser.parse_known_args(start_args)
+    except SystemExit as exc:
+        raise BadInput(f"{path}: its 'start' line does not parse: {shlex.join(start_args)}"
+                       ) from exc
+    if unknown:
+        raise BadInput(f"{path}: unknown words in its 'start' line: {' '.join(unknown)}")
     args.pathspec = pathspec
+    if store.exists():
+        ctx.bisector(sp, store, store.load()).reset()
     b = _new_session(ctx, args, sp, store)
-    for words in commands[1:]:
-        b.mark(words[0], words[1:], source="replay")  # type: ignore[arg-type]
+    try:
+        for words in commands[1:]:
+            b.mark(words[0], words[1:], source="replay")
+    except BaseException:
+        # Do not leave a half-replayed session behind.
+        run_shielded(b.reset)
+        raise
     return _finish(b, b.advance())
 
 

@@ -279,8 +279,9 @@ class Bisector:
             verdict, reason = self._engine_verdict(hit["verdict"], hit["reason"])
             return self.record(commit, verdict, f"cached: {reason}", source, affects=affects,
                                **prep.details, prepare_s=_since(started))
+        self.session.current = None  # the work tree will hold this commit, not a candidate
+        self.store.save(self.session)
         written = self.strategy.checkout(prep)
-        self.session.current = None  # the work tree now holds this commit, not a candidate
         details = {**prep.details, "files_written": written, "prepare_s": _since(started)}
         step, verdict, reason, details = self._test(commit, prep, details)
         self._remember(cache, prep, verdict, reason, step)
@@ -299,7 +300,9 @@ class Bisector:
                                        f"{prep.skip_reason}")
             self.console.line(f"verifying the {want} end {end[:12]} "
                               f"{self.strategy.describe(end).subject}", style="bold")
-            step = self._test_commit(end, prep, cache, "verify", affects=True)
+            # Not a verdict on a candidate: recording it would only contradict the
+            # range when verification fails (the ends are known by definition).
+            step = self._test_commit(end, prep, cache, "verify", affects=False)
             if step["verdict"] != expected:
                 raise RangeNotVerified(
                     f"the {want} end {end[:12]} is not {want}: it tested "
@@ -324,9 +327,13 @@ class Bisector:
         lo, hi = engine.bounds(s.candidates, s.verdict_map())
         pair = [(decision.first_bad, "bad")]
         pair.insert(0, (s.candidates[lo], "good") if lo >= 0 else (s.good[0], "good"))
-        agree = []
+        agree: list[bool] = []
         for commit, expected in pair:
             prep = self.strategy.prepare(commit)
+            if prep.skip_reason is not None:  # e.g. the stack conflicts at the bad end
+                self.console.line(f"cannot re-test {commit[:12]}: {prep.skip_reason}")
+                agree.append(False)
+                continue
             self.console.line(f"re-testing {commit[:12]} (expected {self.term(expected)})",
                               style="bold")
             step = self._test_commit(commit, prep, None, "confirm", affects=False)
@@ -334,7 +341,8 @@ class Bisector:
         disagreeing = [st for st in s.steps if st.get("flags") and st["source"] != "confirm"]
         trustworthy = all(agree)
         reason = ("the boundary pair re-tested the same" if trustworthy else
-                  "a boundary commit re-tested differently: the answer is not trustworthy")
+                  "a boundary commit re-tested differently or could not be re-tested: "
+                  "the answer is not trustworthy")
         if trustworthy and disagreeing:
             reason += f"; {len(disagreeing)} step(s) had runs that disagreed"
         return {"boundary": [c for c, _ in pair], "agree": agree, "trustworthy": trustworthy,
@@ -363,7 +371,7 @@ class Bisector:
             sha = decision.first_bad
             self.console.found(self.strategy.describe(sha), self._details_at(sha),
                                self.session.terms["new"])
-            followup = self.strategy.followup(sha, rerun or ["--", "REPRO"])
+            followup = self.followup(decision, rerun or ["--", "REPRO"])
             if followup:
                 self.console.line("")
             for line in followup:
@@ -376,9 +384,15 @@ class Bisector:
 
     def followup(self, decision: Decision, rerun: Sequence[str]) -> list[str]:
         """Commands to run next (chained bisects), when found."""
-        if isinstance(decision, Found):
-            return self.strategy.followup(decision.first_bad, rerun)
-        return []
+        if not isinstance(decision, Found):
+            return []
+        s = self.session
+        words = ["--find-fix"] if s.find_fix else []
+        default = {"old": "broken", "new": "fixed"} if s.find_fix else {"old": "good", "new": "bad"}
+        for side in ("old", "new"):
+            if s.terms[side] != default[side]:
+                words += [f"--term-{side}", s.terms[side]]
+        return self.strategy.followup(decision.first_bad, [*words, *rerun])
 
     def _details_at(self, sha: str) -> dict[str, Any]:
         """What the strategy did at ``sha`` (patch actions, submodule moves)."""
@@ -451,7 +465,11 @@ class Bisector:
                 word = {"good": "old", "bad": "new"}.get(v.verdict, v.verdict)
             lines.append(f"# {self.term(v.verdict)}: [{v.commit}] {self._subject(v.commit)}")
             lines.append(f"git bisect-patched {word} {v.commit}")
-        decision = self.decide()
+        try:
+            decision: Decision | None = self.decide()
+        except engine.ContradictoryVerdicts as exc:
+            decision = None
+            lines.append(f"# the verdicts contradict each other: {exc}")
         if isinstance(decision, Found):
             lines.append(f"# first {s.terms['new']} commit: [{decision.first_bad}] "
                          f"{self._subject(decision.first_bad)}")

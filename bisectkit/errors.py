@@ -9,6 +9,8 @@ EXIT_USAGE = 2
 EXIT_ABORTED = 3
 EXIT_GIT_FAILURE = 4
 EXIT_RANGE_NOT_VERIFIED = 5
+#: An unexpected exception (a bug in bisectkit or in a plugin); traceback on stderr.
+EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
 

@@ -8,7 +8,9 @@ work tree from one commit to another with a single checkout.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -247,10 +249,14 @@ class Repo:
         ``None`` so that the full merge decides, and reports conflicts.
         """
         changes: dict[str, tuple[pygit2.Oid, int] | None] = {}
-        for delta in self._repo.diff(base, theirs).deltas:
+        deltas = list(self._repo.diff(base, theirs).deltas)
+        touched = {d.new_file.path for d in deltas}
+        for delta in deltas:
             if delta.status not in (DeltaStatus.ADDED, DeltaStatus.DELETED, DeltaStatus.MODIFIED):
                 return None
             path = delta.new_file.path
+            if _file_directory_clash(onto, path, touched):
+                return None
             want, was, have = (_entry(theirs, path), _entry(base, path), _entry(onto, path))
             if have == want:
                 continue
@@ -344,6 +350,15 @@ class Repo:
         """
         target = self._commit(sha)
         paths, modified = self._paths_to_write(target.tree)
+        # Work tree, index and HEAD move together or not at all: a Ctrl-C or
+        # SIGTERM arriving meanwhile is held until HEAD names what is on disk
+        # (restoring from a half-written tree would compare the wrong trees).
+        with _signals_held():
+            self._move(sha, target, paths, modified)
+        return len(paths)
+
+    def _move(self, sha: str, target: pygit2.Commit, paths: list[str],
+              modified: list[str]) -> None:
         if paths:
             before = _recently_written(str(self.workdir), modified)
             # git's two-tree read-tree writes exactly the changed paths, refuses
@@ -357,10 +372,10 @@ class Repo:
             if proc.returncode != 0:
                 detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
                 raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {detail}; "
-                                 "move local edits out of the way and run the command again")
+                                 "move local edits out of the way, then run the command "
+                                 "again or 'git bisect-patched reset'")
             _freshen_mtimes(self.workdir, before)
         self._repo.set_head(pygit2.Oid(hex=sha))
-        return len(paths)
 
     def _head_tree(self) -> pygit2.Tree:
         if self._repo.head_is_unborn:
@@ -426,6 +441,26 @@ class Repo:
             return self._repo.config[key]
         except KeyError:
             return None
+
+
+def _file_directory_clash(onto: pygit2.Tree, path: str, touched: set[str]) -> bool:
+    """Does ``path`` turn a file into a directory or back (in the patch or the candidate)?
+
+    Path-wise merging cannot express those; the full merge handles (or
+    reports) them.
+    """
+    have = _entry(onto, path)
+    if have is not None and have[1] == pygit2.enums.FileMode.TREE:
+        return True
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        prefix = "/".join(parts[:i])
+        if prefix in touched:
+            return True
+        entry = _entry(onto, prefix)
+        if entry is not None and entry[1] != pygit2.enums.FileMode.TREE:
+            return True
+    return False
 
 
 def _entry(tree: pygit2.Tree, path: str) -> tuple[pygit2.Oid, int] | None:
@@ -536,5 +571,19 @@ _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the git CLI in ``cwd`` (for what it does better than libgit2: fetch, read-tree)."""
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    # Its own session: a terminal Ctrl-C reaches bisectkit (which decides when
+    # to stop), never a git halfway through writing the work tree or index.
     return subprocess.run(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False,
+                          start_new_session=True)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (delivered on exit) around a change that must not tear."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -9,6 +9,7 @@ test would run again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -74,12 +75,17 @@ class VerdictCache:
         return self._data.get(key)
 
     def put(self, key: str, verdict: Verdict, reason: str, step: Step | None = None) -> None:
+        if "timed out" in reason:
+            return  # a timeout may be the machine's fault this time: test again next time
         entry: dict[str, Any] = {"verdict": verdict, "reason": reason}
         if step is not None and (step.flags or step.extra):
             # A cached verdict keeps what plugins noted (flaky runs, crash kinds).
             entry.update(flags=list(step.flags), extra=step.extra)
         self._data[key] = entry
         self._store.save_cache(self._data)
+
+
+_SCRIPTS = {".sh", ".bash", ".py", ".pl", ".rb", ".js", ".mlir", ".ll"}
 
 
 def run_identity(opts: RunOptions, root: Path) -> str:
@@ -93,16 +99,19 @@ def run_identity(opts: RunOptions, root: Path) -> str:
         "plugins": [list(x) for x in opts.plugin_options],
     }
     # Editing repro.sh or build.sh must invalidate old verdicts even though
-    # the command line is unchanged.
-    scripts = list(opts.repro[:1])
-    if opts.build:
-        words = shlex.split(opts.build)
-        if words:
-            scripts.append(words[0])
+    # the command line is unchanged: hash every word that names a script (or
+    # a repro input), including those inside shell strings (sh -c './repro.sh').
+    words: list[str] = []
+    for word in [*opts.repro, *([opts.build] if opts.build else [])]:
+        words.append(word)
+        with contextlib.suppress(ValueError):  # not valid shell: nothing more to find
+            words += shlex.split(word)
     digests = {}
-    for s in scripts:
-        path = Path(s) if os.path.isabs(s) else root / s
-        if path.is_file():
-            digests[s] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for word in words:
+        path = Path(word) if os.path.isabs(word) else root / word
+        with contextlib.suppress(OSError, ValueError):
+            # Scripts only: a log file the build appends to is not part of the test.
+            if path.is_file() and (os.access(path, os.X_OK) or path.suffix in _SCRIPTS):
+                digests[word] = hashlib.sha256(path.read_bytes()).hexdigest()
     parts["scripts"] = digests
     return json.dumps(parts, sort_keys=True)

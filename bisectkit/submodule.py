@@ -210,8 +210,10 @@ class SubmoduleStrategy(PatchedSubmodule):
             return []
         cmd = ["bisectkit", "run", "--submodule", self.path, "--upstream",
                self.session.params["upstream_ref"], "--stack", "--at", first_bad, *rerun]
-        return [f"{first_bad[:12]} is good without the local patch stack and bad with it: "
-                "one of our patches is the culprit; to find which, run:", shlex.join(cmd)]
+        terms = self.session.terms
+        return [f"{first_bad[:12]} is {terms['old']} without the local patch stack and "
+                f"{terms['new']} with it: one of our patches is the culprit; to find which, "
+                "run:", shlex.join(cmd)]
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         return {"submodule": self.path, "upstream": self.session.params["upstream_ref"]}

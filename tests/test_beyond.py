@@ -218,3 +218,58 @@ def test_a_boundary_that_retests_differently_is_not_trustworthy(world: World, tm
     assert confidence["trustworthy"] is False
     assert confidence["agree"] == [True, False]
     assert "the answer is not trustworthy" in r.stdout
+
+
+def test_verify_range_with_a_wrong_bad_end_leaves_nothing_behind(world: World, tmp_path: Path):
+    before = snapshot(world)
+    out = tmp_path / "r.json"
+    r = cli(world, *base(world, "--good", world.sha(100), "--bad", world.sha(150),
+                         "--build", "./build.sh", "--good-if", GOOD_IF, "--verify-range",
+                         "--json", str(out), "--", "./repro.sh"))
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert f"the bad end {world.sha(150)[:12]} is not bad: it tested good" in r.stderr
+    assert json.loads(out.read_text())["status"] == "aborted"
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/session.json").exists()
+    # The log of a verified run replays (verification steps are not verdicts).
+    ok = cli(world, *base(world, "--good", world.sha(100), "--bad", world.sha(300),
+                          "--build", "./build.sh", "--good-if", GOOD_IF, "--verify-range",
+                          "--", "./repro.sh"))
+    assert ok.returncode == 0
+    replay = git_cli(world, "replay", ".git/bisectkit/last-log")
+    assert f"{world.sha(200)} is the first bad commit" in replay.stdout, replay.stderr
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+
+
+def test_confidence_when_the_bad_end_cannot_be_retested(world_factory, tmp_path: Path):
+    world = world_factory(tmp_path, WorldSpec(bug_at=350, local_conflict=350,
+                                              pick_by_patch_id=None))
+    out = tmp_path / "r.json"
+    r = cli(world, *base(world, "--good", world.sha(340), "--bad", world.sha(350),
+                         "--build", "./build.sh", "--good-if", GOOD_IF, "-p", "flaky",
+                         "--repeat", "2", "--json", str(out), "--", "./repro.sh"))
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == world.sha(350)
+    assert result["confidence"]["trustworthy"] is False
+    assert "cannot re-test" in r.stdout
+
+
+def test_followups_keep_find_fix(integrate_world: World, tmp_path: Path):
+    w = integrate_world
+    fixed = tmp_path / "passes_once_buggy.sh"  # "fixed" = the repro passes
+    fixed.write_text(f"#!/bin/sh\ngrep -q miscompile {SUBMODULE}/lib/bug.txt\n")
+    fixed.chmod(0o755)
+    r = cli(w, "run", "--integrate", "--find-fix", "--old", w.integrate["adv1"],
+            "--new", w.integrate["adv12"], "--", str(fixed))
+    assert r.returncode == 0, r.stderr
+    assert f"{w.integrate['adv8']} is the first fixed commit" in r.stdout
+    lines = r.stdout.splitlines()
+    hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
+    command = shlex.split(lines[hint + 1])
+    assert "--find-fix" in command
+    follow = subprocess.run(command, cwd=w.superproject, env=w.env, text=True,
+                            capture_output=True, stdin=subprocess.DEVNULL)
+    assert follow.returncode == 0, follow.stderr
+    assert f"{w.sha(200)} is the first fixed commit" in follow.stdout

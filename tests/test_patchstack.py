@@ -45,3 +45,47 @@ def test_edit_tree_adds_nested_paths_and_drops_emptied_directories(world: World)
     assert raw.diff(tree, added).stats.files_changed == 1
     removed = sub._edit_tree(added, {"a/b/c.txt": None})
     assert removed == tree.id
+
+
+def _repo(world: World, path) -> tuple[Repo, dict[str, str]]:
+    path.mkdir()
+    world.git(path, "init", "-q")
+    return Repo(path), {}
+
+
+def _commit(world: World, path, message: str) -> str:
+    world.git(path, "add", "-A")
+    world.git(path, "commit", "-q", "--allow-empty", "-m", message)
+    return world.git(path, "rev-parse", "HEAD")
+
+
+def test_file_directory_changes_go_to_the_full_merge(world: World, tmp_path):
+    """A patch replacing directory foo/ by a file foo, and one adding foo/x over a file foo."""
+    root = tmp_path / "fd"
+    repo, _ = _repo(world, root)
+    (root / "foo").mkdir()
+    (root / "foo" / "x").write_text("x\n")
+    (root / "other").write_text("1\n")
+    base = _commit(world, root, "base")
+    world.git(root, "rm", "-q", "-r", "foo")
+    (root / "foo").write_text("now a file\n")
+    to_file = _commit(world, root, "dir to file")
+    world.git(root, "checkout", "-q", base)
+    (root / "other").write_text("2\n")
+    candidate = _commit(world, root, "candidate")
+    raw = repo._repo
+    onto = str(raw.get(candidate).tree_id)
+    assert repo.merge_patch(onto, to_file).tree == full_merge(raw, onto, to_file)
+    assert "foo" in raw.get(repo.merge_patch(onto, to_file).tree)
+
+    # The other way round: the candidate has a file where the patch adds a directory.
+    world.git(root, "checkout", "-q", to_file)
+    (root / "bar").mkdir()
+    (root / "bar" / "y").write_text("y\n")
+    adds_dir = _commit(world, root, "adds bar/y")
+    world.git(root, "checkout", "-q", to_file)
+    (root / "bar").write_text("a file named bar\n")
+    has_file = _commit(world, root, "bar is a file")
+    onto = str(raw.get(has_file).tree_id)
+    got = repo.merge_patch(onto, adds_dir)
+    assert got.tree == full_merge(raw, onto, adds_dir)
