@@ -123,8 +123,10 @@ def build_parser(git_mode: bool = False,
     """
     parser = argparse.ArgumentParser(
         prog=GIT_PROG if git_mode else "bisectkit",
-        description="Bisect the upstream commits of a patched submodule, re-applying the "
-                    "local patch stack at every step.",
+        description="Bisect regressions in a project that pins a patched submodule: the "
+                    "submodule's upstream commits (re-applying the local patch stack at "
+                    "every step), the superproject's integrate branch (--integrate), or the "
+                    "patch stack itself (--stack).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
