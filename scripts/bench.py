@@ -103,10 +103,14 @@ def fast_import_stream(shape: Shape) -> bytes:
             changes.update({"bug/bug.txt": "ok\n", "feature/feature.txt": "feature v0\n",
                             "fix/fix.txt": "unfixed\n", "local/local.txt": "upstream\n"})
         else:
-            # Two files per commit, spread over the tree by a fixed stride.
+            # Two files per commit, spread over the tree by a fixed stride; sizes
+            # vary as real edits do (same-size rewrites within one second would
+            # make every checkout wait for the mtime guard, an artifact of the
+            # instant build and repro here).
+            text = f"change {n}\n" * (n % 7 + 1)
             changes = special.get(n) or {
-                shape.path((n * 7919) % shape.files): f"change {n}\n",
-                shape.path((n * 104729) % shape.files): f"change {n}\n",
+                shape.path((n * 7919) % shape.files): text,
+                shape.path((n * 104729) % shape.files): text,
             }
         ts = EPOCH + n * 60
         out.append(b"commit refs/heads/main\nmark :%d\n" % (n + 1))
