@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from bisectkit.plugins import Config
 
 
-class BuildPlugin:
-    """Runs ``--build CMD`` (a shell command) in the superproject root."""
+class _CommandPlugin:
+    """Keeps the run options from ``bisectkit_configure`` and runs one command per step."""
 
     def __init__(self) -> None:
         self._config: Config | None = None
@@ -23,32 +23,32 @@ class BuildPlugin:
     @hookimpl
     def bisectkit_configure(self, config: Config) -> None:
         self._config = config
+
+    def _run(self, step: Step, phase: str, argv: list[str], shown: str) -> Outcome:
+        config = self._config
+        assert config is not None and config.run is not None
+        config.console.phase(phase, shown)
+        return runner.run(argv, cwd=step.workdir, env=step.env, timeout=config.run.timeout,
+                          echo=config.console.file)
+
+
+class BuildPlugin(_CommandPlugin):
+    """Runs ``--build CMD`` (a shell command) in the superproject root."""
 
     @hookimpl
     def bisectkit_build(self, step: Step) -> Outcome | None:
-        config = self._config
-        if config is None or config.run is None or not config.run.build:
+        run = self._config.run if self._config else None
+        if run is None or not run.build:
             return None
-        config.console.phase("build", config.run.build)
-        return runner.run(["/bin/sh", "-c", config.run.build], cwd=step.workdir, env=step.env,
-                          timeout=config.run.timeout, echo=config.console.file)
+        return self._run(step, "build", ["/bin/sh", "-c", run.build], run.build)
 
 
-class ReproPlugin:
+class ReproPlugin(_CommandPlugin):
     """Runs the repro command given after the options."""
-
-    def __init__(self) -> None:
-        self._config: Config | None = None
-
-    @hookimpl
-    def bisectkit_configure(self, config: Config) -> None:
-        self._config = config
 
     @hookimpl
     def bisectkit_repro(self, step: Step) -> Outcome | None:
-        config = self._config
-        if config is None or config.run is None or not config.run.repro:
+        run = self._config.run if self._config else None
+        if run is None or not run.repro:
             return None
-        config.console.phase("repro", shlex.join(config.run.repro))
-        return runner.run(list(config.run.repro), cwd=step.workdir, env=step.env,
-                          timeout=config.run.timeout, echo=config.console.file)
+        return self._run(step, "repro", list(run.repro), shlex.join(run.repro))
