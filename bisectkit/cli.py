@@ -30,6 +30,11 @@ from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
 from bisectkit.observers import ConsoleObserver, StepLogWriter
 from bisectkit.session import SessionStore
+from bisectkit.submodule import DEFAULT_UPSTREAMS
+
+#: Shared by every command that takes --upstream (the defaults live in submodule.py).
+UPSTREAM_HELP = ("upstream ref in the submodule (default: git config bisectkit.upstream, then "
+                 f"{', '.join(DEFAULT_UPSTREAMS)})")
 
 
 # -- parsers --------------------------------------------------------------------
@@ -42,9 +47,7 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--integrate", action="store_true",
                    help="bisect superproject commits (the integrate branch) instead, "
                         "updating submodules at every step")
-    p.add_argument("--upstream", metavar="REF",
-                   help="upstream ref in the submodule (default: git config bisectkit.upstream, "
-                        "then upstream/main, origin/main, origin/master)")
+    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
     p.add_argument("--first-parent", action="store_true",
                    help="follow first parents only (the default)")
     p.add_argument("--stack", action="store_true",
@@ -149,9 +152,7 @@ def build_parser(git_mode: bool = False,
                   "[-- PATHSPEC...]")
         p.add_argument("--submodule", metavar="PATH",
                        help="default: git config bisectkit.submodule, or the only submodule")
-        p.add_argument("--upstream", metavar="REF",
-                       help="default: git config bisectkit.upstream, then upstream/main, "
-                            "origin/main, origin/master")
+        p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
         p.add_argument("--json", action="store_true", help="print JSON instead")
         p.add_argument("--limit", type=int, default=20, metavar="N",
                        help="show the newest N affecting upstream commits (0: all; default 20)")

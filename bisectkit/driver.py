@@ -18,7 +18,13 @@ import pluggy
 from bisectkit import engine
 from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
-from bisectkit.errors import Aborted, BadInput, RangeNotVerified
+from bisectkit.errors import (
+    EXIT_FOUND,
+    EXIT_INCONCLUSIVE,
+    Aborted,
+    BadInput,
+    RangeNotVerified,
+)
 from bisectkit.git import Repo
 from bisectkit.integrate import IntegrateStrategy
 from bisectkit.runopts import VerdictCache
@@ -376,10 +382,10 @@ class Bisector:
                 self.console.line("")
             for line in followup:
                 self.console.line(line)
-            return 0
+            return EXIT_FOUND
         if isinstance(decision, Inconclusive):
             self.console.inconclusive([self.strategy.describe(c) for c in decision.candidates])
-            return 1
+            return EXIT_INCONCLUSIVE
         raise AssertionError(decision)
 
     def followup(self, decision: Decision, rerun: Sequence[str]) -> list[str]:

@@ -40,12 +40,6 @@ class Aborted(BisectkitError):
     exit_code = EXIT_ABORTED
 
 
-class Interrupted(BisectkitError):
-    """Ctrl-C or SIGTERM reached bisectkit."""
-
-    exit_code = EXIT_INTERRUPTED
-
-
 class RangeNotVerified(BisectkitError):
     """``--verify-range``: the good end is not good, or the bad end is not bad."""
 
