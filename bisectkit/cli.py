@@ -15,13 +15,12 @@ import shlex
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 import pluggy
 
-from bisectkit import __version__, commands, engine, plugins
+from bisectkit import __version__, commands, engine, plugins, signals
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import GIT_PROG, Context
 from bisectkit.console import Console
@@ -29,6 +28,7 @@ from bisectkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, BadInput, Bisectki
 from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
 from bisectkit.observers import ConsoleObserver, StepLogWriter
+from bisectkit.runner import DEFAULT_KEEP
 from bisectkit.session import SessionStore
 from bisectkit.submodule import DEFAULT_UPSTREAMS
 
@@ -60,6 +60,14 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="word for the old side (default: good, or broken with --find-fix)")
     p.add_argument("--term-new", metavar="WORD",
                    help="word for the new side (default: bad, or fixed with --find-fix)")
+    _add_force_ignored(p)
+
+
+def _add_force_ignored(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument("--force-ignored", action="store_true",
+                   help="when an untracked or ignored file sits where a candidate tracks one, "
+                        "set it aside (in the git dir) and put it back at the end, instead of "
+                        "refusing")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -80,6 +88,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout-verdict", choices=engine.VERDICTS, default="skip",
                    help="verdict of a repro that timed out (default: skip); a timed-out "
                         "build is always skip")
+    g.add_argument("--keep-output", type=_byte_size, default=DEFAULT_KEEP, metavar="BYTES",
+                   help="keep at most this much of each build's and repro's output (its head "
+                        "and tail; lines matching the rules are kept from the middle); "
+                        "suffixes K, M, G (default: 8M)")
     g.add_argument("--json", metavar="FILE", help="write the result as JSON (atomically)")
     g.add_argument("--no-cache", action="store_true",
                    help="do not reuse verdicts of trees already tested with the same commands")
@@ -110,6 +122,20 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _byte_size(text: str) -> int:
+    """``8M``, ``512k``, ``1048576``: a positive number of bytes (binary units)."""
+    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    body = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = body[-1:] if body[-1:] in units else ""
+    try:
+        value = int(float(body[:len(body) - len(unit)]) * units[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8M)") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError("must be at least 1K")
     return value
 
 
@@ -180,9 +206,11 @@ def build_parser(git_mode: bool = False,
                 else f"{verdict} (the repro's outcome)")
         p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
         p.add_argument("revs", nargs="*", metavar="REV")
+        _add_force_ignored(p)
         p.set_defaults(func=commands.cmd_mark, verdict=verdict)
     p = sub.add_parser("run", help="build and test candidates automatically until done")
     _add_run_options(p)
+    _add_force_ignored(p)
     _add_plugin_group(p, pm)
     _add_repro(p)
     p.set_defaults(func=commands.cmd_run)
@@ -230,21 +258,31 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
     prog = GIT_PROG if git_mode else "bisectkit"
     console = Console()
     try:
-        with _sigterm_as_interrupt():
+        with signals.as_interrupt():
             ctx = _prepare(argv, git_mode, console)
             return int(ctx.args.func(ctx))
     except BisectkitError as exc:
         # One line, always: messages from git or pluggy may span several.
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        print(f"{prog}: error: {message}", file=sys.stderr)
+        _say(f"{prog}: error: {message}")
         return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, signals.Interrupted) and exc.signum != signal.SIGINT:
+            _say(f"{prog}: interrupted by {signal.Signals(exc.signum).name}")
+            return exc.exit_code
+        _say(f"{prog}: interrupted")
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug (ours or a plugin's): show it, but not as exit 1
-        traceback.print_exc()
-        print(f"{prog}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            traceback.print_exc()
+        _say(f"{prog}: internal error: {type(exc).__name__}: {exc}")
         return EXIT_INTERNAL
+
+
+def _say(line: str) -> None:
+    """One line on stderr; a terminal that is gone (SIGHUP) must not turn into a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
@@ -286,20 +324,6 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
     command = shlex.join([*prog.split(), *original])
     return Context(args=args, console=console, pm=pm, config=config, superproject=sp,
                    command=command)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM takes the same clean-up path as Ctrl-C."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,15 +14,13 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import sys
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pluggy
 
-from bisectkit import engine, integrate, plugins, report, stackbisect, submodule
+from bisectkit import engine, integrate, plugins, report, signals, stackbisect, submodule
 from bisectkit import status as stack_status
 from bisectkit.classify import Rules, validate_rules
 from bisectkit.console import Console
@@ -31,11 +29,10 @@ from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import Aborted, BadInput
 from bisectkit.git import Repo
 from bisectkit.observers import StepLogWriter
+from bisectkit.pipeline import GIT_PROG, Run
 from bisectkit.runopts import RunOptions, VerdictCache, run_identity
 from bisectkit.session import Session, SessionStore, write_json_atomic
 from bisectkit.trace import Tracer
-
-GIT_PROG = "git bisect-patched"
 
 
 @dataclass
@@ -55,41 +52,17 @@ class Context:
             raise BadInput(f"not inside a git repository: {Path.cwd()}")
         return self.superproject, SessionStore(self.superproject.git_dir)
 
-    def bisector(self, sp: Repo, store: SessionStore, session: Session) -> Bisector:
-        return Bisector(sp, store, session, self.console, self.pm)
+    def run(self, sp: Repo) -> Run:
+        """The owner of this command's changes (enter it to take the lock)."""
+        return Run(sp, self.console, self.pm, self.command,
+                   force_ignored=bool(getattr(self.args, "force_ignored", False)))
 
-
-def run_shielded(action: Callable[[], None]) -> None:
-    """Run clean-up ``action`` to completion even if Ctrl-C arrives just before the shield."""
-    while True:
-        try:
-            with shielded():
-                action()
-            return
-        except KeyboardInterrupt:
-            # Raised before the shield went up (signals are ignored inside it),
-            # so nothing of ``action`` ran yet: start it again.
-            continue
-
-
-@contextlib.contextmanager
-def shielded() -> Iterator[None]:
-    """Ignore Ctrl-C and SIGTERM while restoring, so a second Ctrl-C cannot leave a half reset."""
-    saved = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in saved.items():
-            signal.signal(s, h)
+    def reader(self, sp: Repo, store: SessionStore) -> Bisector:
+        """The session, for commands that only read it (no lock, moves nothing)."""
+        return Bisector(sp, store, store.load(), self.console, self.pm, None)
 
 
 # -- helpers ----------------------------------------------------------------------
-def _require_no_session(store: SessionStore) -> None:
-    if store.exists():
-        raise BadInput(f"a bisect-patched session is already in progress ({store.session_path}); "
-                       f"finish it or run '{GIT_PROG} reset'")
-
-
 def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginManager,
                 plugin_actions: list[argparse.Action]) -> RunOptions:
     """The run options, validated before anything is touched."""
@@ -114,10 +87,27 @@ def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMana
     options = [(a.dest, repr(getattr(args, a.dest, None))) for a in plugin_actions]
     plugin_argv = [w for spec in args.plugin for w in ("-p", spec)]
     plugin_argv += [w for a in plugin_actions for w in _option_words(a, getattr(args, a.dest))]
+    for flag in ("json", "report", "trace"):
+        if getattr(args, flag, None):
+            check_output_path(f"--{flag}", getattr(args, flag))
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
                       use_cache=not args.no_cache, plugin_options=tuple(loaded + options),
-                      plugin_argv=tuple(plugin_argv))
+                      plugin_argv=tuple(plugin_argv), keep_output=args.keep_output)
+
+
+def check_output_path(flag: str, value: str) -> None:
+    """Refuse an output file that could not be written, before a bisection of hours."""
+    path = Path(value)
+    if path.is_dir():
+        raise BadInput(f"{flag} {value}: is a directory; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput(f"{flag} {value}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInput(f"{flag} {value}: directory {parent} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise BadInput(f"{flag} {value}: the file is not writable")
 
 
 def _option_words(action: argparse.Action, value: object) -> list[str]:
@@ -209,17 +199,9 @@ def _with_terms(session: Session, args: argparse.Namespace) -> Session:
     return session
 
 
-def _new_session(ctx: Context, args: argparse.Namespace, sp: Repo,
-                 store: SessionStore) -> Bisector:
-    """Validate, save and announce a new session (no checkout yet)."""
-    _require_no_session(store)
-    session = _start_session(args, sp)
-    store.clear_logs()
-    store.save(session)
-    b = ctx.bisector(sp, store, session)
+def _header(ctx: Context, b: Bisector) -> None:
     ctx.console.header(b.strategy.header_lines(),
-                       engine.steps_estimate(len(session.candidates) - 1))
-    return b
+                       engine.steps_estimate(len(b.session.candidates) - 1))
 
 
 def _finish(b: Bisector, decision: Decision) -> int:
@@ -236,8 +218,8 @@ def _status_word(decision: Decision | None) -> str:
     return "aborted"
 
 
-def _run_with(ctx: Context, b: Bisector, on_exit: Callable[[], None] | None) -> int:
-    """Run the loop; report, write the JSON result and call ``on_exit`` however it ends."""
+def _run_with(ctx: Context, b: Bisector) -> int:
+    """Run the loop; report, write the JSON result and the trace however it ends."""
     opts, args = ctx.config.run, ctx.args
     assert opts is not None
     cache = (VerdictCache(b.store, run_identity(opts, Path(b.session.root)))
@@ -279,14 +261,12 @@ def _run_with(ctx: Context, b: Bisector, on_exit: Callable[[], None] | None) -> 
         aborted = result is None
 
         def wrap_up() -> None:
-            if on_exit is not None:
-                on_exit()
             if aborted and args.json:
                 write_json_atomic(Path(args.json), b.result_json("aborted", None, error))
             if args.trace:
                 b.tracer.write(args.trace)
 
-        run_shielded(wrap_up)
+        signals.run_shielded(wrap_up)
         if aborted:
             with contextlib.suppress(Exception):
                 ctx.pm.hook.bisectkit_session_finish(result=b.result_json("aborted", None, error))
@@ -317,52 +297,71 @@ def _write_report(ctx: Context, b: Bisector, result: dict) -> None:
 # -- commands -----------------------------------------------------------------------
 def cmd_oneshot(ctx: Context) -> int:
     """``bisectkit run``: start + run + report + reset; always restores."""
-    sp, store = ctx.open()
-    b = _new_session(ctx, ctx.args, sp, store)
+    sp, _ = ctx.open()
+    with ctx.run(sp) as run:
+        run.require_idle()
+        session = _start_session(ctx.args, sp)  # validates; nothing touched yet
 
-    def restore() -> None:
-        for moved in b.reset():
-            ctx.console.line(f"restored {moved}", style="dim")
+        def restore() -> None:
+            for line in run.end():
+                ctx.console.line(line, style="dim")
 
-    try:
-        return _run_with(ctx, b, restore)
-    except Aborted:
-        ctx.console.error("aborted; the superproject and the submodules were restored")
-        raise
+        try:
+            try:
+                b = run.begin(session)
+                _header(ctx, b)
+                return _run_with(ctx, b)
+            finally:
+                signals.run_shielded(restore)
+        except Aborted:
+            ctx.console.error("aborted; the superproject and the submodules were restored")
+            raise
 
 
 def cmd_start(ctx: Context) -> int:
-    sp, store = ctx.open()
-    b = _new_session(ctx, ctx.args, sp, store)
-    decision = b.advance()
-    if isinstance(decision, Next):
-        ctx.console.line(f"Build and run the repro, then: {GIT_PROG} good|bad|skip  "
-                     f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
-    return _finish(b, decision)
+    sp, _ = ctx.open()
+    with ctx.run(sp) as run:
+        run.require_idle()
+        session = _start_session(ctx.args, sp)
+        b = run.begin(session)
+        _header(ctx, b)
+        try:
+            decision = b.advance()
+        except BadInput:
+            # The first checkout was refused (a file in the way): nothing moved,
+            # so nothing is left behind either.
+            signals.run_shielded(run.discard)
+            raise
+        if isinstance(decision, Next):
+            ctx.console.line(f"Build and run the repro, then: {GIT_PROG} good|bad|skip  "
+                             f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
+        return _finish(b, decision)
 
 
 def cmd_mark(ctx: Context) -> int:
-    sp, store = ctx.open()
-    b = ctx.bisector(sp, store, store.load())
-    b.mark(ctx.args.verdict, ctx.args.revs)
-    return _finish(b, b.advance())
+    sp, _ = ctx.open()
+    with ctx.run(sp) as run:
+        b = run.resume()
+        b.mark(ctx.args.verdict, ctx.args.revs)
+        return _finish(b, b.advance())
 
 
 def cmd_run(ctx: Context) -> int:
-    sp, store = ctx.open()
-    b = ctx.bisector(sp, store, store.load())
-    try:
-        return _run_with(ctx, b, None)
-    except (Aborted, KeyboardInterrupt):
-        ctx.console.error(f"stopped; the session is kept: fix things, then '{GIT_PROG} run' again "
-                      f"or '{GIT_PROG} reset'")
-        raise
+    sp, _ = ctx.open()
+    with ctx.run(sp) as run:
+        b = run.resume()
+        try:
+            return _run_with(ctx, b)
+        except (Aborted, KeyboardInterrupt):
+            ctx.console.error(f"stopped; the session is kept: fix things, then '{GIT_PROG} run' "
+                              f"again or '{GIT_PROG} reset'")
+            raise
 
 
 def cmd_status(ctx: Context) -> int:
     sp, store = ctx.open()
     console = ctx.console
-    b = ctx.bisector(sp, store, store.load())
+    b = ctx.reader(sp, store)
     s = b.session
     console.header(b.strategy.header_lines(), engine.steps_estimate(len(s.candidates) - 1))
     counts = {v: sum(1 for e in s.verdict_map().values() if e == v) for v in engine.VERDICTS}
@@ -395,7 +394,7 @@ def cmd_stack_status(ctx: Context) -> int:
 
 def cmd_log(ctx: Context) -> int:
     sp, store = ctx.open()
-    b = ctx.bisector(sp, store, store.load())
+    b = ctx.reader(sp, store)
     for line in b.log_lines():
         ctx.console.line(line)
     return 0
@@ -408,7 +407,7 @@ def cmd_replay(ctx: Context) -> int:
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror}") from exc
     commands = _parse_log(text, path)
-    sp, store = ctx.open()
+    sp, _ = ctx.open()
     start_args = commands[0]
     from bisectkit.cli import build_parser  # the parser the log was written for
 
@@ -426,17 +425,20 @@ def cmd_replay(ctx: Context) -> int:
     if unknown:
         raise BadInput(f"{path}: unknown words in its 'start' line: {' '.join(unknown)}")
     args.pathspec = pathspec
-    if store.exists():
-        ctx.bisector(sp, store, store.load()).reset()
-    b = _new_session(ctx, args, sp, store)
-    try:
-        for words in commands[1:]:
-            b.mark(words[0], words[1:], source="replay")
-    except BaseException:
-        # Do not leave a half-replayed session behind.
-        run_shielded(b.reset)
-        raise
-    return _finish(b, b.advance())
+    with ctx.run(sp) as run:
+        if run.has_session():
+            signals.run_shielded(run.discard)
+        session = _start_session(args, sp)
+        try:
+            b = run.begin(session)
+            _header(ctx, b)
+            for words in commands[1:]:
+                b.mark(words[0], words[1:], source="replay")
+        except BaseException:
+            # Do not leave a half-replayed session behind.
+            signals.run_shielded(run.discard)
+            raise
+        return _finish(b, b.advance())
 
 
 def _parse_log(text: str, path: Path) -> list[list[str]]:
@@ -463,17 +465,18 @@ def _parse_log(text: str, path: Path) -> list[list[str]]:
 
 
 def cmd_reset(ctx: Context) -> int:
-    sp, store = ctx.open()
+    """Restore every repository and end the session, from whatever record survives."""
+    sp, _ = ctx.open()
     console = ctx.console
-    if not store.exists():
-        console.line("not bisecting; nothing to reset")
-        return 0
-    b = ctx.bisector(sp, store, store.load())
-    moved: list[str] = []
-    run_shielded(lambda: moved.extend(b.reset()))
-    for line in moved:
-        console.line(f"restored {line}")
-    if not moved:
+    with ctx.run(sp) as run:
+        if not run.has_session():
+            console.line("not bisecting; nothing to reset")
+            return 0
+        lines: list[str] = []
+        signals.run_shielded(lambda: lines.extend(run.end()))
+    for line in lines:
+        console.line(line)
+    if not any(line.startswith("restored ") for line in lines):
         console.line("nothing had moved; session ended")
     return 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from rich.console import Console as RichConsole
 from rich.markup import escape
@@ -15,12 +15,44 @@ _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
 
 
+class _Resilient:
+    """A text stream whose write errors are swallowed once the reader is gone.
+
+    After SIGHUP (terminal closed, ssh dropped) or with a closed pipe, every
+    write fails; a restore must go on regardless, so output is dropped
+    instead of raised.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._broken = False
+
+    def write(self, text: str) -> int:
+        if not self._broken:
+            try:
+                return self._stream.write(text)
+            except (OSError, ValueError):
+                self._broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._broken:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self._broken = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class Console:
     """Human-facing progress: header, a block per step, the final result."""
 
     def __init__(self, file: TextIO | None = None) -> None:
+        stream = cast(TextIO, _Resilient(file or sys.stdout))
         # soft_wrap keeps long lines (full shas, commands) whole when piped.
-        self._c = RichConsole(file=file or sys.stdout, soft_wrap=True, highlight=False)
+        self._c = RichConsole(file=stream, soft_wrap=True, highlight=False)
 
     @property
     def file(self) -> TextIO:

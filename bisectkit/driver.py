@@ -34,6 +34,7 @@ from bisectkit.step import Step
 from bisectkit.strategy import Prepared, Strategy
 from bisectkit.submodule import SubmoduleStrategy
 from bisectkit.trace import NullTracer, Tracer
+from bisectkit.worktree import Mover
 
 _STRATEGIES: dict[str, type[Strategy]] = {
     SubmoduleStrategy.name: SubmoduleStrategy,
@@ -42,22 +43,28 @@ _STRATEGIES: dict[str, type[Strategy]] = {
 }
 
 
-def make_strategy(superproject: Repo, session: Session) -> Strategy:
-    """The strategy object a session was started with."""
-    return _STRATEGIES[session.strategy](superproject, session)
+def make_strategy(superproject: Repo, session: Session, mover: Mover | None = None) -> Strategy:
+    """The strategy object a session was started with (``mover``: to check candidates out)."""
+    try:
+        kind = _STRATEGIES[session.strategy]
+    except KeyError:
+        raise BadInput(f"the session uses an unknown strategy {session.strategy!r}; run "
+                       "'git bisect-patched reset'") from None
+    return kind(superproject, session, mover)
 
 
 class Bisector:
     """One session's pipeline, saving the session after every change."""
 
     def __init__(self, superproject: Repo, store: SessionStore, session: Session,
-                 console: Console, pm: pluggy.PluginManager) -> None:
+                 console: Console, pm: pluggy.PluginManager, mover: Mover) -> None:
         self.superproject = superproject
         self.store = store
         self.session = session
         self.console = console
         self.pm = pm
-        self.strategy = make_strategy(superproject, session)
+        self.mover = mover
+        self.strategy = make_strategy(superproject, session, mover)
         # The checked-out candidate as prepared, when this process prepared it.
         self._prepared: Prepared | None = None
         self.tracer: Tracer = NullTracer()
@@ -487,15 +494,6 @@ class Bisector:
 
     def _subject(self, sha: str) -> str:
         return self.strategy.describe(sha).subject
-
-    # -- reset -------------------------------------------------------------------
-    def reset(self) -> list[str]:
-        """Restore every HEAD and work tree, keep the log, end the session; what moved."""
-        moved = self.strategy.restore()
-        self.store.last_log_path.write_text("\n".join(self.log_lines()) + "\n", encoding="utf-8")
-        self.store.delete()
-        return moved
-
 
 def _since(started: float) -> float:
     return round(time.perf_counter() - started, 4)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bisectkit import runner
@@ -24,12 +26,13 @@ class _CommandPlugin:
     def bisectkit_configure(self, config: Config) -> None:
         self._config = config
 
-    def _run(self, step: Step, phase: str, argv: list[str], shown: str) -> Outcome:
+    def _run(self, step: Step, phase: str, argv: list[str], shown: str,
+             watch: Sequence[re.Pattern[str]] = ()) -> Outcome:
         config = self._config
         assert config is not None and config.run is not None
         config.console.phase(phase, shown)
         return runner.run(argv, cwd=step.workdir, env=step.env, timeout=config.run.timeout,
-                          echo=config.console.file)
+                          echo=config.console.file, keep=config.run.keep_output, watch=watch)
 
 
 class BuildPlugin(_CommandPlugin):
@@ -51,4 +54,6 @@ class ReproPlugin(_CommandPlugin):
         run = self._config.run if self._config else None
         if run is None or not run.repro:
             return None
-        return self._run(step, "repro", list(run.repro), shlex.join(run.repro))
+        # Lines the rules would match survive the --keep-output cut.
+        watch = [p for patterns in run.rules.compiled().values() for p in patterns]
+        return self._run(step, "repro", list(run.repro), shlex.join(run.repro), watch)

@@ -2,18 +2,18 @@
 
 Everything bisectkit asks of git goes through :class:`Repo`: resolving
 revisions, ancestry, first-parent candidate lists, patch ids, in-memory 3-way
-merges of patches, creating commit objects without moving refs, and moving a
-work tree from one commit to another with a single checkout.
+merges of patches, creating commit objects without moving refs, and the
+primitives that move index, work tree and HEAD (always through the git CLI,
+so every change is one process the journal can name and a reflog line
+recovery can read; :mod:`bisectkit.worktree` journals and sequences them).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +56,31 @@ class CommitInfo:
     author: str
     date: str
     parents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TreeDiff:
+    """What changes between two trees."""
+
+    #: Every path that differs (old and new names).
+    paths: tuple[str, ...]
+    #: Paths rewritten in place (present on both sides).
+    modified: tuple[str, ...]
+    #: Paths only the new tree has (files and links; not gitlinks).
+    added: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReflogEntry:
+    """One line of a reflog."""
+
+    old: str
+    new: str
+    message: str
+
+
+#: Told the pid of a git command as soon as it runs.
+Spawned = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -330,10 +355,19 @@ class Repo:
     def dirty_paths(self, ignore: Iterable[str] = ()) -> list[str]:
         """Tracked paths whose work tree or index differs from HEAD (untracked files are fine)."""
         skip = set(ignore)
+        self._repo.index.read(False)  # git itself may have rewritten it
         changed = self._repo.status(untracked_files="no")
         return sorted(
             p for p, flags in changed.items() if p not in skip and flags != FileStatus.CURRENT
         )
+
+    def worktree_changes(self, ignore: Iterable[str] = ()) -> list[str]:
+        """Tracked paths whose work tree differs from the index (edits not staged)."""
+        skip = set(ignore)
+        self._repo.index.read(False)
+        wt = FileStatus.WT_MODIFIED | FileStatus.WT_DELETED | FileStatus.WT_TYPECHANGE
+        return sorted(p for p, flags in self._repo.status(untracked_files="no").items()
+                      if p not in skip and flags & wt)
 
     def gitlinks(self) -> dict[str, str]:
         """Submodule paths recorded in the index, with the commit each is pinned to."""
@@ -341,68 +375,155 @@ class Repo:
         index.read(False)  # git itself may have rewritten it (read-tree)
         return {e.path: str(e.id) for e in index if e.mode == GITLINK_MODE}
 
-    def checkout(self, sha: str) -> int:
-        """Move the work tree and a detached HEAD to ``sha``; return files written.
+    # -- moving the work tree (journaled by bisectkit.worktree) -------------------
+    def head_tree(self) -> str:
+        """Tree id of HEAD (the empty tree when HEAD is unborn)."""
+        return str(self._head_tree().id)
 
-        Only the paths that differ between the current HEAD's tree and the
-        target's (a tree diff, cheap even for huge trees) are written, so
-        unchanged files keep their mtime; the count returned is that diff.
+    def index_tree(self) -> str:
+        """Tree id of what the index holds now (written to the object database only)."""
+        index = self._repo.index
+        index.read(True)
+        try:
+            return str(index.write_tree(self._repo))
+        except pygit2.GitError as exc:  # unmerged entries: someone is mid-merge
+            raise GitFailure(f"the index of {self.workdir} has unmerged entries; resolve or "
+                             "abort the merge first") from exc
+
+    def diff_trees(self, old: str, new: str) -> TreeDiff:
+        """What changes between two trees: every path, those rewritten in place, those added."""
+        if old == new:
+            return TreeDiff((), (), ())
+        paths: set[str] = set()
+        modified: list[str] = []
+        added: list[str] = []
+        for delta in self._repo.diff(self._repo.get(old), self._repo.get(new)).deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+            if delta.status == DeltaStatus.MODIFIED:
+                modified.append(delta.new_file.path)
+            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
+                added.append(delta.new_file.path)
+        return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
+
+    def tracks(self, tree: str, path: str) -> bool:
+        """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""
+        return _entry(self._repo.get(tree), path) is not None
+
+    def index_has(self, path: str) -> bool:
+        """Is ``path`` (a file) in the index as it is on disk now?"""
+        index = self._repo.index
+        index.read(False)
+        return path in index
+
+    def refresh_index(self, on_spawn: Spawned | None = None) -> None:
+        """Refresh the index's stat data (racily-clean entries would look modified)."""
+        _git(self.workdir, "update-index", "-q", "--refresh", on_spawn=on_spawn)
+
+    def read_tree(self, base: str, target: str, on_spawn: Spawned | None = None) -> None:
+        """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).
+
+        git writes exactly the changed paths, refuses to overwrite local
+        edits, and leaves a fully refreshed index (libgit2's checkout was
+        several times slower on large trees).
         """
-        target = self._commit(sha)
-        paths, modified = self._paths_to_write(target.tree)
-        # Work tree, index and HEAD move together or not at all: a Ctrl-C or
-        # SIGTERM arriving meanwhile is held until HEAD names what is on disk
-        # (restoring from a half-written tree would compare the wrong trees).
-        with _signals_held():
-            self._move(sha, target, paths, modified)
-        return len(paths)
+        proc = _git(self.workdir, "read-tree", "-m", "-u", base, target, on_spawn=on_spawn)
+        if proc.returncode != 0:
+            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+            raise GitFailure(f"cannot check out {target[:12]} in {self.workdir}: {detail}; "
+                             "move local edits out of the way, then run the command "
+                             "again or 'git bisect-patched reset'")
 
-    def _move(self, sha: str, target: pygit2.Commit, paths: list[str],
-              modified: list[str]) -> None:
-        if paths:
-            before = _recently_written(str(self.workdir), modified)
-            # git's two-tree read-tree writes exactly the changed paths, refuses
-            # to overwrite local edits, and leaves a fully refreshed index
-            # (libgit2's checkout was several times slower on large trees).
-            base = self._head_tree()
-            # Racily-clean index entries (file and index written in the same
-            # second) look modified to read-tree until the stat data is refreshed.
-            _git(self.workdir, "update-index", "-q", "--refresh")
-            proc = _git(self.workdir, "read-tree", "-m", "-u", str(base.id), str(target.tree_id))
-            if proc.returncode != 0:
-                detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
-                raise GitFailure(f"cannot check out {sha[:12]} in {self.workdir}: {detail}; "
-                                 "move local edits out of the way, then run the command "
-                                 "again or 'git bisect-patched reset'")
-            _freshen_mtimes(self.workdir, before)
-        self._repo.set_head(pygit2.Oid(hex=sha))
+    def reset_tree(self, target: str, on_spawn: Spawned | None = None) -> None:
+        """Make index and work tree exactly ``target``, whatever they hold now.
+
+        ``read-tree --reset -u`` compares the index (and the files' stat data)
+        with ``target``: it rewrites what differs, including files a killed
+        checkout left half-written, and nothing else.
+        """
+        proc = _git(self.workdir, "read-tree", "--reset", "-u", target, on_spawn=on_spawn)
+        if proc.returncode != 0:
+            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+            raise GitFailure(f"cannot restore {self.workdir} to tree {target[:12]}: {detail}")
+
+    def point_head(self, state: HeadState, message: str,
+                   on_spawn: Spawned | None = None) -> None:
+        """Point HEAD at a branch (``state.ref``) or detach it at ``state.sha``.
+
+        Through git, with ``message`` in the reflog: the reflog is the last
+        record bisectkit can recover from.
+        """
+        if state.ref is not None:
+            args = ["symbolic-ref", "-m", message, "HEAD", state.ref]
+        else:
+            args = ["update-ref", "--no-deref", "-m", message, "HEAD", state.sha]
+        proc = _git(self.workdir, *args, on_spawn=on_spawn)
+        if proc.returncode != 0:
+            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+            raise GitFailure(f"cannot move HEAD of {self.workdir}: {detail}")
+
+    def create_ref(self, name: str, sha: str, message: str) -> None:
+        """Create ref ``name`` at ``sha`` (refuses to replace an existing one)."""
+        proc = _git(self.workdir, "update-ref", "-m", message, name, sha, "0" * 40)
+        if proc.returncode != 0:
+            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+            raise GitFailure(f"cannot create {name} in {self.workdir}: {detail}")
+
+    def ref_exists(self, name: str) -> bool:
+        return name in self._repo.references
+
+    def head_reflog(self) -> list[ReflogEntry]:
+        """HEAD's reflog, newest first (empty when there is none)."""
+        try:
+            ref = self._repo.references["HEAD"]
+            return [ReflogEntry(str(e.oid_old), str(e.oid_new), e.message or "")
+                    for e in ref.log()]
+        except (KeyError, pygit2.GitError, OSError):
+            return []
+
+    def unreachable(self, shas: Iterable[str]) -> list[str]:
+        """The commits among ``shas`` that no branch, tag or remote-tracking ref contains."""
+        wanted = [s for s in dict.fromkeys(shas) if self.has_commit(s)]
+        if not wanted:
+            return []
+        walker = self._repo.walk(None, SortMode.NONE)
+        for s in wanted:
+            walker.push(s)
+        for ref in self._repo.references.iterator():
+            if not ref.name.startswith(("refs/heads/", "refs/tags/", "refs/remotes/",
+                                        "refs/bisectkit/")):
+                continue
+            with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
+                walker.hide(ref.peel(pygit2.Commit).id)
+        found = {str(c.id) for c in walker}
+        return [s for s in wanted if s in found]
+
+    def blob_at(self, tree: str, path: str) -> str | None:
+        """Id of what ``tree`` holds at ``path`` (``None`` if nothing)."""
+        found = _entry(self._repo.get(tree), path)
+        return None if found is None else str(found[0])
+
+    def hash_on_disk(self, path: str) -> str | None:
+        """Blob id of the file (or link) at ``path`` in the work tree; ``None`` if absent."""
+        full = self.workdir / path
+        try:
+            if full.is_symlink():
+                return str(pygit2.hash(os.readlink(full).encode()))
+            if full.is_file():
+                return str(pygit2.hashfile(str(full)))
+        except OSError:
+            return None
+        return None
+
+    @property
+    def index_lock(self) -> Path:
+        """git's lock on the index; present while a git command rewrites it."""
+        return self.git_dir / "index.lock"
 
     def _head_tree(self) -> pygit2.Tree:
         if self._repo.head_is_unborn:
             return self._empty_tree()
         return self._repo.head.peel(pygit2.Commit).tree
-
-    def _paths_to_write(self, target: pygit2.Tree) -> tuple[list[str], list[str]]:
-        """Paths whose content differs between HEAD's tree and ``target``, and the
-        subset that exists on both sides (rewritten in place)."""
-        base = self._head_tree()
-        if base.id == target.id:
-            return [], []
-        paths: set[str] = set()
-        modified: list[str] = []
-        for delta in self._repo.diff(base, target).deltas:
-            paths.add(delta.old_file.path)
-            paths.add(delta.new_file.path)
-            if delta.status == DeltaStatus.MODIFIED:
-                modified.append(delta.new_file.path)
-        return sorted(paths), modified
-
-    def restore(self, state: HeadState) -> int:
-        """Put HEAD (branch or detached), index and work tree back to ``state``."""
-        written = self.checkout(state.sha)
-        if state.ref is not None:
-            self._repo.set_head(state.ref)
-        return written
 
     def has_commit(self, sha: str) -> bool:
         obj = self._repo.get(sha)
@@ -519,71 +640,25 @@ def find_superproject(start: str | Path) -> Repo:
         repo = parent
 
 
-def _recently_written(workdir: str, paths: Sequence[str]) -> dict[str, os.stat_result]:
-    """Stat of the files about to be rewritten whose mtime is in the current second.
-
-    Only those can end up with the same whole-second mtime after the rewrite.
-    """
-    now = int(time.time())
-    found = {}
-    for p in paths:
-        try:
-            st = os.stat(f"{workdir}/{p}", follow_symlinks=False)
-        except OSError:
-            continue
-        if int(st.st_mtime) >= now:
-            found[p] = st
-    return found
-
-
-def _freshen_mtimes(workdir: Path, before: dict[str, os.stat_result]) -> int:
-    """Give every rewritten file an mtime in a later whole second than its old one.
-
-    Caches keyed on whole-second mtime plus size (Python's .pyc, some build
-    tools) miss a same-size rewrite within the same second. Only files
-    rewritten less than a second after their previous write can collide;
-    they get the next whole second (at most one second ahead of the clock)
-    instead of making the step wait a second. Returns how many were moved.
-    """
-    moved = 0
-    for p, old in before.items():
-        try:
-            new = os.stat(workdir / p, follow_symlinks=False)
-        except OSError:
-            continue  # removed by the checkout
-        if int(new.st_mtime) <= int(old.st_mtime) and new.st_size == old.st_size:
-            # An old mtime already bumped into the future (rewrites faster than
-            # one a second) is waited out, so the clock skew never exceeds 1 s.
-            ahead = int(old.st_mtime) - time.time()
-            if ahead > 0:
-                time.sleep(ahead)
-            bumped = (int(old.st_mtime) + 1) * 1_000_000_000
-            os.utime(workdir / p, ns=(new.st_atime_ns, bumped), follow_symlinks=False)
-            moved += 1
-    return moved
-
-
 #: Variables that would point git at another repository than ``cwd``'s.
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
                       "GIT_COMMON_DIR", "GIT_PREFIX")
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the git CLI in ``cwd`` (for what it does better than libgit2: fetch, read-tree)."""
+def _git(cwd: Path, *args: str, on_spawn: Spawned | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    """Run the git CLI in ``cwd`` (for what it does better than libgit2: fetch, read-tree).
+
+    ``on_spawn`` gets git's pid as soon as it runs, so that the journal can
+    name a git that outlives bisectkit.
+    """
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
     # Its own session: a terminal Ctrl-C reaches bisectkit (which decides when
     # to stop), never a git halfway through writing the work tree or index.
-    return subprocess.run(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, check=False,
-                          start_new_session=True)
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM (delivered on exit) around a change that must not tear."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    with subprocess.Popen(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        if on_spawn is not None:
+            on_spawn(proc.pid)
+        out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

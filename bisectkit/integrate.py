@@ -18,8 +18,9 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, Repo, open_submodule
 from bisectkit.session import Session
-from bisectkit.strategy import Prepared, Strategy, head_states, resolve_range
+from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states, resolve_range
 from bisectkit.submodule import DEFAULT_UPSTREAMS, dirty_message
+from bisectkit.worktree import Mover
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,8 @@ class IntegrateStrategy(Strategy):
 
     name = "integrate"
 
-    def __init__(self, superproject: Repo, session: Session) -> None:
-        super().__init__(superproject, session)
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
+        super().__init__(superproject, session, mover)
         self.paths: list[str] = list(session.params["submodules"])
         self.subs = {p: Repo(superproject.workdir / p) for p in self.paths}
         self._upstreams: dict[str, tuple[str, str] | None] = {}
@@ -155,10 +156,10 @@ class IntegrateStrategy(Strategy):
 
     def checkout(self, prepared: Prepared) -> int:
         """Superproject to the candidate (detached), then each submodule to its pin."""
-        written = self.superproject.checkout(prepared.candidate)
+        written = self.mover.checkout(SUPERPROJECT, self.superproject, prepared.candidate)
         for path, pin in prepared.target.items():
             if pin is not None:
-                written += self.subs[path].checkout(pin)
+                written += self.mover.checkout(path, self.subs[path], pin)
         return written
 
     def header_lines(self) -> list[str]:

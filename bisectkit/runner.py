@@ -4,15 +4,23 @@ The child gets a pty so compilers and test drivers keep their usual
 line-buffered, coloured output; it is streamed live to our stdout and kept
 as text for classification. The child runs in its own session, so a timeout
 or Ctrl-C kills its whole process group and nothing is left behind.
+
+Commands are argv lists, never split: a path with spaces is one word. What is
+kept is bounded (``keep`` characters: the head and the tail, with a marker
+between), so 50 MB of output per step costs neither memory nor disk; lines of
+the dropped middle that match ``watch`` patterns (the ``--*-if`` rules) are
+kept under the marker, so a rule still sees them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
@@ -21,6 +29,11 @@ import pexpect
 
 _CHUNK = 65536
 _POLL_S = 0.1
+#: Characters of output kept per command by default (``--keep-output``).
+DEFAULT_KEEP = 8 << 20
+#: At most this many lines of the dropped middle are kept for matching the rules.
+_MAX_KEPT_LINES = 200
+_MAX_LINE = 4096
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,81 @@ class Outcome:
         return f"exit {self.exit_status}"
 
 
+class _Kept:
+    """The head and the tail of a stream, plus the middle's lines that match ``watch``."""
+
+    def __init__(self, keep: int, watch: Sequence[re.Pattern[str]]) -> None:
+        self._head_room = keep // 2
+        self._tail_room = keep - self._head_room
+        self._head: list[str] = []
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self._watch = watch
+        self._partial = ""
+        self._matched: list[str] = []
+        self.dropped = 0
+
+    def add(self, text: str) -> None:
+        if self._head_room > 0:
+            taken = text[:self._head_room]
+            self._head.append(taken)
+            self._head_room -= len(taken)
+            text = text[len(taken):]
+        if not text:
+            return
+        self._tail.append(text)
+        self._tail_len += len(text)
+        while self._tail_len > self._tail_room:
+            first = self._tail[0]
+            over = self._tail_len - self._tail_room
+            if len(first) <= over:
+                self._tail.popleft()
+                self._drop(first)
+                self._tail_len -= len(first)
+            else:
+                self._tail[0] = first[over:]
+                self._drop(first[:over])
+                self._tail_len -= over
+
+    def _drop(self, text: str) -> None:
+        self.dropped += len(text)
+        if not self._watch:
+            return
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()[-_MAX_LINE:]
+        for line in lines:
+            if len(self._matched) < _MAX_KEPT_LINES and \
+                    any(p.search(line) for p in self._watch):
+                self._matched.append(line[:_MAX_LINE])
+
+    def text(self) -> str:
+        if not self.dropped:
+            return "".join(self._head) + "".join(self._tail)
+        if self._partial and any(p.search(self._partial) for p in self._watch):
+            self._matched.append(self._partial)
+        marker = [f"\n[bisectkit: {self.dropped} characters of output dropped here "
+                  "(--keep-output)"]
+        if self._matched:
+            marker.append(f"; the {len(self._matched)} line(s) of them that match the rules:]\n")
+            marker += [line + "\n" for line in self._matched]
+            marker.append("[bisectkit: end of the dropped output]\n")
+        else:
+            marker.append("]\n")
+        return "".join(self._head) + "".join(marker) + "".join(self._tail)
+
+
+def pexpect_command(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """``(command, args)`` for ``pexpect.spawn`` that runs exactly ``argv``.
+
+    pexpect splits a command given without arguments on whitespace (so
+    ``/x/evil dir/repro.sh`` would run ``/x/evil``); escaping every
+    character makes its splitter return the path unchanged.
+    """
+    if len(argv) > 1:
+        return argv[0], list(argv[1:])
+    return "".join("\\" + ch for ch in argv[0]), []
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -58,17 +146,21 @@ def run(
     env: Mapping[str, str],
     timeout: float | None = None,
     echo: TextIO | None = None,
+    keep: int = DEFAULT_KEEP,
+    watch: Sequence[re.Pattern[str]] = (),
 ) -> Outcome:
     """Run ``argv`` to completion (or ``timeout`` seconds) and return its :class:`Outcome`.
 
-    A ``KeyboardInterrupt`` while waiting kills the child's process group
-    before it propagates.
+    Everything is streamed to ``echo``; at most ``keep`` characters are kept
+    (see :class:`_Kept`). A ``KeyboardInterrupt`` while waiting kills the
+    child's process group before it propagates.
     """
     echo = sys.stdout if echo is None else echo
     start = time.monotonic()
+    command, args = pexpect_command(argv)
     child = pexpect.spawn(
-        argv[0],
-        list(argv[1:]),
+        command,
+        args,
         cwd=cwd,
         env=dict(env),
         encoding="utf-8",
@@ -76,7 +168,7 @@ def run(
         timeout=None,
         dimensions=(50, 200),
     )
-    chunks: list[str] = []
+    kept = _Kept(keep, watch)
     timed_out = False
     try:
         while True:
@@ -92,7 +184,7 @@ def run(
                 timed_out = _wait_exit(child, start, timeout)
                 break
             text = data.replace("\r\n", "\n")
-            chunks.append(text)
+            kept.add(text)
             echo.write(text)
             echo.flush()
     except BaseException:
@@ -107,7 +199,7 @@ def run(
     return Outcome(
         exit_status=None if timed_out else child.exitstatus,
         signal=None if timed_out else child.signalstatus,
-        output="".join(chunks),
+        output=kept.text(),
         timed_out=timed_out,
         duration=duration,
         timeout=timeout,

@@ -21,6 +21,7 @@ from typing import Any
 
 from bisectkit.classify import Rules
 from bisectkit.engine import Verdict
+from bisectkit.runner import DEFAULT_KEEP
 from bisectkit.session import SessionStore
 from bisectkit.step import Step
 
@@ -39,6 +40,9 @@ class RunOptions:
     plugin_options: tuple[tuple[str, str], ...] = ()
     #: ``-p`` plugins and their options as command-line words (for follow-up commands).
     plugin_argv: tuple[str, ...] = ()
+    #: Characters of each command's output kept (``--keep-output``); not part of the cache
+    #: key: the lines the rules match are kept whatever the limit.
+    keep_output: int = DEFAULT_KEEP
 
     def argv(self) -> list[str]:
         """The run options and repro as command-line words (for follow-up commands)."""
@@ -53,6 +57,8 @@ class RunOptions:
             words += ["--timeout", f"{self.timeout:g}"]
         if self.timeout_verdict != "skip":
             words += ["--timeout-verdict", self.timeout_verdict]
+        if self.keep_output != DEFAULT_KEEP:
+            words.append(f"--keep-output={self.keep_output}")
         words += self.plugin_argv
         return [*words, "--", *self.repro] if self.repro else words
 

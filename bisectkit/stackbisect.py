@@ -20,6 +20,7 @@ from bisectkit.patchstack import Stack
 from bisectkit.session import Session
 from bisectkit.strategy import Prepared, head_states
 from bisectkit.submodule import PatchedSubmodule, check_clean, resolve_upstream
+from bisectkit.worktree import Mover
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,8 @@ class StackStrategy(PatchedSubmodule):
 
     name = "stack"
 
-    def __init__(self, superproject: Repo, session: Session) -> None:
-        super().__init__(superproject, session)
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
+        super().__init__(superproject, session, mover)
         self.at = session.params["at"]
 
     def prepare(self, candidate: str) -> Prepared:

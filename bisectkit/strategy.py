@@ -2,7 +2,8 @@
 
 A strategy turns candidates into trees on disk: ``prepare`` works in memory
 (and may say the candidate cannot be tested), ``checkout`` writes it with as
-few file writes as git allows, ``restore`` puts every repository back.
+few file writes as git allows, through the session's journaled
+:class:`~bisectkit.worktree.Mover` (which also restores everything at the end).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, ClassVar
 from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, HeadState, Repo
 from bisectkit.session import Session
+from bisectkit.worktree import Mover
 
 #: Key of the superproject in :attr:`Session.orig`.
 SUPERPROJECT = "."
@@ -42,9 +44,17 @@ class Strategy(ABC):
 
     name: ClassVar[str]
 
-    def __init__(self, superproject: Repo, session: Session) -> None:
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         self.superproject = superproject
         self.session = session
+        self._mover = mover
+
+    @property
+    def mover(self) -> Mover:
+        """What checks candidates out (journaled); only commands that move things have one."""
+        if self._mover is None:
+            raise AssertionError("this command does not move repositories")
+        return self._mover
 
     @abstractmethod
     def describe(self, sha: str) -> CommitInfo:
@@ -77,20 +87,6 @@ class Strategy(ABC):
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         """Strategy-specific fields of the JSON result (``first_bad`` when found)."""
         return {}
-
-    def restore(self) -> list[str]:
-        """Put every repository back where the session found it; describe what moved."""
-        moved = []
-        for key, state in self.session.orig.items():
-            repo = self.superproject if key == SUPERPROJECT else Repo(
-                self.superproject.workdir / key)
-            is_super = key == SUPERPROJECT
-            # The superproject shows moved submodules as changes: not its own.
-            dirty = repo.dirty_paths(ignore=repo.gitlinks() if is_super else ())
-            if repo.head_state() != state or dirty:
-                repo.restore(state)
-                moved.append(f"{'superproject' if is_super else key} to {state.describe()}")
-        return moved
 
 
 def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState]:

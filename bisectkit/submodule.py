@@ -18,6 +18,7 @@ from bisectkit.git import CommitInfo, Repo, open_submodule
 from bisectkit.patchstack import Stack
 from bisectkit.session import Session
 from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states, resolve_range
+from bisectkit.worktree import Mover
 
 #: Tried in order when neither ``--upstream`` nor ``bisectkit.upstream`` is given.
 DEFAULT_UPSTREAMS = ("upstream/main", "origin/main", "origin/master")
@@ -148,8 +149,8 @@ class LineAncestry:
 class PatchedSubmodule(Strategy):
     """What the strategies that replay a submodule's patch stack share."""
 
-    def __init__(self, superproject: Repo, session: Session) -> None:
-        super().__init__(superproject, session)
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
+        super().__init__(superproject, session, mover)
         self.path = session.params["submodule"]
         _, self.sub = open_submodule(superproject, self.path)
         self.stack = Stack.from_json(session.params["stack"])
@@ -164,7 +165,7 @@ class PatchedSubmodule(Strategy):
 
     def checkout(self, prepared: Prepared) -> int:
         """Write the patched commit to the submodule's work tree; files written."""
-        return self.sub.checkout(prepared.target)
+        return self.mover.checkout(self.path, self.sub, prepared.target)
 
 
 class SubmoduleStrategy(PatchedSubmodule):
@@ -172,8 +173,8 @@ class SubmoduleStrategy(PatchedSubmodule):
 
     name = "submodule"
 
-    def __init__(self, superproject: Repo, session: Session) -> None:
-        super().__init__(superproject, session)
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
+        super().__init__(superproject, session, mover)
         self.ancestry = LineAncestry(self.sub, session.candidates)
 
     def prepare(self, candidate: str) -> Prepared:

@@ -228,7 +228,7 @@ def bisectkit_build(step: Step) -> Outcome | None:
         cmd = [settings.cmake, *settings.configure_args()]
         console.phase("configure", _shown(cmd))
         configured = runner.run(cmd, cwd=step.workdir, env=step.env, timeout=total,
-                                echo=console.file)
+                                echo=console.file, keep=config.run.keep_output)
         step.extra["cmake_configure_s"] = round(configured.duration, 3)
         if not configured.ok:
             return configured
@@ -240,7 +240,7 @@ def bisectkit_build(step: Step) -> Outcome | None:
     cmd = [settings.ninja, *settings.build_args()]
     console.phase("build", _shown(cmd))
     done.append(runner.run(cmd, cwd=step.workdir, env=step.env, timeout=left,
-                           echo=console.file))
+                           echo=console.file, keep=config.run.keep_output))
     return _combine(done, total)
 
 

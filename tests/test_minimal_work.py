@@ -11,6 +11,8 @@ from pathlib import Path
 from conftest import SUBMODULE, World, WorldSpec, cli, git_cli
 
 from bisectkit.git import Repo
+from bisectkit.journal import Journal, Origin
+from bisectkit.worktree import Mover
 
 GOOD_IF = "device .* not found"
 OLD = 1_600_000_000  # 2020-09-13: far from any mtime a checkout could give
@@ -53,11 +55,14 @@ def test_same_size_rewrite_within_a_second_gets_a_later_second(tmp_path: Path, w
         world.git(repo, "commit", "-q", "-m", text.strip())
         shas.append(world.git(repo, "rev-parse", "HEAD"))
     r = Repo(repo)
-    r.checkout(shas[0])
+    journal = Journal(tmp_path / "journal")
+    journal.begin_session(str(repo), {".": Origin(r.head_state(), 0)})
+    mover = Mover(journal, tmp_path / "backup")
+    mover.checkout(".", r, shas[0])
     seconds = []
     for sha in shas[1:] + shas[:1]:
         before = os.stat(repo / "f.txt")
-        assert r.checkout(sha) == 1
+        assert mover.checkout(".", r, sha) == 1
         end = time.time()
         after = os.stat(repo / "f.txt")
         assert (repo / "f.txt").read_text() != "" and after.st_size == before.st_size

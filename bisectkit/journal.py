@@ -1,0 +1,314 @@
+"""The journal: what bisectkit is about to do to the user's repositories, and what it did.
+
+One JSON object per line in ``<git dir>/bisectkit/journal``, appended and
+fsynced *before* each change (a move of index, work tree and HEAD; a file put
+aside) and marked done after it. Whatever kills the process, at whatever
+instant, the journal says where every repository started, what bisectkit put
+there since, and which change may be half done; :mod:`bisectkit.recovery`
+replays it backwards. A torn last line (the process died mid-write) is
+ignored: the change it announced had not started.
+
+Records (``op``):
+
+- ``start``: the session's id and, per repository it may move (``"."`` is the
+  superproject), the HEAD to restore and the length of HEAD's reflog then;
+- ``move`` (before) / ``git`` (the pid of the git doing it) / ``moved`` (after):
+  one move of a repository from one commit and tree to another;
+- ``backup`` (before) / ``backed-up`` (after) / ``put-back``: an untracked or
+  ignored file moved out of a checkout's way (``--force-ignored``) and back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bisectkit.git import HeadState
+
+JOURNAL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Side:
+    """One end of a move: HEAD (branch or detached) and the tree index and files hold."""
+
+    head: HeadState
+    tree: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.head.ref, "sha": self.head.sha, "tree": self.tree}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Side:
+        return cls(HeadState(ref=data.get("ref"), sha=str(data["sha"])), str(data["tree"]))
+
+
+@dataclass
+class Move:
+    """A journaled move; ``done`` once it completed (or was settled by a restore)."""
+
+    n: int
+    repo: str
+    old: Side
+    new: Side
+    done: bool = False
+    #: Pids (and their start times) of the git commands doing it.
+    gits: list[tuple[int, str | None]] = field(default_factory=list)
+
+
+@dataclass
+class Backup:
+    """A file moved out of a checkout's way, to put back on restore."""
+
+    n: int
+    repo: str
+    path: str
+    stash: str
+    done: bool = False
+    put_back: bool = False
+
+
+@dataclass
+class Origin:
+    """Where one repository was when the session started."""
+
+    head: HeadState
+    reflog: int
+
+
+@dataclass
+class JournalState:
+    """The journal read back: enough to undo everything the session did."""
+
+    session_id: str
+    root: str
+    repos: dict[str, Origin]
+    moves: list[Move] = field(default_factory=list)
+    backups: list[Backup] = field(default_factory=list)
+    #: Lines that could not be read (a torn last line is normal after a kill).
+    unreadable: int = 0
+    #: Where the start record came from: "session" (a session's own journal),
+    #: or the fallback a reset rebuilt it from ("session file", "reflog").
+    source: str = "session"
+    #: Commits bisectkit placed that no move record lists (read from reflogs).
+    extra_placed: dict[str, set[str]] = field(default_factory=dict)
+
+    def pending(self, repo: str) -> Move | None:
+        """The move of ``repo`` that started and never finished, if any."""
+        for move in reversed(self.moves):
+            if move.repo == repo:
+                return None if move.done else move
+        return None
+
+    def touched(self, repo: str) -> bool:
+        """Did bisectkit move ``repo``? A rebuilt journal cannot tell: it assumes so."""
+        return self.source != "session" or any(m.repo == repo for m in self.moves)
+
+    def placed(self, repo: str) -> set[str]:
+        """Every commit bisectkit put HEAD of ``repo`` on (not the user's own)."""
+        return {m.new.head.sha for m in self.moves if m.repo == repo} | \
+            self.extra_placed.get(repo, set())
+
+    @property
+    def knows_user_commits(self) -> bool:
+        """Can commits of the user's be told from bisectkit's? (Not from an old session file.)"""
+        return self.source != "session file"
+
+
+class Journal:
+    """Appends records to the journal file, each one durable before the change it announces."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._next = 1
+        self.session_id = ""
+
+    # -- writing -------------------------------------------------------------
+    def begin_session(self, root: str, repos: dict[str, Origin], source: str = "session",
+                      placed: dict[str, set[str]] | None = None) -> None:
+        """Create the journal with the start record (fails if one exists: never two sessions).
+
+        ``source`` other than "session" rebuilds the journal of a session
+        whose own was lost, from the record named, so that the restore is
+        journaled like any other change.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.session_id = secrets.token_hex(6)
+        self._next = 1
+        record = {"op": "start", "version": JOURNAL_VERSION, "id": self.session_id,
+                  "root": root, "source": source,
+                  "placed": {k: sorted(v) for k, v in (placed or {}).items()},
+                  "repos": {k: {"ref": o.head.ref, "sha": o.head.sha, "reflog": o.reflog}
+                            for k, o in repos.items()}}
+        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, _line(record))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _fsync_dir(self.path.parent)
+
+    def resume(self, state: JournalState) -> None:
+        """Continue an existing journal (numbers go on from its last record)."""
+        self.session_id = state.session_id
+        numbers = [m.n for m in state.moves] + [b.n for b in state.backups]
+        self._next = max(numbers, default=0) + 1
+
+    def move(self, repo: str, old: Side, new: Side) -> int:
+        """Announce a move (durably); returns its number for :meth:`moved`."""
+        n = self._take()
+        self._append({"op": "move", "n": n, "repo": repo, "from": old.to_json(),
+                      "to": new.to_json()})
+        return n
+
+    def git(self, n: int, pid: int) -> None:
+        """The git doing move ``n`` runs as ``pid`` (a restore waits for it if it outlives us).
+
+        Not fsynced: only a crash of the whole machine loses it, and that
+        also ends the git it names.
+        """
+        self._append({"op": "git", "n": n, "pid": pid, "started": process_start(pid)},
+                     sync=False)
+
+    def moved(self, n: int) -> None:
+        self._append({"op": "moved", "n": n})
+
+    def backup(self, repo: str, path: str, stash: str) -> int:
+        n = self._take()
+        self._append({"op": "backup", "n": n, "repo": repo, "path": path, "stash": stash})
+        return n
+
+    def backed_up(self, n: int) -> None:
+        self._append({"op": "backed-up", "n": n})
+
+    def put_back(self, n: int) -> None:
+        self._append({"op": "put-back", "n": n})
+
+    def delete(self) -> None:
+        """The session is over and everything is restored: the journal's job is done."""
+        self.path.unlink(missing_ok=True)
+
+    def peek(self) -> int:
+        """The number the next record will get (names a backup's folder before it is written)."""
+        return self._next
+
+    def _take(self) -> int:
+        n = self._next
+        self._next += 1
+        return n
+
+    def _append(self, record: dict[str, Any], sync: bool = True) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, _line(record))
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def load(path: Path) -> JournalState | None:
+    """Read a journal back; ``None`` when there is none or its start record is unreadable."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    state: JournalState | None = None
+    moves: dict[int, Move] = {}
+    backups: dict[int, Backup] = {}
+    unreadable = 0
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if state is None:
+                state = _start(rec)
+                continue
+            _apply(rec, moves, backups)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            unreadable += 1
+            if state is None:
+                return None  # without its start record the journal says nothing usable
+    if state is None:
+        return None
+    state.moves = [moves[n] for n in sorted(moves)]
+    state.backups = [backups[n] for n in sorted(backups)]
+    state.unreadable = unreadable
+    return state
+
+
+def _start(rec: dict[str, Any]) -> JournalState:
+    if rec["op"] != "start" or rec["version"] != JOURNAL_VERSION:
+        raise ValueError("not a start record of this journal version")
+    repos = {str(k): Origin(HeadState(ref=v.get("ref"), sha=str(v["sha"])), int(v["reflog"]))
+             for k, v in rec["repos"].items()}
+    placed = {str(k): {str(x) for x in v} for k, v in rec.get("placed", {}).items()}
+    return JournalState(session_id=str(rec["id"]), root=str(rec["root"]), repos=repos,
+                        source=str(rec.get("source", "session")), extra_placed=placed)
+
+
+def _apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup]) -> None:
+    op = rec["op"]
+    if op == "move":
+        n = int(rec["n"])
+        moves[n] = Move(n, str(rec["repo"]), Side.from_json(rec["from"]),
+                        Side.from_json(rec["to"]))
+    elif op == "git" and int(rec["n"]) in moves:
+        started = rec.get("started")
+        moves[int(rec["n"])].gits.append((int(rec["pid"]),
+                                          None if started is None else str(started)))
+    elif op == "moved" and int(rec["n"]) in moves:
+        moves[int(rec["n"])].done = True
+    elif op == "backup":
+        n = int(rec["n"])
+        backups[n] = Backup(n, str(rec["repo"]), str(rec["path"]), str(rec["stash"]))
+    elif op == "backed-up" and int(rec["n"]) in backups:
+        backups[int(rec["n"])].done = True
+    elif op == "put-back" and int(rec["n"]) in backups:
+        backups[int(rec["n"])].put_back = True
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a new file's directory entry durable too (else a crash may forget the file)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def process_start(pid: int) -> str | None:
+    """When ``pid`` started (Linux: clock ticks since boot), to tell it from a reused pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def alive(pid: int, started: str | None) -> bool:
+    """Is the process that was ``pid`` (started at ``started``) still running, not a zombie?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return True  # no /proc: trust kill(0)
+    if fields[0] == "Z":
+        return False
+    return started is None or fields[19] == started

@@ -1,0 +1,196 @@
+"""The one owner of a bisection in this process: lock -> journal -> steps -> restore -> release.
+
+Every command that changes the user's repositories runs inside a
+:class:`Run`. Entering it takes the superproject's lock (a second bisectkit
+there gets one line naming the holder, exit 2, nothing touched). A new
+session writes its journal before anything moves; a continued one first
+settles a move a kill may have cut short. :meth:`Run.end` restores every
+repository from the journal and ends the session; it is idempotent, and a
+kill during it leaves a journal the next ``reset`` finishes from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from types import TracebackType
+
+import pluggy
+
+from bisectkit import journal as journal_mod
+from bisectkit import recovery, signals
+from bisectkit.console import Console
+from bisectkit.driver import Bisector
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo
+from bisectkit.journal import Journal, Origin
+from bisectkit.lock import RunLock
+from bisectkit.session import Session, SessionStore
+from bisectkit.worktree import Mover
+
+GIT_PROG = "git bisect-patched"
+
+
+class Run:
+    """Owns the lock, the journal and the restore of one superproject for one command."""
+
+    def __init__(self, superproject: Repo, console: Console, pm: pluggy.PluginManager,
+                 command: str, force_ignored: bool = False) -> None:
+        self.superproject = superproject
+        self.console = console
+        self.pm = pm
+        self.command = command
+        self.store = SessionStore(superproject.git_dir)
+        self.lock = RunLock(self.store.dir / "lock")
+        self.journal = Journal(self.store.dir / "journal")
+        self.force_ignored = force_ignored
+        self.bisector: Bisector | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+    def __enter__(self) -> Run:
+        self.lock.acquire(self.command)
+        gone = self.lock.took_over
+        if gone is not None and gone.pid is not None:
+            self._note(f"the previous bisectkit here ({gone.describe()}) had died; "
+                       "its lock was released")
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.lock.release()
+
+    def require_idle(self) -> None:
+        """Refuse to start when a session, or the journal of an interrupted one, exists."""
+        if self.store.exists():
+            raise BadInput(f"a bisect-patched session is already in progress "
+                           f"({self.store.session_path}); finish it or run '{GIT_PROG} reset'")
+        if self.journal.path.exists():
+            raise BadInput(f"an interrupted bisection left changes to undo "
+                           f"({self.journal.path}); run '{GIT_PROG} reset' first")
+
+    def begin(self, session: Session) -> Bisector:
+        """Journal the starting HEADs, then save the session: from here, ``end`` undoes all."""
+        origins = {}
+        for key, head in session.orig.items():
+            repo = self.superproject if key == "." else Repo(self.superproject.workdir / key)
+            origins[key] = Origin(head, len(repo.head_reflog()))
+        if self.force_ignored:
+            session.params["force_ignored"] = True
+        with signals.held():
+            self.journal.begin_session(session.root, origins)
+            self.store.clear_logs()
+            self.store.save(session)
+        return self._bisector(session)
+
+    def resume(self) -> Bisector:
+        """The session in progress, with any move a kill left half done settled."""
+        session = self.store.load()
+        state = journal_mod.load(self.journal.path)
+        if state is None:
+            raise BadInput(f"the session has no readable journal ({self.journal.path}); run "
+                           f"'{GIT_PROG} reset' to restore from what is left")
+        self.journal.resume(state)
+        b = self._bisector(session)
+        for key in state.repos:
+            pending = state.pending(key)
+            if pending is not None:
+                repo = self.superproject if key == "." else Repo(
+                    self.superproject.workdir / key)
+                ignore = repo.gitlinks() if key == "." else {}
+                self._note(f"finishing a change a stopped bisectkit left half done in "
+                           f"{repo.workdir}")
+                b.mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)
+        return b
+
+    def end(self) -> list[str]:
+        """Restore every repository and end the session; what was done. Idempotent.
+
+        Works from the journal; when it is missing or unreadable, from the
+        session file's HEADs, else from bisectkit's lines in the reflogs (a
+        journal is rebuilt from those first, so this restore is journaled too).
+        """
+        lines: list[str] = []
+        session = self._readable_session()
+        state = journal_mod.load(self.journal.path)
+        if state is None:
+            state = self._rebuild_journal(session, lines)
+        if state is not None:
+            self.journal.resume(state)
+            mover = Mover(self.journal, self.store.dir / "backup", note=self._note)
+            lines += recovery.restore(self.superproject, mover, state)
+        if session is not None:
+            with contextlib.suppress(Exception):  # a log is a nicety; the restore is not
+                log = self._bisector(session).log_lines()
+                self.store.last_log_path.write_text("\n".join(log) + "\n", encoding="utf-8")
+        self.store.delete()
+        self.journal.delete()
+        _remove_empty_tree(self.store.dir / "backup")
+        return lines
+
+    def discard(self) -> None:
+        """:meth:`end`, for a session that never got going (nothing to report)."""
+        self.end()
+
+    def _rebuild_journal(self, session: Session | None,
+                         lines: list[str]) -> journal_mod.JournalState | None:
+        """A journal for a session whose own is gone, from the best record left; or None."""
+        problems = []
+        if self.journal.path.exists():
+            problems.append(f"the journal {self.journal.path} cannot be read")
+        if self.store.exists() and session is None:
+            problems.append(f"the session file {self.store.session_path} cannot be read")
+        origins = placed = None
+        source = ""
+        if self.store.exists():
+            origins = recovery.from_session_file(self.store.session_path)
+            source = "session file"
+        if origins is None and (problems or self.store.exists()):
+            found = recovery.from_reflogs(self.superproject)
+            if found is not None:
+                (origins, placed), source = found, "reflog"
+        why = "; ".join(problems)
+        if origins is None:
+            if why:
+                lines.append(f"{why}, and no repository shows a bisection to undo")
+            return None
+        lines.append(f"{why + '; ' if why else ''}restoring from the {source}")
+        self.journal.delete()
+        self.journal.begin_session(str(self.superproject.workdir), origins, source=source,
+                                   placed=placed)
+        return journal_mod.load(self.journal.path)
+
+    def has_session(self) -> bool:
+        """Is there anything to end (a session file or a journal)?"""
+        return self.store.exists() or self.journal.path.exists()
+
+    # -- helpers -------------------------------------------------------------------
+    def _readable_session(self) -> Session | None:
+        if not self.store.exists():
+            return None
+        try:
+            return self.store.load()
+        except BadInput:
+            return None
+
+    def _bisector(self, session: Session) -> Bisector:
+        force = self.force_ignored or bool(session.params.get("force_ignored"))
+        mover = Mover(self.journal, self.store.dir / "backup", force_ignored=force,
+                      note=self._note)
+        self.bisector = Bisector(self.superproject, self.store, session, self.console, self.pm,
+                                 mover)
+        return self.bisector
+
+    def _note(self, text: str) -> None:
+        self.console.line(text, style="dim")
+
+
+def _remove_empty_tree(path: Path) -> None:
+    """Remove ``path`` if it holds only empty folders (set-aside files are kept)."""
+    if not path.is_dir():
+        return
+    for sub in sorted(path.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if sub.is_dir():
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+    with contextlib.suppress(OSError):
+        path.rmdir()

@@ -1,0 +1,152 @@
+"""Undo a session from whatever record survives: the journal, the session file, the reflog.
+
+``reset`` and every restore come here. The journal (:mod:`bisectkit.journal`)
+is the first choice: it knows where each repository started and which move
+a kill may have cut short. When it is missing, the session file's saved
+HEADs are used (a session from an older bisectkit); when that is unreadable
+too, the HEAD reflog of each repository, where every move bisectkit makes is
+a line tagged ``bisectkit <session id>:``, and the first of them says where
+HEAD came from.
+
+Commits the user made during the session are never lost: a branch that
+moved stays at its new tip, and a commit left on no branch gets a
+``refs/bisectkit/kept/<n>`` ref.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bisectkit.errors import BadInput, GitFailure
+from bisectkit.git import HeadState, Repo
+from bisectkit.journal import JournalState, Origin
+from bisectkit.worktree import Mover
+
+SUPERPROJECT = "."
+KEPT_PREFIX = "refs/bisectkit/kept/"
+_TAG = re.compile(r"^bisectkit ([0-9a-f]+): (\w+)(?:.* from (\S+))?")
+
+
+def from_session_file(path: Path) -> dict[str, Origin] | None:
+    """The HEADs saved in a session file, read leniently (any version that has them)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        orig = data["orig"]
+        origins = {str(k): Origin(HeadState(ref=v.get("ref"), sha=str(v["sha"])), -1)
+                   for k, v in orig.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return origins or None
+
+
+def from_reflogs(superproject: Repo) -> tuple[dict[str, Origin], dict[str, set[str]]] | None:
+    """Find a session nobody ended in the repositories' HEAD reflogs."""
+    origins: dict[str, Origin] = {}
+    placed: dict[str, set[str]] = {}
+    repos = {SUPERPROJECT: superproject}
+    for path in sorted(superproject.gitlinks()):
+        if (superproject.workdir / path / ".git").exists():
+            try:
+                repos[path] = Repo(superproject.workdir / path)
+            except BadInput:
+                continue
+    for key, repo in repos.items():
+        found = _open_segment(repo)
+        if found is not None:
+            origins[key], placed[key] = found
+    return (origins, placed) if origins else None
+
+
+def _open_segment(repo: Repo) -> tuple[Origin, set[str]] | None:
+    """(where HEAD started, commits bisectkit placed) of the newest unfinished session."""
+    entries = repo.head_reflog()  # newest first
+    newest = next(((i, m) for i, e in enumerate(entries) if (m := _TAG.match(e.message))),
+                  None)
+    if newest is None or newest[1].group(2) == "restore":
+        return None
+    session = newest[1].group(1)
+    mine = [e for e in entries if (m := _TAG.match(e.message)) and m.group(1) == session]
+    first = mine[-1]
+    m = _TAG.match(first.message)
+    assert m is not None
+    came = m.group(3)
+    ref = came if came and came.startswith("refs/") else None
+    return Origin(HeadState(ref=ref, sha=first.old), -1), {e.new for e in mine}
+
+
+def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
+    """Put every repository the session moved back; lines saying what was done."""
+    lines: list[str] = []
+    root = superproject.workdir
+    # Submodules first: the superproject's restore may move the pins they follow.
+    for key in sorted(plan.repos, key=lambda k: (k == SUPERPROJECT, k)):
+        if not plan.touched(key):
+            continue
+        try:
+            repo = superproject if key == SUPERPROJECT else Repo(root / key)
+        except BadInput as exc:
+            raise GitFailure(f"cannot restore {key}: {exc}") from exc
+        origin = plan.repos[key]
+        target = _target(repo, key, origin.head, lines)
+        if plan.knows_user_commits:
+            lines += keep_user_commits(repo, key, origin, plan.placed(key))
+        before = repo.head_state()
+        pending = plan.pending(key)
+        ignore = repo.gitlinks() if key == SUPERPROJECT else {}
+        written = mover.reconcile(key, repo, target, pending, ignore=ignore)
+        if before != target or written:
+            lines.append(f"restored {_name(key)} to {target.describe()}")
+    backups = [(b.n, b.repo, b.path, b.stash) for b in plan.backups if not b.put_back]
+    lines += mover.put_back(root, backups)
+    return lines
+
+
+def _target(repo: Repo, key: str, start: HeadState, lines: list[str]) -> HeadState:
+    """Where to put HEAD back: the starting branch at its tip now (the user may have
+    committed on it meanwhile), or the starting detached commit."""
+    if start.ref is None:
+        return start
+    tip = repo.try_resolve(start.ref)
+    if tip is None:
+        repo.create_ref(start.ref, start.sha, "bisectkit: recreate the branch the bisection "
+                        "started on")
+        lines.append(f"{_name(key)}: recreated branch {_short(start.ref)} at {start.sha[:12]}")
+        return start
+    if tip != start.sha:
+        lines.append(f"{_name(key)}: {_short(start.ref)} has new commits since the bisection "
+                     f"started ({start.sha[:12]}..{tip[:12]}); they stay checked out")
+    return HeadState(start.ref, tip)
+
+
+def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str]) -> list[str]:
+    """Give a ref to every commit made during the session that no ref contains."""
+    entries = repo.head_reflog()
+    if origin.reflog < 0:
+        candidates = []  # no count to tell old from new: only where HEAD is now
+    else:
+        candidates = [e.new for e in entries[:max(0, len(entries) - origin.reflog)]]
+    candidates.append(repo.head_state().sha)
+    known = placed | {origin.head.sha}
+    lost = repo.unreachable(c for c in candidates if c not in known)
+    tips = [c for c in lost if not any(c != d and repo.is_ancestor(c, d) for d in lost)]
+    lines = []
+    for sha in tips:
+        n = 1
+        while repo.ref_exists(f"{KEPT_PREFIX}{n}"):
+            n += 1
+        name = f"{KEPT_PREFIX}{n}"
+        repo.create_ref(name, sha, "bisectkit: keep a commit made during the bisection")
+        subject = repo.commit_info(sha).subject
+        lines.append(f"{_name(key)}: your commit {sha[:12]} ({subject}) is on no branch; "
+                     f"kept as {name}")
+    return lines
+
+
+def _name(key: str) -> str:
+    return "superproject" if key == SUPERPROJECT else key
+
+
+def _short(ref: str) -> str:
+    return ref.removeprefix("refs/heads/")

@@ -1,0 +1,81 @@
+"""The signals that stop bisectkit, and the two ways a change is protected from them.
+
+SIGINT (Ctrl-C), SIGTERM (kill, CI time limits), SIGHUP (closed terminal, ssh
+drop) and SIGQUIT (Ctrl-\\) all mean "stop": each becomes :class:`Interrupted`,
+which unwinds like Ctrl-C so that ``bisectkit run`` restores every repository.
+SIGKILL cannot be caught; the journal (:mod:`bisectkit.journal`) covers it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+#: Every signal that stops bisectkit (and is therefore held or ignored around changes).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal arrived; unwinds like Ctrl-C (``except Exception`` does not catch it)."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as shells report a command a signal stopped."""
+        return 128 + self.signum
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def as_interrupt() -> Iterator[None]:
+    """Turn every stop signal into :class:`Interrupted` while the block runs."""
+    saved = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Hold stop signals (delivered when the block ends) around a change that must not tear."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def ignored() -> Iterator[None]:
+    """Ignore stop signals: a second Ctrl-C during a restore cannot leave it half done."""
+    saved = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def run_shielded(action: Callable[[], None]) -> None:
+    """Run clean-up ``action`` to completion, signals ignored, even if one lands just before.
+
+    A signal raised before the shield went up interrupts nothing of
+    ``action`` (it had not started), so it is simply started again.
+    """
+    while True:
+        try:
+            with ignored():
+                action()
+            return
+        except Interrupted:
+            continue

@@ -1,0 +1,325 @@
+"""Moving the user's repositories: the only code that changes an index, a work tree or HEAD.
+
+Every change is announced in the journal before it starts and marked done
+after it, with stop signals held in between, and runs through the git CLI
+(one process the journal names, one reflog line recovery can read). Two
+kinds of move:
+
+- :meth:`Mover.checkout`, a step's checkout: writes exactly the files that
+  differ, and refuses (or, with ``--force-ignored``, sets aside) an
+  untracked or ignored file sitting where the target tracks one;
+- :meth:`Mover.reconcile`, a restore: brings a repository to a commit from
+  *whatever* the disk holds (a checkout a kill left half done included),
+  telling what a killed checkout wrote from what the user changed by
+  content, and refusing to overwrite the latter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from bisectkit import signals
+from bisectkit.errors import BadInput, GitFailure
+from bisectkit.git import HeadState, Repo
+from bisectkit.journal import Journal, Move, Side, alive
+
+#: How long a restore waits for somebody else's ``index.lock`` before calling it stale.
+INDEX_LOCK_WAIT_S = 10.0
+
+
+class Mover:
+    """Journaled, signal-safe moves of the repositories of one session."""
+
+    def __init__(self, journal: Journal, backups_dir: Path, force_ignored: bool = False,
+                 note: Callable[[str], None] | None = None) -> None:
+        self.journal = journal
+        self.backups_dir = backups_dir
+        self.force_ignored = force_ignored
+        self._note = note or (lambda text: None)
+
+    # -- a step's checkout ----------------------------------------------------
+    def checkout(self, key: str, repo: Repo, sha: str) -> int:
+        """Move ``repo`` (``key`` in the journal) to ``sha``, detached; files written."""
+        target = repo.tree_of(sha)
+        with signals.held():
+            head = repo.head_state()
+            base = repo.head_tree()
+            diff = repo.diff_trees(base, target)
+            self._clear_way(key, repo, base, diff.added, what=f"{sha[:12]}",
+                            force=self.force_ignored)
+            new = HeadState(None, sha)
+            n = self.journal.move(key, Side(head, base), Side(new, target))
+            spawned = self._spawned(n)
+            if diff.paths:
+                before = recently_written(repo.workdir, diff.modified)
+                # Racily-clean index entries (file and index written in the same
+                # second) look modified to read-tree until the stat data is refreshed.
+                repo.refresh_index(spawned)
+                repo.read_tree(base, target, spawned)
+                freshen_mtimes(repo.workdir, before)
+            repo.point_head(new, self._message(f"checkout {sha}", head), spawned)
+            self.journal.moved(n)
+        return len(diff.paths)
+
+    # -- restores ----------------------------------------------------------------
+    def reconcile(self, key: str, repo: Repo, target: HeadState, pending: Move | None,
+                  ignore: Iterable[str] = ()) -> int:
+        """Bring ``repo`` to ``target`` (HEAD, index, files) from whatever state it is in.
+
+        ``pending`` is the journaled move a kill may have left half done; its
+        traces are undone. A change of the user's (an edit, a staged change)
+        is never overwritten: :class:`GitFailure`, nothing touched. Files in
+        the way (untracked where ``target`` tracks a file) are set aside.
+        Returns the number of files written.
+        """
+        with signals.held():
+            died = self._wait_for_git(repo, pending)
+            repo.refresh_index()
+            index_tree = repo.index_tree()
+            explained = {repo.head_tree()}
+            if pending is not None:
+                explained |= {pending.old.tree, pending.new.tree}
+            if index_tree not in explained:
+                raise GitFailure(f"{_name(key)} has staged changes ({repo.workdir}); commit or "
+                                 "unstage them, then run 'git bisect-patched reset' again")
+            ignored = set(ignore)
+            edits = [p for p in repo.worktree_changes(ignore=ignored)
+                     if not (pending is not None and (died or _from_move(repo, p, pending)))]
+            if edits:
+                more = f" and {len(edits) - 1} more" if len(edits) > 1 else ""
+                raise GitFailure(f"{_name(key)} has local changes ({edits[0]}{more} in "
+                                 f"{repo.workdir}); move local edits out of the way, then run "
+                                 "'git bisect-patched reset' again")
+            if pending is not None:
+                self._remove_leftovers(repo, pending, died)
+            tree = repo.tree_of(target.sha)
+            diff = repo.diff_trees(index_tree, tree)
+            # Files in the way of a restore are set aside, never refused: a
+            # restore must be able to finish (a build may have generated them).
+            self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
+            n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree))
+            spawned = self._spawned(n)
+            before = recently_written(repo.workdir, diff.modified)
+            repo.reset_tree(tree, spawned)
+            freshen_mtimes(repo.workdir, before)
+            repo.point_head(target, self._message("restore", None), spawned)
+            self.journal.moved(n)
+            if pending is not None:
+                self.journal.moved(pending.n)
+        return len(diff.paths)
+
+    def _wait_for_git(self, repo: Repo, pending: Move | None) -> bool:
+        """Wait for a git the killed process left running; True if one died mid-change.
+
+        git runs in its own session, so a checkout started before bisectkit
+        was killed goes on and finishes; the restore must not race it. A git
+        that died itself leaves its ``index.lock``: with no live git of ours
+        behind it, that lock is stale, and what the dead git half wrote is ours.
+        """
+        gits = pending.gits if pending is not None else []
+        for pid, started in gits:
+            if alive(pid, started):
+                self._note(f"waiting for git (pid {pid}) to finish changing {repo.workdir}")
+                while alive(pid, started):
+                    time.sleep(0.05)
+        if not repo.index_lock.exists():
+            return False
+        deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+        while repo.index_lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not repo.index_lock.exists():
+            return False
+        if pending is None or not gits:
+            raise GitFailure(f"{repo.index_lock} exists: another git is running in "
+                             f"{repo.workdir}; if none is, remove that file and run "
+                             "'git bisect-patched reset' again")
+        with contextlib.suppress(FileNotFoundError):
+            repo.index_lock.unlink()
+        self._note(f"removed the stale {repo.index_lock} of a git that died mid-checkout")
+        return True
+
+    def _remove_leftovers(self, repo: Repo, pending: Move, died: bool) -> None:
+        """Files a killed checkout created that no index knows about: not the user's.
+
+        A checkout only ever starts once nothing untracked sits where it will
+        write (see :meth:`_clear_way`), so such a file came from that git.
+        """
+        for path in repo.diff_trees(pending.old.tree, pending.new.tree).added:
+            if repo.index_has(path):
+                continue
+            if died or repo.hash_on_disk(path) == repo.blob_at(pending.new.tree, path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(repo.workdir / path)
+                _prune_empty_dirs(repo.workdir, path)
+
+    # -- files in the way ----------------------------------------------------------
+    def _clear_way(self, key: str, repo: Repo, base: str, added: Sequence[str], what: str,
+                   force: bool) -> None:
+        """Refuse, or set aside, untracked/ignored files at paths about to be written."""
+        found = obstacles(repo, base, added)
+        if not found:
+            return
+        if not force:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            raise BadInput(f"{_name(key)} has an untracked or ignored file at {found[0]}{more}, "
+                           f"which {what} tracks: checking it out would overwrite it; move it "
+                           "away, or pass --force-ignored to set it aside until the end")
+        for path in found:
+            self._set_aside(key, repo, path)
+
+    def _set_aside(self, key: str, repo: Repo, path: str) -> None:
+        stash = self.backups_dir / str(self.journal.peek()) / _safe(key) / path
+        n = self.journal.backup(key, path, str(stash))
+        stash.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(repo.workdir / path, stash)
+        except OSError:
+            shutil.move(str(repo.workdir / path), str(stash))  # another file system
+        self.journal.backed_up(n)
+        self._note(f"set aside {_name(key)}: {path} (until the end) in {stash}")
+
+    def put_back(self, root: Path, backups: Sequence[tuple[int, str, str, str]]) -> list[str]:
+        """Return set-aside files to their places; lines for those that cannot go back."""
+        lines = []
+        for n, key, path, stash in backups:
+            src = Path(stash)
+            if not src.exists() and not src.is_symlink():
+                continue
+            dest = (root if key == "." else root / key) / path
+            if dest.exists() or dest.is_symlink():
+                lines.append(f"kept {_name(key)}: {path} at {src} (the restored tree has a "
+                             "file there)")
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(src, dest)
+            self.journal.put_back(n)
+            lines.append(f"put back {_name(key)}: {path}")
+        return lines
+
+    # -- helpers ---------------------------------------------------------------------
+    def _spawned(self, n: int) -> Callable[[int], None]:
+        return lambda pid: self.journal.git(n, pid)
+
+    def _message(self, what: str, origin: HeadState | None) -> str:
+        """Reflog message: tagged with the session id, the origin in the first of them."""
+        came = ""
+        if origin is not None:
+            came = f" from {origin.ref or 'detached'}"
+        return f"bisectkit {self.journal.session_id}: {what}{came}"
+
+
+def obstacles(repo: Repo, base: str, added: Sequence[str]) -> list[str]:
+    """Untracked or ignored files where a move from tree ``base`` writes ``added`` paths.
+
+    A path counts when something is on disk there (an empty directory
+    excepted: git replaces it), or when one of its parent directories is a
+    file that ``base`` does not track.
+    """
+    found: list[str] = []
+    for path in added:
+        full = repo.workdir / path
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        if st is not None:
+            if stat.S_ISDIR(st.st_mode) and not _untracked_inside(repo, base, path):
+                continue
+            found.append(path)
+            continue
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            prefix = "/".join(parts[:i])
+            try:
+                pst = os.lstat(repo.workdir / prefix)
+            except OSError:
+                break
+            if not stat.S_ISDIR(pst.st_mode):
+                if not repo.tracks(base, prefix):
+                    found.append(prefix)
+                break
+    return list(dict.fromkeys(found))
+
+
+def _untracked_inside(repo: Repo, base: str, path: str) -> bool:
+    """Does directory ``path`` hold anything that tree ``base`` does not track?"""
+    for dirpath, _dirs, files in os.walk(repo.workdir / path):
+        rel = Path(dirpath).relative_to(repo.workdir).as_posix()
+        for name in files:
+            if not repo.tracks(base, f"{rel}/{name}"):
+                return True
+    return False
+
+
+def _from_move(repo: Repo, path: str, move: Move) -> bool:
+    """Is ``path`` on disk exactly one side of ``move`` (written, or not yet, by its git)?"""
+    have = repo.hash_on_disk(path)
+    return have in (repo.blob_at(move.old.tree, path), repo.blob_at(move.new.tree, path))
+
+
+def _prune_empty_dirs(workdir: Path, path: str) -> None:
+    parent = Path(path).parent
+    while parent != Path("."):
+        try:
+            (workdir / parent).rmdir()
+        except OSError:
+            return
+        parent = parent.parent
+
+
+def _name(key: str) -> str:
+    return "superproject" if key == "." else f"submodule {key}"
+
+
+def _safe(key: str) -> str:
+    return "superproject" if key == "." else key.replace("/", "%")
+
+
+def recently_written(workdir: Path, paths: Sequence[str]) -> dict[str, os.stat_result]:
+    """Stat of the files about to be rewritten whose mtime is in the current second.
+
+    Only those can end up with the same whole-second mtime after the rewrite.
+    """
+    now = int(time.time())
+    found = {}
+    for p in paths:
+        try:
+            st = os.stat(workdir / p, follow_symlinks=False)
+        except OSError:
+            continue
+        if int(st.st_mtime) >= now:
+            found[p] = st
+    return found
+
+
+def freshen_mtimes(workdir: Path, before: dict[str, os.stat_result]) -> int:
+    """Give every rewritten file an mtime in a later whole second than its old one.
+
+    Caches keyed on whole-second mtime plus size (Python's .pyc, some build
+    tools) miss a same-size rewrite within the same second. Only files
+    rewritten less than a second after their previous write can collide;
+    they get the next whole second (at most one second ahead of the clock)
+    instead of making the step wait a second. Returns how many were moved.
+    """
+    moved = 0
+    for p, old in before.items():
+        try:
+            new = os.stat(workdir / p, follow_symlinks=False)
+        except OSError:
+            continue  # removed by the checkout
+        if int(new.st_mtime) <= int(old.st_mtime) and new.st_size == old.st_size:
+            # An old mtime already bumped into the future (rewrites faster than
+            # one a second) is waited out, so the clock skew never exceeds 1 s.
+            ahead = int(old.st_mtime) - time.time()
+            if ahead > 0:
+                time.sleep(ahead)
+            bumped = (int(old.st_mtime) + 1) * 1_000_000_000
+            os.utime(workdir / p, ns=(new.st_atime_ns, bumped), follow_symlinks=False)
+            moved += 1
+    return moved
