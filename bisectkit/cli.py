@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import shlex
 import signal
@@ -24,7 +25,13 @@ from bisectkit import __version__, commands, engine, plugins, signals
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import GIT_PROG, Context
 from bisectkit.console import Console
-from bisectkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, BadInput, BisectkitError
+from bisectkit.errors import (
+    EXIT_GIT_FAILURE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    BadInput,
+    BisectkitError,
+)
 from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
 from bisectkit.observers import ConsoleObserver, StepLogWriter
@@ -266,6 +273,14 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         _say(f"{prog}: error: {message}")
         return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in _ENVIRONMENT_ERRNOS:
+            return _internal(prog, exc)
+        # The machine, not bisectkit: a full disk, a read-only file system. The
+        # journal is intact, so 'reset' finishes once it is fixed.
+        _say(f"{prog}: error: {exc.strerror} ({exc.filename or 'writing'}); free the space or "
+             f"fix the file system, then run the command again or '{GIT_PROG} reset'")
+        return EXIT_GIT_FAILURE
     except KeyboardInterrupt as exc:
         if isinstance(exc, signals.Interrupted) and exc.signum != signal.SIGINT:
             _say(f"{prog}: interrupted by {signal.Signals(exc.signum).name}")
@@ -273,10 +288,18 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         _say(f"{prog}: interrupted")
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug (ours or a plugin's): show it, but not as exit 1
-        with contextlib.suppress(OSError):
-            traceback.print_exc()
-        _say(f"{prog}: internal error: {type(exc).__name__}: {exc}")
-        return EXIT_INTERNAL
+        return _internal(prog, exc)
+
+
+#: OS errors that are the machine's state, reported as one line (not as a bug).
+_ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
+def _internal(prog: str, exc: BaseException) -> int:
+    with contextlib.suppress(OSError):
+        traceback.print_exc()
+    _say(f"{prog}: internal error: {type(exc).__name__}: {exc}")
+    return EXIT_INTERNAL
 
 
 def _say(line: str) -> None:

@@ -59,6 +59,9 @@ class Context:
 
     def reader(self, sp: Repo, store: SessionStore) -> Bisector:
         """The session, for commands that only read it (no lock, moves nothing)."""
+        if not store.exists() and (store.dir / "journal").exists():
+            raise BadInput(f"an interrupted bisection left changes to undo ({store.dir}); "
+                           f"run '{GIT_PROG} reset'")
         return Bisector(sp, store, store.load(), self.console, self.pm, None)
 
 
@@ -342,6 +345,13 @@ def cmd_mark(ctx: Context) -> int:
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         b = run.resume()
+        if not ctx.args.revs and b.session.current is None and isinstance(b.decide(), Next):
+            # The last checkout did not happen (refused, or interrupted): nothing was
+            # under test, so there is nothing to mark; check the candidate out now.
+            ctx.console.line("no commit was under test (the last checkout did not happen); "
+                             "checking out the next candidate: test it, then mark it",
+                             style="yellow")
+            return _finish(b, b.advance())
         b.mark(ctx.args.verdict, ctx.args.revs)
         return _finish(b, b.advance())
 
@@ -469,14 +479,16 @@ def cmd_reset(ctx: Context) -> int:
     sp, _ = ctx.open()
     console = ctx.console
     with ctx.run(sp) as run:
-        if not run.has_session():
-            console.line("not bisecting; nothing to reset")
-            return 0
+        had_session = run.has_session()
         lines: list[str] = []
+        # Even without a session or journal: a reflog may show bisectkit's
+        # checkout still in place (someone deleted .git/bisectkit).
         signals.run_shielded(lambda: lines.extend(run.end()))
     for line in lines:
         console.line(line)
-    if not any(line.startswith("restored ") for line in lines):
+    if not had_session and not lines:
+        console.line("not bisecting; nothing to reset")
+    elif not any(line.startswith("restored ") for line in lines):
         console.line("nothing had moved; session ended")
     return 0
 

@@ -57,7 +57,7 @@ class Bisector:
     """One session's pipeline, saving the session after every change."""
 
     def __init__(self, superproject: Repo, store: SessionStore, session: Session,
-                 console: Console, pm: pluggy.PluginManager, mover: Mover) -> None:
+                 console: Console, pm: pluggy.PluginManager, mover: Mover | None) -> None:
         self.superproject = superproject
         self.store = store
         self.session = session

@@ -21,6 +21,7 @@ Records (``op``):
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -116,8 +117,9 @@ class JournalState:
 
     @property
     def knows_user_commits(self) -> bool:
-        """Can commits of the user's be told from bisectkit's? (Not from an old session file.)"""
-        return self.source != "session file"
+        """Can commits of the user's be told from bisectkit's? (Not from an old session file
+        whose moves left no tagged reflog lines.)"""
+        return self.source != "session file" or bool(self.extra_placed)
 
 
 class Journal:
@@ -147,9 +149,15 @@ class Journal:
                             for k, o in repos.items()}}
         fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o644)
         try:
-            os.write(fd, _line(record))
+            data = _line(record)
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
             os.fsync(fd)
-        finally:
+        except OSError:
+            os.close(fd)
+            self.path.unlink(missing_ok=True)  # no half journal: nothing was changed yet
+            raise
+        else:
             os.close(fd)
         _fsync_dir(self.path.parent)
 
@@ -203,11 +211,21 @@ class Journal:
         return n
 
     def _append(self, record: dict[str, Any], sync: bool = True) -> None:
+        data = _line(record)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
-            os.write(fd, _line(record))
-            if sync:
-                os.fsync(fd)
+            size = os.fstat(fd).st_size
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                if sync:
+                    os.fsync(fd)
+            except OSError:
+                # A torn record would glue onto the next one: cut it off (the
+                # change it announced is not made, since this raises).
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
         finally:
             os.close(fd)
 

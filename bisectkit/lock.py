@@ -76,7 +76,9 @@ class RunLock:
             return False
         info = {"pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%d %H:%M:%S"), "command": command}
-        os.write(fd, (json.dumps(info) + "\n").encode())
+        # Who holds it is only for messages: a full disk must not stop a reset.
+        with contextlib.suppress(OSError):
+            os.write(fd, (json.dumps(info) + "\n").encode())
         self._fd = fd
         return True
 

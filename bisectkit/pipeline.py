@@ -91,6 +91,8 @@ class Run:
                            f"'{GIT_PROG} reset' to restore from what is left")
         self.journal.resume(state)
         b = self._bisector(session)
+        mover = b.mover
+        assert mover is not None
         for key in state.repos:
             pending = state.pending(key)
             if pending is not None:
@@ -99,7 +101,7 @@ class Run:
                 ignore = repo.gitlinks() if key == "." else {}
                 self._note(f"finishing a change a stopped bisectkit left half done in "
                            f"{repo.workdir}")
-                b.mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)
+                mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)
         return b
 
     def end(self) -> list[str]:
@@ -114,6 +116,9 @@ class Run:
         state = journal_mod.load(self.journal.path)
         if state is None:
             state = self._rebuild_journal(session, lines)
+        elif session is None and self.store.exists():
+            lines.append(f"the session file {self.store.session_path} cannot be read "
+                         f"({self._session_problem()}); restoring from the journal")
         if state is not None:
             self.journal.resume(state)
             mover = Mover(self.journal, self.store.dir / "backup", note=self._note)
@@ -139,15 +144,25 @@ class Run:
             problems.append(f"the journal {self.journal.path} cannot be read")
         if self.store.exists() and session is None:
             problems.append(f"the session file {self.store.session_path} cannot be read")
-        origins = placed = None
+        origins: dict[str, Origin] | None = None
+        placed: dict[str, set[str]] | None = None
         source = ""
+        # Without journal or session file nothing says a session exists: only a
+        # reflog whose HEAD is still where bisectkit put it counts.
+        segments = recovery.from_reflogs(self.superproject,
+                                         strict=not (problems or self.store.exists()))
         if self.store.exists():
             origins = recovery.from_session_file(self.store.session_path)
             source = "session file"
-        if origins is None and (problems or self.store.exists()):
-            found = recovery.from_reflogs(self.superproject)
-            if found is not None:
-                (origins, placed), source = found, "reflog"
+            if origins is not None and segments is not None:
+                # Tagged reflog lines tell bisectkit's commits from the user's.
+                seg_origins, placed = segments
+                origins = {k: Origin(o.head, seg_origins[k].reflog if k in seg_origins else -1)
+                           for k, o in origins.items()}
+        if origins is None and segments is not None:
+            (origins, placed), source = segments, "reflog"
+            if not problems:
+                problems.append("no session file or journal is left")
         why = "; ".join(problems)
         if origins is None:
             if why:
@@ -164,6 +179,13 @@ class Run:
         return self.store.exists() or self.journal.path.exists()
 
     # -- helpers -------------------------------------------------------------------
+    def _session_problem(self) -> str:
+        try:
+            self.store.load()
+        except BadInput as exc:
+            return str(exc)
+        return "?"
+
     def _readable_session(self) -> Session | None:
         if not self.store.exists():
             return None

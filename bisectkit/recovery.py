@@ -41,8 +41,14 @@ def from_session_file(path: Path) -> dict[str, Origin] | None:
     return origins or None
 
 
-def from_reflogs(superproject: Repo) -> tuple[dict[str, Origin], dict[str, set[str]]] | None:
-    """Find a session nobody ended in the repositories' HEAD reflogs."""
+def from_reflogs(superproject: Repo, strict: bool = False
+                 ) -> tuple[dict[str, Origin], dict[str, set[str]]] | None:
+    """Find a session nobody ended in the repositories' HEAD reflogs.
+
+    ``strict`` (nothing else says a session exists): only where HEAD still
+    is exactly where bisectkit last put it, so that an old, long finished
+    session can never drag HEAD back.
+    """
     origins: dict[str, Origin] = {}
     placed: dict[str, set[str]] = {}
     repos = {SUPERPROJECT: superproject}
@@ -53,27 +59,35 @@ def from_reflogs(superproject: Repo) -> tuple[dict[str, Origin], dict[str, set[s
             except BadInput:
                 continue
     for key, repo in repos.items():
-        found = _open_segment(repo)
+        found = _open_segment(repo, strict)
         if found is not None:
             origins[key], placed[key] = found
     return (origins, placed) if origins else None
 
 
-def _open_segment(repo: Repo) -> tuple[Origin, set[str]] | None:
-    """(where HEAD started, commits bisectkit placed) of the newest unfinished session."""
+def _open_segment(repo: Repo, strict: bool = False) -> tuple[Origin, set[str]] | None:
+    """(where HEAD started, commits bisectkit placed) of the newest unfinished session.
+
+    The reflog's length at the session's start is where its first tagged
+    line sits, so commits made during the session can still be told apart.
+    """
     entries = repo.head_reflog()  # newest first
     newest = next(((i, m) for i, e in enumerate(entries) if (m := _TAG.match(e.message))),
                   None)
     if newest is None or newest[1].group(2) == "restore":
         return None
+    if strict and (newest[0] != 0 or entries[0].new != repo.head_state().sha):
+        return None
     session = newest[1].group(1)
-    mine = [e for e in entries if (m := _TAG.match(e.message)) and m.group(1) == session]
-    first = mine[-1]
+    mine = [(i, e) for i, e in enumerate(entries)
+            if (m := _TAG.match(e.message)) and m.group(1) == session]
+    first_at, first = mine[-1]
     m = _TAG.match(first.message)
     assert m is not None
     came = m.group(3)
     ref = came if came and came.startswith("refs/") else None
-    return Origin(HeadState(ref=ref, sha=first.old), -1), {e.new for e in mine}
+    start_len = len(entries) - first_at - 1
+    return Origin(HeadState(ref=ref, sha=first.old), start_len), {e.new for _, e in mine}
 
 
 def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
@@ -99,6 +113,9 @@ def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
         if before != target or written:
             lines.append(f"restored {_name(key)} to {target.describe()}")
     backups = [(b.n, b.repo, b.path, b.stash) for b in plan.backups if not b.put_back]
+    # Files the restore itself set aside sit where the restored tree has a file:
+    # they cannot go back, so put_back reports where they are.
+    backups += [b for b in mover.set_aside if b[0] not in {x[0] for x in backups}]
     lines += mover.put_back(root, backups)
     return lines
 

@@ -160,9 +160,14 @@ class SessionStore:
         try:
             data = json.loads(self.session_path.read_text(encoding="utf-8"))
             candidates = json.loads(self.candidates_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BadInput(f"cannot read the session in {self.dir}: {exc}") from exc
-        session = Session.from_json(data, candidates)
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
+            raise BadInput(f"cannot read the session in {self.dir}: {exc}; run "
+                           "'git bisect-patched reset'") from exc
+        try:
+            session = Session.from_json(data, candidates)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"the session in {self.dir} is damaged ({type(exc).__name__}: "
+                           f"{exc}); run 'git bisect-patched reset'") from exc
         self._candidates_of = session
         return session
 
@@ -186,7 +191,7 @@ class SessionStore:
     def load_cache(self) -> dict[str, dict[str, Any]]:
         try:
             return json.loads(self.cache_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):
             # A missing or damaged cache only costs rebuilds, never a wrong answer.
             return {}
 

@@ -42,6 +42,8 @@ class Mover:
         self.backups_dir = backups_dir
         self.force_ignored = force_ignored
         self._note = note or (lambda text: None)
+        #: (journal number, repo, path, stash) of every file this process set aside.
+        self.set_aside: list[tuple[int, str, str, str]] = []
 
     # -- a step's checkout ----------------------------------------------------
     def checkout(self, key: str, repo: Repo, sha: str) -> int:
@@ -89,8 +91,14 @@ class Mover:
                 raise GitFailure(f"{_name(key)} has staged changes ({repo.workdir}); commit or "
                                  "unstage them, then run 'git bisect-patched reset' again")
             ignored = set(ignore)
+            moving = set(repo.diff_trees(pending.old.tree, pending.new.tree).paths) \
+                if pending is not None else set()
+            # Only a path the interrupted move was writing can be its trace; a
+            # dead git may have left one half written (any content), a live one
+            # left it exactly on one side of the move.
             edits = [p for p in repo.worktree_changes(ignore=ignored)
-                     if not (pending is not None and (died or _from_move(repo, p, pending)))]
+                     if not (pending is not None and p in moving
+                             and (died or _from_move(repo, p, pending)))]
             if edits:
                 more = f" and {len(edits) - 1} more" if len(edits) > 1 else ""
                 raise GitFailure(f"{_name(key)} has local changes ({edits[0]}{more} in "
@@ -174,7 +182,12 @@ class Mover:
             self._set_aside(key, repo, path)
 
     def _set_aside(self, key: str, repo: Repo, path: str) -> None:
-        stash = self.backups_dir / str(self.journal.peek()) / _safe(key) / path
+        # A folder per session and record: files kept from an earlier session
+        # (that could not go back) are never overwritten.
+        stash = self.backups_dir / f"{self.journal.session_id}-{self.journal.peek()}" / \
+            _safe(key) / path
+        if stash.exists() or stash.is_symlink():
+            raise GitFailure(f"cannot set {path} aside: {stash} exists")
         n = self.journal.backup(key, path, str(stash))
         stash.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -182,6 +195,7 @@ class Mover:
         except OSError:
             shutil.move(str(repo.workdir / path), str(stash))  # another file system
         self.journal.backed_up(n)
+        self.set_aside.append((n, key, path, str(stash)))
         self._note(f"set aside {_name(key)}: {path} (until the end) in {stash}")
 
     def put_back(self, root: Path, backups: Sequence[tuple[int, str, str, str]]) -> list[str]:

@@ -245,8 +245,13 @@ def kill_round(scenario: Scenario, n: int, mode: str, tmp: Path,
                 mode == "signal" and proc.returncode == -sig):
             killed = True
             break
-    return _after(scenario, before, n, mode if mode != "signal" else
-                  f"signal {signal.Signals(sig).name}", killed)
+    self_restored = mode == "signal" and scenario.commands[0][0] == "bisectkit"
+    early = diff_states(before, fingerprint(world)) if self_restored else []
+    result = _after(scenario, before, n, mode if mode != "signal" else
+                    f"signal {signal.Signals(sig).name}", killed)
+    # A one-shot run restores by itself on a catchable signal: no reset needed.
+    result.dirty = sorted(set(result.dirty) | {f"{d} (before reset)" for d in early})
+    return result
 
 
 def delay_round(scenario: Scenario, delay: float, sig: int) -> Round:

@@ -56,7 +56,7 @@ def hermetic_env(home: Path) -> dict[str, str]:
         "[advice]\n\tdetachedHead = false\n",
         encoding="utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "BISECTKIT_"))}
     env.update(
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
