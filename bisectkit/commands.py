@@ -59,7 +59,7 @@ class Context:
 
     def reader(self, sp: Repo, store: SessionStore) -> Bisector:
         """The session, for commands that only read it (no lock, moves nothing)."""
-        if not store.exists() and (store.dir / "journal").exists():
+        if not store.exists() and store.journal_path.exists():
             raise BadInput(f"an interrupted bisection left changes to undo ({store.dir}); "
                            f"run '{GIT_PROG} reset'")
         return Bisector(sp, store, store.load(), self.console, self.pm, None)
@@ -333,7 +333,7 @@ def cmd_start(ctx: Context) -> int:
         except BadInput:
             # The first checkout was refused (a file in the way): nothing moved,
             # so nothing is left behind either.
-            signals.run_shielded(run.discard)
+            signals.run_shielded(run.end)
             raise
         if isinstance(decision, Next):
             ctx.console.line(f"Build and run the repro, then: {GIT_PROG} good|bad|skip  "
@@ -437,7 +437,7 @@ def cmd_replay(ctx: Context) -> int:
     args.pathspec = pathspec
     with ctx.run(sp) as run:
         if run.has_session():
-            signals.run_shielded(run.discard)
+            signals.run_shielded(run.end)
         session = _start_session(args, sp)
         try:
             b = run.begin(session)
@@ -446,7 +446,7 @@ def cmd_replay(ctx: Context) -> int:
                 b.mark(words[0], words[1:], source="replay")
         except BaseException:
             # Do not leave a half-replayed session behind.
-            signals.run_shielded(run.discard)
+            signals.run_shielded(run.end)
             raise
         return _finish(b, b.advance())
 

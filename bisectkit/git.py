@@ -354,20 +354,19 @@ class Repo:
 
     def dirty_paths(self, ignore: Iterable[str] = ()) -> list[str]:
         """Tracked paths whose work tree or index differs from HEAD (untracked files are fine)."""
-        skip = set(ignore)
-        self._repo.index.read(False)  # git itself may have rewritten it
-        changed = self._repo.status(untracked_files="no")
-        return sorted(
-            p for p, flags in changed.items() if p not in skip and flags != FileStatus.CURRENT
-        )
+        return self._changed(ignore, ~FileStatus.CURRENT)
 
     def worktree_changes(self, ignore: Iterable[str] = ()) -> list[str]:
         """Tracked paths whose work tree differs from the index (edits not staged)."""
+        return self._changed(ignore, FileStatus.WT_MODIFIED | FileStatus.WT_DELETED |
+                             FileStatus.WT_TYPECHANGE)
+
+    def _changed(self, ignore: Iterable[str], flags: int) -> list[str]:
+        """Tracked paths (not in ``ignore``) whose status has any of ``flags``."""
         skip = set(ignore)
-        self._repo.index.read(False)
-        wt = FileStatus.WT_MODIFIED | FileStatus.WT_DELETED | FileStatus.WT_TYPECHANGE
-        return sorted(p for p, flags in self._repo.status(untracked_files="no").items()
-                      if p not in skip and flags & wt)
+        self._repo.index.read(False)  # git itself may have rewritten it
+        changed = self._repo.status(untracked_files="no")
+        return sorted(p for p, have in changed.items() if p not in skip and have & flags)
 
     def gitlinks(self) -> dict[str, str]:
         """Submodule paths recorded in the index, with the commit each is pinned to."""
@@ -427,12 +426,10 @@ class Repo:
         edits, and leaves a fully refreshed index (libgit2's checkout was
         several times slower on large trees).
         """
-        proc = _git(self.workdir, "read-tree", "-m", "-u", base, target, on_spawn=on_spawn)
-        if proc.returncode != 0:
-            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
-            raise GitFailure(f"cannot check out {target[:12]} in {self.workdir}: {detail}; "
-                             "move local edits out of the way, then run the command "
-                             "again or 'git bisect-patched reset'")
+        _git_checked(self.workdir, f"cannot check out {target[:12]} in {self.workdir}",
+                     "read-tree", "-m", "-u", base, target, on_spawn=on_spawn,
+                     hint="; move local edits out of the way, then run the command again "
+                          "or 'git bisect-patched reset'")
 
     def reset_tree(self, target: str, on_spawn: Spawned | None = None) -> None:
         """Make index and work tree exactly ``target``, whatever they hold now.
@@ -441,10 +438,8 @@ class Repo:
         with ``target``: it rewrites what differs, including files a killed
         checkout left half-written, and nothing else.
         """
-        proc = _git(self.workdir, "read-tree", "--reset", "-u", target, on_spawn=on_spawn)
-        if proc.returncode != 0:
-            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
-            raise GitFailure(f"cannot restore {self.workdir} to tree {target[:12]}: {detail}")
+        _git_checked(self.workdir, f"cannot restore {self.workdir} to tree {target[:12]}",
+                     "read-tree", "--reset", "-u", target, on_spawn=on_spawn)
 
     def point_head(self, state: HeadState, message: str,
                    on_spawn: Spawned | None = None) -> None:
@@ -457,17 +452,13 @@ class Repo:
             args = ["symbolic-ref", "-m", message, "HEAD", state.ref]
         else:
             args = ["update-ref", "--no-deref", "-m", message, "HEAD", state.sha]
-        proc = _git(self.workdir, *args, on_spawn=on_spawn)
-        if proc.returncode != 0:
-            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
-            raise GitFailure(f"cannot move HEAD of {self.workdir}: {detail}")
+        _git_checked(self.workdir, f"cannot move HEAD of {self.workdir}", *args,
+                     on_spawn=on_spawn)
 
     def create_ref(self, name: str, sha: str, message: str) -> None:
         """Create ref ``name`` at ``sha`` (refuses to replace an existing one)."""
-        proc = _git(self.workdir, "update-ref", "-m", message, name, sha, "0" * 40)
-        if proc.returncode != 0:
-            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
-            raise GitFailure(f"cannot create {name} in {self.workdir}: {detail}")
+        _git_checked(self.workdir, f"cannot create {name} in {self.workdir}",
+                     "update-ref", "-m", message, name, sha, "0" * 40)
 
     def ref_exists(self, name: str) -> bool:
         return name in self._repo.references
@@ -662,3 +653,13 @@ def _git(cwd: Path, *args: str, on_spawn: Spawned | None = None
             on_spawn(proc.pid)
         out, err = proc.communicate()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _git_checked(cwd: Path, what: str, *args: str, on_spawn: Spawned | None = None,
+                 hint: str = "") -> subprocess.CompletedProcess[str]:
+    """:func:`_git` that raises :class:`GitFailure` (``what``, git's words on one line)."""
+    proc = _git(cwd, *args, on_spawn=on_spawn)
+    if proc.returncode != 0:
+        detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+        raise GitFailure(f"{what}: {detail}{hint}")
+    return proc

@@ -306,16 +306,21 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def process_start(pid: int) -> str | None:
-    """When ``pid`` started (Linux: clock ticks since boot), to tell it from a reused pid."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of ``/proc/<pid>/stat`` after the command name (state first); None without."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
 
 
-def alive(pid: int, started: str | None) -> bool:
+def process_start(pid: int) -> str | None:
+    """When ``pid`` started (Linux: clock ticks since boot), to tell it from a reused pid."""
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[19]
+
+
+def alive(pid: int, started: str | None = None) -> bool:
     """Is the process that was ``pid`` (started at ``started``) still running, not a zombie?"""
     try:
         os.kill(pid, 0)
@@ -323,9 +328,8 @@ def alive(pid: int, started: str | None) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = _stat_fields(pid)
+    if fields is None:
         return True  # no /proc: trust kill(0)
     if fields[0] == "Z":
         return False

@@ -41,8 +41,8 @@ class Run:
         self.pm = pm
         self.command = command
         self.store = SessionStore(superproject.git_dir)
-        self.lock = RunLock(self.store.dir / "lock")
-        self.journal = Journal(self.store.dir / "journal")
+        self.lock = RunLock(self.store.lock_path)
+        self.journal = Journal(self.store.journal_path)
         self.force_ignored = force_ignored
         self.bisector: Bisector | None = None
 
@@ -70,10 +70,8 @@ class Run:
 
     def begin(self, session: Session) -> Bisector:
         """Journal the starting HEADs, then save the session: from here, ``end`` undoes all."""
-        origins = {}
-        for key, head in session.orig.items():
-            repo = self.superproject if key == "." else Repo(self.superproject.workdir / key)
-            origins[key] = Origin(head, len(repo.head_reflog()))
+        origins = {key: Origin(head, len(recovery.open_repo(self.superproject, key).head_reflog()))
+                   for key, head in session.orig.items()}
         if self.force_ignored:
             session.params["force_ignored"] = True
         with signals.held():
@@ -96,8 +94,7 @@ class Run:
         for key in state.repos:
             pending = state.pending(key)
             if pending is not None:
-                repo = self.superproject if key == "." else Repo(
-                    self.superproject.workdir / key)
+                repo = recovery.open_repo(self.superproject, key)
                 ignore = repo.gitlinks() if key == "." else {}
                 self._note(f"finishing a change a stopped bisectkit left half done in "
                            f"{repo.workdir}")
@@ -112,16 +109,16 @@ class Run:
         journal is rebuilt from those first, so this restore is journaled too).
         """
         lines: list[str] = []
-        session = self._readable_session()
+        session, problem = self._load_session()
         state = journal_mod.load(self.journal.path)
         if state is None:
             state = self._rebuild_journal(session, lines)
-        elif session is None and self.store.exists():
+        elif problem is not None:
             lines.append(f"the session file {self.store.session_path} cannot be read "
-                         f"({self._session_problem()}); restoring from the journal")
+                         f"({problem}); restoring from the journal")
         if state is not None:
             self.journal.resume(state)
-            mover = Mover(self.journal, self.store.dir / "backup", note=self._note)
+            mover = Mover(self.journal, self.store.backups_dir, note=self._note)
             lines += recovery.restore(self.superproject, mover, state)
         if session is not None:
             with contextlib.suppress(Exception):  # a log is a nicety; the restore is not
@@ -129,12 +126,8 @@ class Run:
                 self.store.last_log_path.write_text("\n".join(log) + "\n", encoding="utf-8")
         self.store.delete()
         self.journal.delete()
-        _remove_empty_tree(self.store.dir / "backup")
+        _remove_empty_tree(self.store.backups_dir)
         return lines
-
-    def discard(self) -> None:
-        """:meth:`end`, for a session that never got going (nothing to report)."""
-        self.end()
 
     def _rebuild_journal(self, session: Session | None,
                          lines: list[str]) -> journal_mod.JournalState | None:
@@ -179,24 +172,18 @@ class Run:
         return self.store.exists() or self.journal.path.exists()
 
     # -- helpers -------------------------------------------------------------------
-    def _session_problem(self) -> str:
-        try:
-            self.store.load()
-        except BadInput as exc:
-            return str(exc)
-        return "?"
-
-    def _readable_session(self) -> Session | None:
+    def _load_session(self) -> tuple[Session | None, str | None]:
+        """The session, or why its file cannot be read (both None when there is none)."""
         if not self.store.exists():
-            return None
+            return None, None
         try:
-            return self.store.load()
-        except BadInput:
-            return None
+            return self.store.load(), None
+        except BadInput as exc:
+            return None, str(exc)
 
     def _bisector(self, session: Session) -> Bisector:
         force = self.force_ignored or bool(session.params.get("force_ignored"))
-        mover = Mover(self.journal, self.store.dir / "backup", force_ignored=force,
+        mover = Mover(self.journal, self.store.backups_dir, force_ignored=force,
                       note=self._note)
         self.bisector = Bisector(self.superproject, self.store, session, self.console, self.pm,
                                  mover)

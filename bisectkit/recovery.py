@@ -90,6 +90,16 @@ def _open_segment(repo: Repo, strict: bool = False) -> tuple[Origin, set[str]] |
     return Origin(HeadState(ref=ref, sha=first.old), start_len), {e.new for _, e in mine}
 
 
+def open_repo(superproject: Repo, key: str) -> Repo:
+    """The repository a journal key names (``"."``: the superproject)."""
+    if key == SUPERPROJECT:
+        return superproject
+    try:
+        return Repo(superproject.workdir / key)
+    except BadInput as exc:
+        raise GitFailure(f"cannot open {key}: {exc}") from exc
+
+
 def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
     """Put every repository the session moved back; lines saying what was done."""
     lines: list[str] = []
@@ -98,10 +108,7 @@ def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
     for key in sorted(plan.repos, key=lambda k: (k == SUPERPROJECT, k)):
         if not plan.touched(key):
             continue
-        try:
-            repo = superproject if key == SUPERPROJECT else Repo(root / key)
-        except BadInput as exc:
-            raise GitFailure(f"cannot restore {key}: {exc}") from exc
+        repo = open_repo(superproject, key)
         origin = plan.repos[key]
         target = _target(repo, key, origin.head, lines)
         if plan.knows_user_commits:

@@ -8,7 +8,9 @@ Layout of ``<git dir>/bisectkit/``:
   across sessions so a repeated ``bisectkit run`` reuses them;
 - ``last-log``: the log of the last session, kept after ``reset``;
 - ``logs/step-N.log``: build and repro output of each step of the current or
-  last session (``show-step N``).
+  last session (``show-step N``);
+- ``journal``, ``lock``, ``backup/``: every change made during the session,
+  the lock of the command running now, files set aside (see ``pipeline``).
 """
 
 from __future__ import annotations
@@ -149,6 +151,10 @@ class SessionStore:
         self.cache_path = self.dir / "verdicts.json"
         self.last_log_path = self.dir / "last-log"
         self.logs_dir = self.dir / "logs"
+        #: See :mod:`bisectkit.journal`, :mod:`bisectkit.lock`, :mod:`bisectkit.worktree`.
+        self.journal_path = self.dir / "journal"
+        self.lock_path = self.dir / "lock"
+        self.backups_dir = self.dir / "backup"
 
     def exists(self) -> bool:
         return self.session_path.exists()

@@ -66,7 +66,7 @@ def ignored() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def run_shielded(action: Callable[[], None]) -> None:
+def run_shielded(action: Callable[[], object]) -> None:
     """Run clean-up ``action`` to completion, signals ignored, even if one lands just before.
 
     A signal raised before the shield went up interrupts nothing of

@@ -91,8 +91,9 @@ class Mover:
                 raise GitFailure(f"{_name(key)} has staged changes ({repo.workdir}); commit or "
                                  "unstage them, then run 'git bisect-patched reset' again")
             ignored = set(ignore)
-            moving = set(repo.diff_trees(pending.old.tree, pending.new.tree).paths) \
-                if pending is not None else set()
+            moved = repo.diff_trees(pending.old.tree, pending.new.tree) \
+                if pending is not None else None
+            moving = set(moved.paths) if moved is not None else set()
             # Only a path the interrupted move was writing can be its trace; a
             # dead git may have left one half written (any content), a live one
             # left it exactly on one side of the move.
@@ -104,8 +105,8 @@ class Mover:
                 raise GitFailure(f"{_name(key)} has local changes ({edits[0]}{more} in "
                                  f"{repo.workdir}); move local edits out of the way, then run "
                                  "'git bisect-patched reset' again")
-            if pending is not None:
-                self._remove_leftovers(repo, pending, died)
+            if pending is not None and moved is not None:
+                self._remove_leftovers(repo, pending, moved.added, died)
             tree = repo.tree_of(target.sha)
             diff = repo.diff_trees(index_tree, tree)
             # Files in the way of a restore are set aside, never refused: a
@@ -152,13 +153,14 @@ class Mover:
         self._note(f"removed the stale {repo.index_lock} of a git that died mid-checkout")
         return True
 
-    def _remove_leftovers(self, repo: Repo, pending: Move, died: bool) -> None:
+    def _remove_leftovers(self, repo: Repo, pending: Move, added: Sequence[str],
+                          died: bool) -> None:
         """Files a killed checkout created that no index knows about: not the user's.
 
         A checkout only ever starts once nothing untracked sits where it will
         write (see :meth:`_clear_way`), so such a file came from that git.
         """
-        for path in repo.diff_trees(pending.old.tree, pending.new.tree).added:
+        for path in added:
             if repo.index_has(path):
                 continue
             if died or repo.hash_on_disk(path) == repo.blob_at(pending.new.tree, path):

@@ -37,6 +37,14 @@ def full_state(world: World) -> dict[str, str]:
     return state
 
 
+def commit_file(world: World, repo: Path, path: str, text: str, message: str) -> str:
+    """Commit a new file in ``repo`` as a user would; the commit's sha."""
+    (repo / path).write_text(text, encoding="utf-8")
+    world.git(repo, "add", path)
+    world.git(repo, "commit", "-q", "-m", message)
+    return world.git(repo, "rev-parse", "HEAD")
+
+
 def exclude(world: World, pattern: str) -> None:
     """Ignore ``pattern`` in the submodule (its git dir lives in the superproject's)."""
     info = world.superproject / ".git" / "modules" / SUBMODULE / "info"
@@ -157,10 +165,7 @@ def test_force_ignored_sets_aside_and_puts_back(world_factory, tmp_path: Path) -
 # -- the user's commits survive reset -------------------------------------------------
 def test_reset_keeps_new_commits_on_the_superproject_branch(world: World) -> None:
     assert git_cli(world, *start_argv(world)).returncode == 0
-    (world.superproject / "notes.md").write_text("found it\n", encoding="utf-8")
-    world.git(world.superproject, "add", "notes.md")
-    world.git(world.superproject, "commit", "-q", "-m", "my notes")
-    mine = world.git(world.superproject, "rev-parse", "HEAD")
+    mine = commit_file(world, world.superproject, "notes.md", "found it\n", "my notes")
     pinned = world.git(world.superproject, "rev-parse", f"HEAD:{SUBMODULE}")
     reset = git_cli(world, "reset")
     assert reset.returncode == 0, reset.stderr
@@ -174,10 +179,8 @@ def test_reset_keeps_new_commits_on_the_superproject_branch(world: World) -> Non
 def test_reset_keeps_a_commit_made_on_the_detached_submodule(world: World) -> None:
     before = full_state(world)
     assert git_cli(world, *start_argv(world)).returncode == 0
-    (world.submodule / "lib" / "experiment.txt").write_text("try this\n", encoding="utf-8")
-    world.git(world.submodule, "add", "lib/experiment.txt")
-    world.git(world.submodule, "commit", "-q", "-m", "my experiment")
-    mine = world.git(world.submodule, "rev-parse", "HEAD")
+    mine = commit_file(world, world.submodule, "lib/experiment.txt", "try this\n",
+                       "my experiment")
     # Marking moves on to the next candidate: the commit is now on no branch at all.
     assert git_cli(world, "good").returncode == 0
     reset = git_cli(world, "reset")
@@ -192,10 +195,7 @@ def test_reset_keeps_a_commit_made_on_the_detached_superproject(integrate_world:
     before = full_state(w)
     started = git_cli(w, "start", "--integrate", w.integrate["adv12"], w.integrate["init"])
     assert started.returncode == 0, started.stderr
-    (w.superproject / "fix.txt").write_text("a fix\n", encoding="utf-8")
-    w.git(w.superproject, "add", "fix.txt")
-    w.git(w.superproject, "commit", "-q", "-m", "try a fix")
-    mine = w.git(w.superproject, "rev-parse", "HEAD")
+    mine = commit_file(w, w.superproject, "fix.txt", "a fix\n", "try a fix")
     reset = git_cli(w, "reset")
     assert reset.returncode == 0, reset.stderr
     assert "refs/bisectkit/kept/1" in reset.stdout
@@ -471,10 +471,7 @@ def test_mark_after_a_refused_checkout_checks_the_candidate_out(world: World) ->
 def test_reset_when_session_and_journal_were_both_deleted(world: World) -> None:
     before = full_state(world)
     assert git_cli(world, *start_argv(world)).returncode == 0
-    (world.submodule / "lib" / "mine.txt").write_text("an idea\n", encoding="utf-8")
-    world.git(world.submodule, "add", "lib/mine.txt")
-    world.git(world.submodule, "commit", "-q", "-m", "my idea")
-    mine = world.git(world.submodule, "rev-parse", "HEAD")
+    mine = commit_file(world, world.submodule, "lib/mine.txt", "an idea\n", "my idea")
     assert git_cli(world, "good").returncode == 0  # moves HEAD away from the commit
     shutil.rmtree(state_dir(world))
     reset = git_cli(world, "reset")

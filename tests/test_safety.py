@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 
+from bisectkit.journal import alive
+
 UPSTREAM = "upstream/main"
 
 
@@ -85,21 +87,6 @@ def head_info(world: World, repo: Path) -> tuple[str, str | None]:
 def is_ancestor(world: World, repo: Path, a: str, b: str) -> bool:
     return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=repo,
                           env=world.env).returncode == 0
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie nobody reaped yet counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
