@@ -51,6 +51,8 @@ class RulesPlugin:
     def bisectkit_classify(self, step: Step, outcome: Outcome) -> Verdict | None:
         if outcome.timed_out:
             step.reason = outcome.describe()
+            if self._timeout_verdict == "skip":
+                step.environment = "timeout"
             return self._timeout_verdict
         for verdict in _PRECEDENCE:
             for pattern in self._patterns[verdict]:

@@ -36,6 +36,7 @@ from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
 from bisectkit.observers import ConsoleObserver, StepLogWriter
 from bisectkit.runner import DEFAULT_KEEP
+from bisectkit.runopts import DEFAULT_MAX_ENV_SKIPS
 from bisectkit.session import SessionStore
 from bisectkit.submodule import DEFAULT_UPSTREAMS
 
@@ -104,6 +105,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="do not reuse verdicts of trees already tested with the same commands")
     g.add_argument("--verify-range", action="store_true",
                    help="test the good and bad ends first; stop (exit 5) if they are not")
+    g.add_argument("--no-verify", action="store_true",
+                   help="do not test an untested end that the answer rests on (by default "
+                        "it is tested, and one that does not test as claimed exits 5)")
+    g.add_argument("--max-env-skips", type=_count, default=DEFAULT_MAX_ENV_SKIPS, metavar="N",
+                   help="stop (exit 3) after N consecutive steps skipped for the machine's "
+                        "sake: a timeout, a command that cannot run, a driver the machine "
+                        f"should have (default {DEFAULT_MAX_ENV_SKIPS}; 0: never stop)")
     g.add_argument("--check-stack", action="store_true",
                    help="once found, test the first bad commit without the patch stack (one "
                         "more build) and print the --stack command if the stack is implicated")
@@ -129,6 +137,17 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
     return value
 
 
@@ -342,7 +361,7 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
         run = commands.run_options(args, sp, pm, getattr(args, "plugin_actions", []))
     config = plugins.Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                             console=console, run=run, origins=origins)
-    pm.hook.bisectkit_configure(config=config)
+    plugins.call(pm, "bisectkit_configure", config=config)
     prog = GIT_PROG if git_mode else "bisectkit"
     command = shlex.join([*prog.split(), *original])
     return Context(args=args, console=console, pm=pm, config=config, superproject=sp,

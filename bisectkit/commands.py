@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -84,6 +85,13 @@ def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMana
     build = args.build
     if build is None and sp is not None:
         build = sp.config_get("bisectkit.build")
+    root = sp.workdir if sp is not None else Path.cwd()
+    if build:
+        _check_shell_command("--build", build, root)
+    if repro:
+        _check_interpreter(repro[0])
+        if Path(repro[0]).name in _SHELLS and len(repro) > 2 and repro[1] == "-c":
+            _check_shell_command("the repro", repro[2], root)
     # Verdicts depend on which plugins ran and with which options.
     loaded = [(name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
               if name not in BUILTIN_NAMES and plugin is not None]
@@ -96,7 +104,8 @@ def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMana
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
                       use_cache=not args.no_cache, plugin_options=tuple(loaded + options),
-                      plugin_argv=tuple(plugin_argv), keep_output=args.keep_output)
+                      plugin_argv=tuple(plugin_argv), keep_output=args.keep_output,
+                      verify_ends=not args.no_verify, max_env_skips=args.max_env_skips)
 
 
 def check_output_path(flag: str, value: str) -> None:
@@ -147,6 +156,66 @@ def _resolve_command(word: str) -> str:
     if found is None:
         raise BadInput(f"repro not found: {word} (not a file and not on PATH)")
     return found
+
+
+#: Shells whose ``-c STRING`` is checked like ``--build``.
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
+#: First words a shell runs itself (or that wrap another command): not checked.
+_SHELL_WORDS = frozenset((
+    "!", ".", ":", "[", "[[", "{", "(", "alias", "break", "builtin", "case", "cd", "command",
+    "continue", "declare", "echo", "env", "eval", "exec", "exit", "export", "false", "for",
+    "function", "if", "local", "nice", "nohup", "printf", "read", "return", "set", "shift",
+    "source", "test", "time", "timeout", "trap", "true", "ulimit", "umask", "unset", "until",
+    "while", "xargs"))
+
+
+def _check_shell_command(what: str, text: str, root: Path) -> None:
+    """The first command of a shell string must exist and be executable (exit 2 if not).
+
+    Shells exit 126/127 for a command that cannot run; found at every step,
+    that would read as "bad" everywhere. Only what can be known is checked:
+    the first simple command, unless it is a builtin, a keyword or a wrapper.
+    """
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError:
+        return  # not valid for shlex; the shell decides
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)] or [""]
+    first = re.split(r"[;&|<>()]", words[0], maxsplit=1)[0]
+    if not first or first in _SHELL_WORDS or any(c in first for c in "$`*?~"):
+        return
+    if "/" in first:
+        path = Path(first) if os.path.isabs(first) else root / first
+        if not path.is_file():
+            raise BadInput(f"{what}: {first}: no such file (relative to {root})")
+        if not os.access(path, os.X_OK):
+            raise BadInput(f"{what}: {first} is not executable (chmod +x it)")
+        _check_interpreter(str(path), what)
+    elif shutil.which(first) is None:
+        raise BadInput(f"{what}: command not found: {first} (not on PATH)")
+
+
+def _check_interpreter(path: str, what: str = "the repro") -> None:
+    """A script whose ``#!`` interpreter is missing cannot run (exit 126/127 at every step)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.readline(256)
+    except OSError:
+        return
+    if not head.startswith(b"#!"):
+        return
+    words = head[2:].decode("utf-8", "replace").split()
+    if not words:
+        return
+    interpreter = words[0]
+    if Path(interpreter).name == "env" and len(words) > 1:
+        name = next((w for w in words[1:] if not w.startswith("-")), None)
+        if name is not None and "=" not in name and shutil.which(name) is None:
+            raise BadInput(f"{what}: {path}: its interpreter {name} (#!{' '.join(words)}) "
+                           "is not on PATH")
+    elif not os.access(interpreter, os.X_OK):
+        raise BadInput(f"{what}: {path}: its interpreter {interpreter} does not exist or is "
+                       "not executable")
 
 
 #: Names of the built-in plugins (``-p no:NAME`` blocks them).
@@ -231,12 +300,19 @@ def _run_with(ctx: Context, b: Bisector) -> int:
         b.tracer = Tracer()
     result: dict | None = None
     error: str | None = None
+    b.commands = {"build": opts.build or "", "repro": shlex.join(opts.repro)}
     try:
         if args.verify_range:
             b.verify_range(cache)
-        decision = b.run(cache)
+        decision = b.run(cache, max_env_skips=opts.max_env_skips)
         extra: dict = {}
         if isinstance(decision, Found):
+            if opts.verify_ends:
+                unconfirmed = b.confirm_ends(decision, cache)
+                if unconfirmed is not None:
+                    extra["unconfirmed"] = unconfirmed
+                    ctx.console.line(f"warning: the answer is not confirmed: {unconfirmed}",
+                                     style="yellow")
             if args.check_stack:
                 extra.update(_check_stack(b, decision.first_bad, cache))
             if any("runs" in step for step in b.session.steps):
@@ -247,7 +323,7 @@ def _run_with(ctx: Context, b: Bisector) -> int:
         result["followup"] = b.followup(decision, opts.argv())
         if args.json:
             write_json_atomic(Path(args.json), result)
-        ctx.pm.hook.bisectkit_session_finish(result=result)
+        plugins.call(ctx.pm, "bisectkit_session_finish", result=result)
         code = b.show_result(decision, opts.argv())
         if "confidence" in result:
             ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")

@@ -6,7 +6,9 @@ bisect-patched run`` and the one-shot ``bisectkit run``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import shlex
 import time
 from collections.abc import Sequence
@@ -15,7 +17,7 @@ from typing import Any
 
 import pluggy
 
-from bisectkit import engine
+from bisectkit import engine, plugins
 from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
 from bisectkit.errors import (
@@ -23,10 +25,13 @@ from bisectkit.errors import (
     EXIT_INCONCLUSIVE,
     Aborted,
     BadInput,
+    PluginFailed,
     RangeNotVerified,
 )
 from bisectkit.git import Repo
 from bisectkit.integrate import IntegrateStrategy
+from bisectkit.observers import StepLogWriter
+from bisectkit.runner import Outcome, clean_output
 from bisectkit.runopts import VerdictCache
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
 from bisectkit.stackbisect import StackStrategy
@@ -69,6 +74,12 @@ class Bisector:
         self._prepared: Prepared | None = None
         self.tracer: Tracer = NullTracer()
         self._step_started: dict[int, float] = {}
+        # Phases ("build", "repro") whose command was seen to run at the good end
+        # after exiting 126/127 somewhere: checked once per run, as git does.
+        self._runs_at_good_end: set[str] = set()
+        self._double_checking = False
+        #: The build and repro commands as shown to the user (set by the run command).
+        self.commands: dict[str, str] = {}
 
     # -- engine ------------------------------------------------------------
     def decide(self) -> Decision:
@@ -187,9 +198,11 @@ class Bisector:
             record.setdefault(key, value)  # a plugin's extras never replace core fields
         if step.flags:
             record["flags"] = list(step.flags)
+        if step.environment is not None and verdict == "skip":
+            record["environment"] = step.environment
         step.record = record
         # Observers may add to the record (the step log adds its path).
-        self.pm.hook.bisectkit_step_done(step=step, verdict=verdict)
+        self._hook("bisectkit_step_done", step, verdict=verdict)
         self.tracer.instant(f"verdict: {self.term(verdict)}", step.index, reason=reason,
                             source=source)
         self.tracer.complete("step", step.index, self._step_started.pop(step.index, 0.0),
@@ -235,7 +248,7 @@ class Bisector:
             self.record(sha, verdict, reason, source, **details)  # type: ignore[arg-type]
 
     # -- automatic testing -----------------------------------------------------
-    def test_current(self, cache: VerdictCache | None) -> None:
+    def test_current(self, cache: VerdictCache | None) -> dict[str, Any]:
         """Build and run the repro on the checked-out candidate (through the plugin hooks)."""
         s = self.session
         assert s.current is not None
@@ -246,7 +259,22 @@ class Bisector:
         step, verdict, reason, details = self._test(cand, prep, dict(s.current_step))
         self._remember(cache, prep, verdict, reason, step)
         verdict, reason = self._engine_verdict(verdict, reason)
-        self.record(cand, verdict, reason, "run", step=step, **details)
+        return self.record(cand, verdict, reason, "run", step=step, **details)
+
+    def _hook(self, name: str, step: Step, **kwargs: Any) -> Any:
+        """Call a step hook; a plugin that raises stops the run, its traceback in the step log."""
+        try:
+            return plugins.call(self.pm, name, step=step, **kwargs)
+        except PluginFailed as exc:
+            path = StepLogWriter.path_for(self.store.logs_dir, step.index)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as log:
+                    log.write(f"# step {step.index}: {step.commit}: {exc}\n{exc.traceback_text}")
+            except OSError:
+                raise exc from None  # the one line is what matters; the log is a bonus
+            raise PluginFailed(exc.plugin, exc.hook, exc.cause, exc.traceback_text,
+                               log=str(path)) from exc.cause
 
     def _test(self, commit: str, prep: Prepared, details: dict[str, Any]
               ) -> tuple[Step, Verdict, str, dict[str, Any]]:
@@ -257,28 +285,98 @@ class Bisector:
         env["BISECTKIT_STEP"] = str(index)
         step = Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
                     workdir=self.session.root)
-        hook = self.pm.hook
-        hook.bisectkit_step_start(step=step)
+        self._hook("bisectkit_step_start", step)
         with self.tracer.span("build", index):
-            built = hook.bisectkit_build(step=step)
+            built = _cleaned(self._hook("bisectkit_build", step))
         if built is not None:
             step.outputs["build"] = built.output
             details["build_s"] = round(built.duration, 3)
+            if built.exit_status in (126, 127):
+                self._double_check("build", built, step, details)
             if not built.ok:
-                return step, "skip", f"build failed ({built.describe()})", details
+                return step, "skip", f"build failed ({_why(built)})", details
         with self.tracer.span("repro", index):
-            outcome = hook.bisectkit_repro(step=step)
+            outcome = _cleaned(self._hook("bisectkit_repro", step))
         if outcome is None:
             raise BadInput("nothing runs the repro: give a repro command or a plugin that "
                            "implements bisectkit_repro")
         step.outputs["repro"] = outcome.output
         details["repro_s"] = round(outcome.duration, 3)
+        if outcome.exit_status in (126, 127):
+            self._double_check("repro", outcome, step, details)
+            line = cannot_run(outcome.output)
+            if line is not None:
+                # It runs at the good end, not here: the commit left something
+                # unrunnable. Not the regression the repro looks for.
+                step.environment = "a command cannot run"
+                return step, "skip", f"{outcome.describe()}, a command cannot run: {line!r}", \
+                    details
         with self.tracer.span("classify", index):
-            verdict = hook.bisectkit_classify(step=step, outcome=outcome)
+            verdict = self._hook("bisectkit_classify", step, outcome=outcome)
         if verdict is None:
             raise Aborted(f"repro {outcome.describe()} at {commit[:12]}: exit codes >= 128 and "
                           "signals abort the bisection")
         return step, verdict, step.reason or outcome.describe(), details
+
+    def _double_check(self, phase: str, outcome: Outcome, step: Step,
+                      details: dict[str, Any]) -> None:
+        """Exit 126/127 ("cannot execute", "not found"): is the command itself broken?
+
+        As git >= 2.36 does, run it where the answer is known (the good end):
+        if it cannot run there either, abort naming it; a command that cannot
+        run must never name a culprit. Once per phase and run.
+        """
+        if self._double_checking or phase in self._runs_at_good_end:
+            return
+        commit, good = step.commit, self.session.good[0]
+        said = cannot_run(outcome.output)
+        what = f"the {phase} command ({self._command_of(phase)})"
+        if commit in self.session.good:
+            raise Aborted(f"{what} cannot run: {outcome.describe()} at the good end "
+                          f"{commit[:12]}{f': {said}' if said else ''}")
+        prep = self.strategy.prepare(good)
+        if prep.skip_reason is not None:
+            raise Aborted(f"{what} {outcome.describe()} at {commit[:12]}, and the good end "
+                          f"{good[:12]} cannot be prepared to check whether the command runs "
+                          f"at all ({prep.skip_reason})")
+        self.console.line(f"{phase} {outcome.describe()} at {commit[:12]}: checking that it "
+                          f"runs at the good end {good[:12]}", style="bold")
+        self.session.current = None  # the work tree will hold the good end
+        self.store.save(self.session)
+        self._double_checking = True
+        try:
+            self.strategy.checkout(prep)
+            env = dict(os.environ)
+            env.update(prep.env)
+            env["BISECTKIT_STEP"] = str(step.index)
+            at_good = Step(index=step.index, commit=good, strategy=self.strategy.name, env=env,
+                           workdir=self.session.root)
+            checked: dict[str, Any] = {"commit": good}
+            result = _cleaned(self._hook("bisectkit_build", at_good))
+            if result is not None:
+                step.outputs["build at the good end"] = result.output
+                checked["build"] = result.describe()
+            if phase == "repro" and (result is None or result.ok):
+                result = _cleaned(self._hook("bisectkit_repro", at_good))
+                if result is not None:
+                    step.outputs["repro at the good end"] = result.output
+                    checked["repro"] = result.describe()
+        finally:
+            self._double_checking = False
+        details["double_check"] = checked
+        if result is None or phase not in checked:
+            raise Aborted(f"{what} {outcome.describe()} at {commit[:12]}, and cannot be "
+                          f"checked at the good end {good[:12]}: its build "
+                          f"{checked.get('build', 'did not run')}")
+        if result.exit_status in (126, 127):
+            said = cannot_run(result.output) or said
+            raise Aborted(f"{what} cannot run: {result.describe()} at the good end "
+                          f"{good[:12]} too{f': {said}' if said else ''}")
+        self._runs_at_good_end.add(phase)
+
+    def _command_of(self, phase: str) -> str:
+        """The command a phase runs, for messages."""
+        return self.commands.get(phase) or "given by a plugin"
 
     def _test_commit(self, commit: str, prep: Prepared, cache: VerdictCache | None,
                      source: str, affects: bool) -> dict[str, Any]:
@@ -321,6 +419,42 @@ class Bisector:
                     f"the {want} end {end[:12]} is not {want}: it tested "
                     f"{self.term(step['verdict'])} ({step['reason']}); fix the range or the "
                     "repro before bisecting")
+
+    def confirm_ends(self, decision: Found, cache: VerdictCache | None) -> str | None:
+        """Test the end(s) an answer rests on when they were never tested.
+
+        The first bad commit is the bad end itself only if every other
+        candidate passed: then a repro that never reproduces here would name
+        it. It is the first candidate only if none passed: then a repro that
+        always fails would. Either way the end is tested now; one that does not
+        test as claimed raises :class:`RangeNotVerified` (exit 5). Returns why
+        the answer could not be confirmed (the end cannot be built), or ``None``.
+        """
+        s = self.session
+        tested = {st["commit"] for st in s.steps if st["source"] in ("run", "cache", "verify")}
+        lo, _ = engine.bounds(s.candidates, s.verdict_map())
+        ends: list[tuple[str, Verdict]] = []
+        if lo < 0:
+            ends += [(g, "good") for g in s.good if g not in tested]
+        if decision.first_bad == s.bad and s.bad not in tested:
+            ends.append((s.bad, "bad"))
+        for end, expected in ends:
+            want = self.term(expected)
+            prep = self.strategy.prepare(end)
+            if prep.skip_reason is not None:
+                return f"the {want} end {end[:12]} cannot be tested: {prep.skip_reason}"
+            self.console.line(f"confirming the {want} end {end[:12]} (the answer rests on it)",
+                              style="bold")
+            step = self._test_commit(end, prep, cache, "verify", affects=False)
+            if step["verdict"] == "skip":
+                return f"the {want} end {end[:12]} tested skip ({step['reason']})"
+            if step["verdict"] != expected:
+                raise RangeNotVerified(
+                    f"the {want} end {end[:12]} does not test {want}: it tested "
+                    f"{self.term(step['verdict'])} ({step['reason']}); the answer would rest "
+                    "on it, so no commit is named: check that the repro reproduces the "
+                    "problem here, or the range")
+        return None
 
     def check_stack(self, first_bad: str, cache: VerdictCache | None) -> dict[str, Any] | None:
         """``--check-stack``: test ``first_bad`` without the patch stack (one more build).
@@ -366,11 +500,21 @@ class Bisector:
         if cache is not None:
             cache.put(cache.key(prep.trees), verdict, reason, step)
 
-    def run(self, cache: VerdictCache | None) -> Decision:
-        """Test candidates until the first bad commit is found or only skips are left."""
+    def run(self, cache: VerdictCache | None, max_env_skips: int = 0) -> Decision:
+        """Test candidates until the first bad commit is found or only skips are left.
+
+        ``max_env_skips`` consecutive steps skipped because of the machine
+        (``step.environment``) stop the run: the next ones would fail the same.
+        """
         decision = self.advance(cache)
+        streak: list[dict[str, Any]] = []
         while isinstance(decision, Next):
-            self.test_current(cache)
+            record = self.test_current(cache)
+            streak = [*streak, record] if record.get("environment") else []
+            if max_env_skips and len(streak) >= max_env_skips:
+                raise Aborted(f"stopped after {len(streak)} consecutive steps skipped for the "
+                              f"machine, not the commit (last: {record['reason']}); fix the "
+                              "machine or the command, or raise --max-env-skips")
             decision = self.advance(cache)
         return decision
 
@@ -494,6 +638,38 @@ class Bisector:
 
     def _subject(self, sha: str) -> str:
         return self.strategy.describe(sha).subject
+
+#: What shells and ``env`` print when a command cannot run (dash, bash, zsh, busybox).
+_CANNOT_RUN = re.compile(
+    r"^(?P<line>.*(?:"
+    r": (?:command )?not found"
+    r"|: command not found: \S+"
+    r"|: (?:cannot execute: )?[Pp]ermission denied(?:: \S+)?"
+    r"|: bad interpreter: .*"
+    r"|: cannot execute(?: binary file)?(?:: .*)?"
+    r"|: No such file or directory"
+    r"))[ \t]*$", re.MULTILINE)
+
+
+def cannot_run(output: str) -> str | None:
+    """The shell's "not found" / "Permission denied" line in ``output``, if any."""
+    m = _CANNOT_RUN.search(output)
+    return m.group("line").strip()[:300] if m else None
+
+
+def _cleaned(outcome: Outcome | None) -> Outcome | None:
+    """A plugin's outcome with terminal escapes removed: rules see text, not escapes."""
+    if outcome is None:
+        return None
+    text = clean_output(outcome.output)
+    return outcome if text == outcome.output else dataclasses.replace(outcome, output=text)
+
+
+def _why(outcome: Outcome) -> str:
+    """``exit 127: sh: 1: make: not found`` when the shell said why, else ``exit 127``."""
+    said = cannot_run(outcome.output) if outcome.exit_status in (126, 127) else None
+    return f"{outcome.describe()}: {said}" if said else outcome.describe()
+
 
 def _since(started: float) -> float:
     return round(time.perf_counter() - started, 4)

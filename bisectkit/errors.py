@@ -44,3 +44,21 @@ class RangeNotVerified(BisectkitError):
     """``--verify-range``: the good end is not good, or the bad end is not bad."""
 
     exit_code = EXIT_RANGE_NOT_VERIFIED
+
+
+class PluginFailed(Aborted):
+    """A plugin's hook raised: one line naming the plugin, the hook and the exception.
+
+    The traceback is kept in :attr:`traceback_text` (written to the step log,
+    named by ``log``); the bisection stops (exit 3) with everything restored.
+    """
+
+    def __init__(self, plugin: str, hook: str, cause: BaseException, traceback_text: str,
+                 log: str | None = None) -> None:
+        where = f" (traceback in {log})" if log else ""
+        super().__init__(f"plugin '{plugin}' raised in {hook}: "
+                         f"{type(cause).__name__}: {cause}{where}")
+        self.plugin = plugin
+        self.hook = hook
+        self.cause = cause
+        self.traceback_text = traceback_text

@@ -38,16 +38,22 @@ _MAX_LINE = 4096
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one command did."""
+    """What one command did: ``Outcome(exit_status, output)``, the rest optional.
+
+    A plugin's ``bisectkit_build``/``bisectkit_repro`` may build one from its
+    own run: ``Outcome(1, text)`` is a command that exited 1 after printing
+    ``text``. Classifiers always see ``output`` with terminal escapes removed.
+    """
 
     #: Exit status, or ``None`` when the command was killed by a signal.
     exit_status: int | None
-    #: The signal that killed it, if any.
-    signal: int | None
     #: stdout and stderr, combined, with ``\\r\\n`` folded to ``\\n``.
-    output: str
-    timed_out: bool
-    duration: float
+    output: str = ""
+    #: The signal that killed it, if any.
+    signal: int | None = None
+    timed_out: bool = False
+    #: Seconds the command ran.
+    duration: float = 0.0
     #: The time limit the command ran under, if any.
     timeout: float | None = None
 
@@ -62,6 +68,39 @@ class Outcome:
         if self.signal is not None:
             return f"killed by {signal.Signals(self.signal).name}"
         return f"exit {self.exit_status}"
+
+
+#: Terminal control sequences: CSI (colours, cursor moves, ``\x1b[K``), OSC (titles,
+#: hyperlinks; ended by BEL or ST), and the two-character escapes (``\x1bM``...).
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"
+                      r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                      r"|\x1b[@-Z\\-_]"
+                      r"|\x9b[0-?]*[ -/]*[@-~]")
+
+
+def clean_output(text: str) -> str:
+    """``text`` as a reader sees it: escapes removed, ``\\r`` progress lines folded.
+
+    The repro runs under a pty, so clang, MLIR and ninja colour their output:
+    ``\\e[1m\\e[31merror:\\e[0m`` must still match ``--bad-if 'error:'``. A line
+    rewritten in place (``50%\\r100%``) keeps only what was left on screen.
+    """
+    if "\x1b" in text or "\x9b" in text:
+        text = _ESCAPES.sub("", text)
+    if "\r" not in text:
+        return text
+    lines = text.replace("\r\n", "\n").split("\n")
+    return "\n".join(_fold_cr(line) for line in lines)
+
+
+def _fold_cr(line: str) -> str:
+    """What a terminal shows of a line rewritten with ``\\r``: its last non-empty rewrite.
+
+    Progress meters pad or erase (``\\e[K``, removed before) what they rewrite,
+    so the last rewrite is what was on screen.
+    """
+    parts = [p for p in line.split("\r") if p]
+    return parts[-1] if parts else ""
 
 
 class _Kept:
@@ -106,7 +145,8 @@ class _Kept:
             return
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()[-_MAX_LINE:]
-        for line in lines:
+        for raw in lines:
+            line = clean_output(raw)
             if len(self._matched) < _MAX_KEPT_LINES and \
                     any(p.search(line) for p in self._watch):
                 self._matched.append(line[:_MAX_LINE])
@@ -114,8 +154,9 @@ class _Kept:
     def text(self) -> str:
         if not self.dropped:
             return "".join(self._head) + "".join(self._tail)
-        if self._partial and any(p.search(self._partial) for p in self._watch):
-            self._matched.append(self._partial)
+        partial = clean_output(self._partial)
+        if partial and any(p.search(partial) for p in self._watch):
+            self._matched.append(partial)
         marker = [f"\n[bisectkit: {self.dropped} characters of output dropped here "
                   "(--keep-output)"]
         if self._matched:
@@ -199,7 +240,7 @@ def run(
     return Outcome(
         exit_status=None if timed_out else child.exitstatus,
         signal=None if timed_out else child.signalstatus,
-        output=kept.text(),
+        output=clean_output(kept.text()),
         timed_out=timed_out,
         duration=duration,
         timeout=timeout,

@@ -25,6 +25,9 @@ from bisectkit.runner import DEFAULT_KEEP
 from bisectkit.session import SessionStore
 from bisectkit.step import Step
 
+#: ``--max-env-skips`` default: three machine failures in a row are not bad luck.
+DEFAULT_MAX_ENV_SKIPS = 3
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -43,6 +46,10 @@ class RunOptions:
     #: Characters of each command's output kept (``--keep-output``); not part of the cache
     #: key: the lines the rules match are kept whatever the limit.
     keep_output: int = DEFAULT_KEEP
+    #: Test an untested end the answer rests on (``--no-verify`` turns it off).
+    verify_ends: bool = True
+    #: Consecutive steps skipped for the machine's sake that stop the run (0: never).
+    max_env_skips: int = DEFAULT_MAX_ENV_SKIPS
 
     def argv(self) -> list[str]:
         """The run options and repro as command-line words (for follow-up commands)."""
@@ -59,6 +66,10 @@ class RunOptions:
             words += ["--timeout-verdict", self.timeout_verdict]
         if self.keep_output != DEFAULT_KEEP:
             words.append(f"--keep-output={self.keep_output}")
+        if not self.verify_ends:
+            words.append("--no-verify")
+        if self.max_env_skips != DEFAULT_MAX_ENV_SKIPS:
+            words += ["--max-env-skips", str(self.max_env_skips)]
         words += self.plugin_argv
         return [*words, "--", *self.repro] if self.repro else words
 

@@ -23,6 +23,10 @@ class Step:
     workdir: str = "."
     #: Why the verdict was reached; classifiers may set it.
     reason: str | None = None
+    #: Set (to a short why) when the machine, not the commit, decided a ``skip``: a
+    #: driver missing on a machine that should have it, a timeout, a command that
+    #: cannot run. ``--max-env-skips`` consecutive such steps stop the run.
+    environment: str | None = None
     #: Short notes shown in the final report (e.g. "runs disagree").
     flags: list[str] = field(default_factory=list)
     #: Extra data kept in the step's JSON record.

@@ -29,8 +29,16 @@ def test_check_stack_then_stack_bisect_names_our_patch(world: World, tmp_path: P
     repro = local_patch_repro(tmp_path)
     before = snapshot(world)
     out = tmp_path / "r.json"
+    # Every patched candidate is bad, the good end too: the answer rests on the
+    # good end, which does not test good with the stack applied.
     r = cli(world, *base(world, "--good", world.sha(100), "--bad", world.sha(300),
-                         "--check-stack", "--json", str(out), "--", str(repro)))
+                         "--check-stack", "--", str(repro)))
+    assert r.returncode == 5, r.stderr + r.stdout
+    assert f"the good end {world.sha(100)[:12]} does not test good" in r.stderr
+    assert snapshot(world) == before
+    # Told not to verify, the stack check is what clears it up.
+    r = cli(world, *base(world, "--good", world.sha(100), "--bad", world.sha(300),
+                         "--check-stack", "--no-verify", "--json", str(out), "--", str(repro)))
     assert r.returncode == 0, r.stderr + r.stdout
     result = json.loads(out.read_text())
     # Every patched candidate is bad: the first one gets the blame...

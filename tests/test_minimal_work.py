@@ -103,10 +103,12 @@ def test_identical_patched_trees_share_one_verdict(world_factory, tmp_path: Path
     log = tmp_path / "builds"
     build = f"echo x >> {log}; ./build.sh"
     out = tmp_path / "r.json"
-    assert run(world, 318, 320, build=build, out=out).returncode == 0
+    # Ranges whose bad end is not bad (the bug is at 325): only the caching is
+    # under test here, so the bad end is not confirmed (--no-verify).
+    assert run(world, 318, 320, "--no-verify", build=build, out=out).returncode == 0
     (first,) = json.loads(out.read_text())["steps"]
     assert first["commit"] == world.sha(319) and first["source"] == "run"
-    assert run(world, 319, 321, build=build, out=out).returncode == 0
+    assert run(world, 319, 321, "--no-verify", build=build, out=out).returncode == 0
     (second,) = json.loads(out.read_text())["steps"]
     assert second["commit"] == world.sha(320)
     assert second["source"] == "cache" and second["verdict"] == "good"

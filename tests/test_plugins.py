@@ -84,9 +84,11 @@ def test_discovery_order_and_origins(world: World, tmp_path: Path):
 def test_later_plugins_win(world: World, tmp_path: Path):
     bad = verdict_plugin(tmp_path / "always_bad.py", "bad")
     good = verdict_plugin(tmp_path / "always_good.py", "good")
-    r = cli(world, *run_args(world, "-p", str(bad)))
+    # --no-verify: an all-bad (all-good) classifier is the point here, not a mistake.
+    r = cli(world, *run_args(world, "-p", str(bad), "--no-verify"))
     assert f"{world.sha(1)} is the first bad commit" in r.stdout, r.stdout + r.stderr
-    r = cli(world, *run_args(world, "-p", str(bad)), extra_env={"BISECTKIT_PLUGINS": str(good)})
+    r = cli(world, *run_args(world, "-p", str(bad), "--no-verify"),
+            extra_env={"BISECTKIT_PLUGINS": str(good)})
     assert f"{world.sha(300)} is the first bad commit" in r.stdout, r.stdout + r.stderr
     assert "always_good says good" in r.stdout
 
@@ -187,7 +189,7 @@ def test_plugin_options_reach_the_plugin_and_the_cache_key(world: World, tmp_pat
     assert all(s["reason"] == "looked for miscompiled" for s in steps)
     # Same trees, different plugin option: nothing may come from the cache.
     r = cli(world, *run_args(world, "-p", str(plugin), "--needle", "no such text",
-                             "--json", str(out)))
+                             "--no-verify", "--json", str(out)))
     steps = json.loads(out.read_text())["steps"]
     assert all(s["source"] == "run" for s in steps)
     assert f"{world.sha(300)} is the first bad commit" in r.stdout

@@ -106,11 +106,16 @@ def test_above_merge_base_drops_upstreamed_picks_and_skips_conflicts(world_facto
     assert result["patches_at_first_bad"]
 
 
-def test_without_good_if_device_errors_give_the_wrong_answer(world: World, tmp_path: Path):
-    """Both good and bad commits exit 1: only classification by output tells them apart."""
+def test_without_good_if_device_errors_are_caught_by_the_good_end(world: World, tmp_path: Path):
+    """Both good and bad commits exit 1: only classification by output tells them apart.
+
+    Unclassified, every candidate tests bad and the answer would be the first
+    candidate: the good end it rests on is tested, fails too, and no commit is named.
+    """
     r = oneshot(world, world.sha(0), world.sha(300))
-    assert r.returncode == 0, r.stderr
-    assert f"{world.sha(1)} is the first bad commit" in r.stdout
+    assert r.returncode == 5, r.stderr
+    assert f"the good end {world.sha(0)[:12]} does not test good: it tested bad" in r.stderr
+    assert "is the first bad commit" not in r.stdout
     r = oneshot(world, world.sha(0), world.sha(300), "--good-if", GOOD_IF, "--no-cache")
     assert f"{world.sha(200)} is the first bad commit" in r.stdout
 
