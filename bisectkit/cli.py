@@ -100,7 +100,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="keep at most this much of each build's and repro's output (its head "
                         "and tail; lines matching the rules are kept from the middle); "
                         "suffixes K, M, G (default: 8M)")
-    g.add_argument("--json", metavar="FILE", help="write the result as JSON (atomically)")
+    g.add_argument("--json", metavar="FILE",
+                   help="write the result as JSON (atomically); '-' writes it to stdout and "
+                        "everything else to stderr")
     g.add_argument("--no-cache", action="store_true",
                    help="do not reuse verdicts of trees already tested with the same commands")
     g.add_argument("--verify-range", action="store_true",
@@ -356,6 +358,8 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
     args = parser.parse_args(argv)
     if pathspec:
         args.pathspec = pathspec
+    if getattr(args, "json", None) == "-":
+        console.to_stderr()  # stdout holds nothing but the JSON result
     run = None
     if args.func in (commands.cmd_run, commands.cmd_oneshot):
         run = commands.run_options(args, sp, pm, getattr(args, "plugin_actions", []))

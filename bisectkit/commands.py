@@ -18,6 +18,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pluggy
 
@@ -27,7 +28,7 @@ from bisectkit.classify import Rules, validate_rules
 from bisectkit.console import Console
 from bisectkit.driver import Bisector
 from bisectkit.engine import Decision, Found, Inconclusive, Next
-from bisectkit.errors import Aborted, BadInput
+from bisectkit.errors import Aborted, BadInput, BisectkitError
 from bisectkit.git import Repo
 from bisectkit.observers import StepLogWriter
 from bisectkit.pipeline import GIT_PROG, Run
@@ -99,8 +100,9 @@ def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMana
     plugin_argv = [w for spec in args.plugin for w in ("-p", spec)]
     plugin_argv += [w for a in plugin_actions for w in _option_words(a, getattr(args, a.dest))]
     for flag in ("json", "report", "trace"):
-        if getattr(args, flag, None):
-            check_output_path(f"--{flag}", getattr(args, flag))
+        value = getattr(args, flag, None)
+        if value and not (flag == "json" and value == "-"):  # --json -: stdout
+            check_output_path(f"--{flag}", value)
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
                       use_cache=not args.no_cache, plugin_options=tuple(loaded + options),
@@ -120,6 +122,17 @@ def check_output_path(flag: str, value: str) -> None:
         raise BadInput(f"{flag} {value}: directory {parent} is not writable")
     if path.exists() and not os.access(path, os.W_OK):
         raise BadInput(f"{flag} {value}: the file is not writable")
+
+
+def write_result(target: str, result: dict[str, Any]) -> None:
+    """``--json FILE``: the result, atomically; ``--json -``: on stdout (the console
+    then writes to stderr, so stdout parses as JSON)."""
+    if target != "-":
+        write_json_atomic(Path(target), result)
+        return
+    with contextlib.suppress(OSError, ValueError):  # a reader gone: nothing to tell it
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.flush()
 
 
 def _option_words(action: argparse.Action, value: object) -> list[str]:
@@ -237,11 +250,12 @@ def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
     if args.at:
         raise BadInput("--at goes with --stack")
     if not args.bad or not args.good:
-        raise BadInput("give a bad revision and at least one good one")
+        old, new = _term_pair(args)
+        raise BadInput(f"give a {new} revision and at least one {old} one")
     if args.integrate:
         return _with_terms(integrate.start(sp, integrate.IntegrateRequest(
             bad=args.bad, good=list(args.good), submodules=list(args.submodule),
-            upstream=args.upstream, pathspec=pathspec)), args)
+            upstream=args.upstream, pathspec=pathspec, terms=_term_pair(args))), args)
     if len(args.submodule) > 1:
         raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
                        "or several with --integrate")
@@ -251,13 +265,12 @@ def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
                        "git config bisectkit.submodule PATH")
     return _with_terms(submodule.start(sp, submodule.StartRequest(
         submodule=path, upstream=args.upstream, bad=args.bad, good=list(args.good),
-        pathspec=pathspec)), args)
+        pathspec=pathspec, terms=_term_pair(args))), args)
 
 
 def _with_terms(session: Session, args: argparse.Namespace) -> Session:
     """Apply ``--find-fix`` and ``--term-old/--term-new`` (and keep them in the log)."""
-    old = args.term_old or ("broken" if args.find_fix else "good")
-    new = args.term_new or ("fixed" if args.find_fix else "bad")
+    old, new = _term_pair(args)
     if old == new or "skip" in (old, new):
         raise BadInput(f"--term-old and --term-new must differ and not be 'skip' ({old}/{new})")
     session.terms = {"old": old, "new": new}
@@ -269,6 +282,12 @@ def _with_terms(session: Session, args: argparse.Namespace) -> Session:
         extra += ["--term-new", new]
     session.start_argv[1:1] = extra
     return session
+
+
+def _term_pair(args: argparse.Namespace) -> tuple[str, str]:
+    """The words for the old and the new side that the options ask for."""
+    return (args.term_old or ("broken" if args.find_fix else "good"),
+            args.term_new or ("fixed" if args.find_fix else "bad"))
 
 
 def _header(ctx: Context, b: Bisector) -> None:
@@ -298,14 +317,14 @@ def _run_with(ctx: Context, b: Bisector) -> int:
              if opts.use_cache else None)
     if args.trace:
         b.tracer = Tracer()
-    result: dict | None = None
+    result: dict[str, Any] | None = None
     error: str | None = None
     b.commands = {"build": opts.build or "", "repro": shlex.join(opts.repro)}
     try:
         if args.verify_range:
             b.verify_range(cache)
         decision = b.run(cache, max_env_skips=opts.max_env_skips)
-        extra: dict = {}
+        extra: dict[str, Any] = {}
         if isinstance(decision, Found):
             if opts.verify_ends:
                 unconfirmed = b.confirm_ends(decision, cache)
@@ -320,11 +339,14 @@ def _run_with(ctx: Context, b: Bisector) -> int:
         result = b.result_json(_status_word(decision), decision)
         result.update(extra)
         result["command"] = ctx.command
+        result["reproduce"] = reproduce_command(ctx, b)
         result["followup"] = b.followup(decision, opts.argv())
         if args.json:
-            write_json_atomic(Path(args.json), result)
+            write_result(args.json, result)
         plugins.call(ctx.pm, "bisectkit_session_finish", result=result)
         code = b.show_result(decision, opts.argv())
+        if "check_stack" in result:
+            ctx.console.line(f"check-stack: {result['check_stack']['conclusion']}", style="bold")
         if "confidence" in result:
             ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
         if args.report:
@@ -341,7 +363,7 @@ def _run_with(ctx: Context, b: Bisector) -> int:
 
         def wrap_up() -> None:
             if aborted and args.json:
-                write_json_atomic(Path(args.json), b.result_json("aborted", None, error))
+                write_result(args.json, b.result_json("aborted", None, error))
             if args.trace:
                 b.tracer.write(args.trace)
 
@@ -351,24 +373,120 @@ def _run_with(ctx: Context, b: Bisector) -> int:
                 ctx.pm.hook.bisectkit_session_finish(result=b.result_json("aborted", None, error))
 
 
-def _check_stack(b: Bisector, first_bad: str, cache: VerdictCache | None) -> dict:
-    checked = b.check_stack(first_bad, cache)
-    if checked is None:
-        return {}
-    # Old side without the stack, new side with it: our patches are implicated.
-    implicated = checked["verdict"] == "good"
-    b.session.params["stack_implicated"] = implicated
-    return {"check_stack": {"verdict": checked["verdict"], "reason": checked["reason"],
-                            "stack_implicated": implicated}}
+def reproduce_command(ctx: Context, b: Bisector) -> str:
+    """One command line that runs this bisection again, on another machine too.
+
+    Built from the session and the run options rather than from the words
+    typed: full shas for every end, and the settings this run took from git
+    config (``bisectkit.submodule``, ``.upstream``, ``.build``, ``.plugins``)
+    or from ``BISECTKIT_PLUGINS`` written out as options. Run it in the
+    superproject root. A range limited by a pathspec needs ``start``, so it
+    is ``git bisect-patched start ... && git bisect-patched run ...``.
+    """
+    s, p, args = b.session, b.session.params, ctx.args
+    opts = ctx.config.run
+    assert opts is not None
+    target: list[str] = []
+    if s.strategy == "integrate":
+        target.append("--integrate")
+        for path in p.get("submodules", []):
+            target += ["--submodule", path]
+        if p.get("upstream_ref"):
+            target += ["--upstream", p["upstream_ref"]]
+    else:
+        target += ["--submodule", p["submodule"], "--upstream", p["upstream_ref"]]
+    if s.strategy == "stack":
+        target += ["--stack", "--at", p["at"]]
+    target += b.term_argv()
+    run_words = [flag for flag, on in (("--verify-range", args.verify_range),
+                                       ("--check-stack", args.check_stack)) if on]
+    run_words += [w for spec in _plugins_from_elsewhere(ctx) for w in ("-p", spec)]
+    words = opts.argv()
+    if opts.repro:
+        words = [*words[:len(words) - len(opts.repro)], *_portable_repro(ctx, opts.repro)]
+    run_words += words
+    if s.pathspec:
+        start = [*GIT_PROG.split(), "start", *target, s.bad, *s.good, "--", *s.pathspec]
+        return f"{shlex.join(start)} && {shlex.join([*GIT_PROG.split(), 'run', *run_words])}"
+    ends = [] if s.strategy == "stack" else [
+        *(w for g in s.good for w in ("--good", g)), "--bad", s.bad]
+    return shlex.join(["bisectkit", "run", *target, *ends, *run_words])
 
 
-def _write_report(ctx: Context, b: Bisector, result: dict) -> None:
+def _plugins_from_elsewhere(ctx: Context) -> list[str]:
+    """Plugin specs this run loaded from ``BISECTKIT_PLUGINS`` or git config, not from ``-p``."""
+    sp = ctx.superproject
+    from_config = sp.config_get_all("bisectkit.plugins") if sp else []
+    req = plugins.request([], dict(os.environ), from_config)
+    given = set(ctx.args.plugin)
+    specs = [spec for spec, _ in req.names] + [f"no:{name}" for name in req.blocked]
+    return [spec for spec in dict.fromkeys(specs) if spec not in given]
+
+
+def _portable_repro(ctx: Context, repro: tuple[str, ...]) -> list[str]:
+    """The repro as it runs from the superproject root on any machine: a script of the
+    superproject as ``./path``, a command found on PATH by its name."""
+    typed = list(ctx.args.repro)
+    typed = typed[1:2] if typed[:1] == ["--"] else typed[:1]
+    first = repro[0]
+    if typed and os.sep not in typed[0]:
+        first = typed[0]
+    elif ctx.superproject is not None:
+        root = ctx.superproject.workdir.resolve()
+        with contextlib.suppress(ValueError):
+            first = "./" + Path(first).relative_to(root).as_posix()
+    return [first, *repro[1:]]
+
+
+def _check_stack(b: Bisector, first_bad: str, cache: VerdictCache | None) -> dict[str, Any]:
+    """``--check-stack``: test ``first_bad`` without the patch stack; what that concluded.
+
+    ``stack_implicated`` is True or False only when the test gave a side; None
+    (with the reason in ``conclusion``) when there was nothing to check or the
+    test could not tell (a failed build is a skip, not an acquittal).
+    """
+    old, new = b.session.terms["old"], b.session.terms["new"]
+    short = first_bad[:12]
+    patches = (b.session.params.get("stack") or {}).get("patches")
+    checked = None
+    if b.strategy.name == "stack":
+        conclusion = "not checked: the candidates already are the patch stack's patches"
+    elif b.strategy.name != "submodule":
+        conclusion = (f"not checked: an {b.strategy.name} bisect has no patch stack to take "
+                      "away (bisect the submodule move it found, with --check-stack)")
+    elif not patches:
+        conclusion = f"not checked: submodule {b.session.params['submodule']} has no local patches"
+    else:
+        checked = b.check_stack(first_bad, cache)
+        conclusion = ""
+    verdict = checked["verdict"] if checked else None
+    implicated: bool | None = None
+    if verdict == "good":
+        # Old side without the stack, new side with it: our patches are implicated.
+        implicated = True
+        conclusion = (f"the patch stack is implicated: {short} is {old} without it and {new} "
+                      "with it")
+    elif verdict == "bad":
+        implicated = False
+        conclusion = (f"the patch stack is not implicated: {short} is {new} without it too "
+                      "(the upstream commit itself)")
+    elif checked is not None:
+        conclusion = (f"could not be checked: {short} without the patch stack tested skip "
+                      f"({checked['reason']})")
+    b.session.params["stack_implicated"] = bool(implicated)
+    return {"check_stack": {"verdict": verdict, "reason": checked["reason"] if checked else None,
+                            "stack_implicated": implicated, "conclusion": conclusion}}
+
+
+def _write_report(ctx: Context, b: Bisector, result: dict[str, Any]) -> None:
     """``--report FILE``: Markdown for an issue, and its short version on the terminal."""
-    url = ctx.superproject.config_get("bisectkit.commit-url") if ctx.superproject else None
+    sp = ctx.superproject
+    url = sp.config_get("bisectkit.commit-url") if sp else None
+    fork_url = sp.config_get("bisectkit.fork-url") if sp else None
     path = Path(ctx.args.report)
-    path.write_text(report.render_markdown(result, url), encoding="utf-8")
+    path.write_text(report.render_markdown(result, url, fork_url=fork_url), encoding="utf-8")
     ctx.console.line("")
-    for line in report.render_terminal(result, url):
+    for line in report.render_terminal(result, url, fork_url):
         ctx.console.line(line)
     ctx.console.line(f"report written to {path}", style="dim")
 
@@ -412,9 +530,20 @@ def cmd_start(ctx: Context) -> int:
             signals.run_shielded(run.end)
             raise
         if isinstance(decision, Next):
-            ctx.console.line(f"Build and run the repro, then: {GIT_PROG} good|bad|skip  "
+            ctx.console.line(f"Build and run the repro, then: {GIT_PROG} "
+                             f"{_mark_words(b.session)}  "
                              f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
         return _finish(b, decision)
+
+
+def _mark_words(session: Session) -> str:
+    """How to mark the commit under test, in the session's words."""
+    if session.terms == {"old": "good", "new": "bad"} and not session.find_fix:
+        return "good|bad|skip"
+    pass_side, fail_side = ("new", "old") if session.find_fix else ("old", "new")
+    return (f"good|bad|skip (the repro passes|fails: {session.terms[pass_side]}|"
+            f"{session.terms[fail_side]}), or old|new ({session.terms['old']}|"
+            f"{session.terms['new']})")
 
 
 def cmd_mark(ctx: Context) -> int:
@@ -428,8 +557,22 @@ def cmd_mark(ctx: Context) -> int:
                              "checking out the next candidate: test it, then mark it",
                              style="yellow")
             return _finish(b, b.advance())
+        before = len(b.session.steps)
         b.mark(ctx.args.verdict, ctx.args.revs)
-        return _finish(b, b.advance())
+        try:
+            return _finish(b, b.advance())
+        except BisectkitError as exc:
+            # The mark is saved; only the next checkout failed (a local edit or a
+            # file in the way). Say so: the same command again checks the candidate
+            # out without marking anything twice (nothing is under test).
+            marked = b.session.steps[before:]
+            what = ", ".join(f"{st['commit'][:12]} {st.get('term', st['verdict'])}"
+                             for st in marked)
+            nxt = b.decide() if b.session.current is None else None
+            cand = f" {nxt.commit[:12]}" if isinstance(nxt, Next) else ""
+            raise type(exc)(f"marked {what} (kept); the next candidate{cand} was not checked "
+                            f"out ('{GIT_PROG} {ctx.args.verdict}' with no revision checks it "
+                            f"out, marking nothing twice): {exc}") from exc
 
 
 def cmd_run(ctx: Context) -> int:
@@ -450,18 +593,23 @@ def cmd_status(ctx: Context) -> int:
     b = ctx.reader(sp, store)
     s = b.session
     console.header(b.strategy.header_lines(), engine.steps_estimate(len(s.candidates) - 1))
+    old, new = s.terms["old"], s.terms["new"]
     counts = {v: sum(1 for e in s.verdict_map().values() if e == v) for v in engine.VERDICTS}
-    console.line(f"  verdicts: {counts['good']} good, {counts['bad']} bad, "
-                 f"{counts['skip']} skip (the bad end included)")
+    console.line(f"  verdicts: {counts['good']} {old}, {counts['bad']} {new}, "
+                 f"{counts['skip']} skip (the {new} end included)")
     decision = b.decide()
     if isinstance(decision, Next):
         lo, hi = engine.bounds(s.candidates, s.verdict_map())
         console.line(f"  {decision.remaining} candidates left between "
-                     f"{'the good end' if lo < 0 else s.candidates[lo][:12]} and "
+                     f"{f'the {old} end' if lo < 0 else s.candidates[lo][:12]} and "
                      f"{s.candidates[hi][:12]}, roughly {decision.steps_left} steps")
         if s.current:
             console.line(f"  under test: {s.current} "
                          f"{b.strategy.describe(s.current).subject}")
+        else:
+            console.line(f"  under test: nothing (the checkout of {decision.commit[:12]} did "
+                         f"not happen); '{GIT_PROG} good', 'bad' or 'skip' checks it out",
+                         style="yellow")
         return 0
     return b.show_result(decision)
 

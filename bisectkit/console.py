@@ -46,17 +46,24 @@ class _Resilient:
         return getattr(self._stream, name)
 
 
+def _rich(file: TextIO) -> RichConsole:
+    # soft_wrap keeps long lines (full shas, commands) whole when piped.
+    return RichConsole(file=cast(TextIO, _Resilient(file)), soft_wrap=True, highlight=False)
+
+
 class Console:
     """Human-facing progress: header, a block per step, the final result."""
 
     def __init__(self, file: TextIO | None = None) -> None:
-        stream = cast(TextIO, _Resilient(file or sys.stdout))
-        # soft_wrap keeps long lines (full shas, commands) whole when piped.
-        self._c = RichConsole(file=stream, soft_wrap=True, highlight=False)
+        self._c = _rich(file or sys.stdout)
+
+    def to_stderr(self) -> None:
+        """Write everything to stderr from now on: stdout carries a result (``--json -``)."""
+        self._c = _rich(sys.stderr)
 
     @property
     def file(self) -> TextIO:
-        return self._c.file
+        return cast(TextIO, self._c.file)
 
     def line(self, text: str = "", style: str | None = None) -> None:
         """Print plain text (no markup interpretation)."""
@@ -116,21 +123,24 @@ class Console:
             f"[bold {style}]{escape(shown)}[/] ({escape(step['reason'])}){times}"
         )
 
-    def summary(self, steps: Sequence[dict[str, Any]]) -> None:
-        """One line: how the steps went and what they cost."""
+    def summary(self, steps: Sequence[dict[str, Any]],
+                terms: dict[str, str] | None = None) -> None:
+        """One line: how the steps went and what they cost (``terms``: the sides' words)."""
+        old, new = _words(terms)
         counts = {v: sum(1 for s in steps if s["verdict"] == v) for v in ("good", "bad", "skip")}
         cached = sum(1 for s in steps if s.get("source") == "cache")
         build = sum(s.get("build_s") or 0 for s in steps)
         repro = sum(s.get("repro_s") or 0 for s in steps)
         written = sum(s.get("files_written") or 0 for s in steps)
-        self.line(f"summary: {len(steps)} steps ({counts['good']} good, {counts['bad']} bad, "
+        self.line(f"summary: {len(steps)} steps ({counts['good']} {old}, {counts['bad']} {new}, "
                   f"{counts['skip']} skip, {cached} cached); build {build:.1f} s, "
                   f"repro {repro:.1f} s; {written} files written", style="bold")
         flagged = [s for s in steps if s.get("flags")]
         if flagged:
             self.line(f"flagged steps ({len(flagged)}): check these verdicts", style="yellow")
             for s in flagged:
-                self.line(f"  step {s['index']} {s['commit'][:12]} {s['verdict']}: "
+                shown = s.get("term", s["verdict"])
+                self.line(f"  step {s['index']} {s['commit'][:12]} {shown}: "
                           f"{'; '.join(s['flags'])}", style="yellow")
 
     def found(self, info: CommitInfo, details: dict[str, Any], term: str = "bad") -> None:
@@ -150,9 +160,9 @@ class Console:
             self.line(f"submodules moved by {info.sha[:12]}:")
             self.details({"submodules": details["submodules"]}, None)
 
-    def inconclusive(self, infos: Sequence[CommitInfo]) -> None:
+    def inconclusive(self, infos: Sequence[CommitInfo], term: str = "bad") -> None:
         self.line("There are only 'skip'ped commits left to test.")
-        self.line("The first bad commit could be any of:")
+        self.line(f"The first {term} commit could be any of:")
         for info in infos:
             self.line(f"{info.sha} {info.subject}")
         self.line("We cannot bisect more!")
@@ -193,6 +203,12 @@ class Console:
 
     def error(self, message: str) -> None:
         self._c.print(f"[red]{escape(message)}[/]")
+
+
+def _words(terms: dict[str, str] | None) -> tuple[str, str]:
+    """The words of the old and new sides (``good``/``bad`` unless the session says)."""
+    terms = terms or {}
+    return terms.get("old") or "good", terms.get("new") or "bad"
 
 
 def _moved(m: dict[str, Any]) -> str:

@@ -241,11 +241,17 @@ class Bisector:
         try:
             engine.bounds(s.candidates, trial)
         except engine.ContradictoryVerdicts as exc:
-            raise BadInput(f"cannot mark {self.term(verdict)}: {exc}") from exc
+            raise BadInput(f"cannot mark {self.term(verdict)}: "
+                           f"{self._contradiction(exc)}") from exc
         for sha in shas:
             details = dict(s.current_step) if sha == s.current else {}
             reason = "marked by hand" if source == "manual" else f"from {source}"
             self.record(sha, verdict, reason, source, **details)  # type: ignore[arg-type]
+
+    def _contradiction(self, exc: engine.ContradictoryVerdicts) -> str:
+        """The engine's complaint in the session's words (``--find-fix``, ``--term-*``)."""
+        return (f"{exc.old[:12]} is marked {self.term('good')} but is not older than "
+                f"{exc.new[:12]}, which is {self.term('bad')}")
 
     # -- automatic testing -----------------------------------------------------
     def test_current(self, cache: VerdictCache | None) -> dict[str, Any]:
@@ -535,7 +541,8 @@ class Bisector:
                 self.console.line(line)
             return EXIT_FOUND
         if isinstance(decision, Inconclusive):
-            self.console.inconclusive([self.strategy.describe(c) for c in decision.candidates])
+            self.console.inconclusive([self.strategy.describe(c) for c in decision.candidates],
+                                      self.session.terms["new"])
             return EXIT_INCONCLUSIVE
         raise AssertionError(decision)
 
@@ -543,13 +550,17 @@ class Bisector:
         """Commands to run next (chained bisects), when found."""
         if not isinstance(decision, Found):
             return []
+        return self.strategy.followup(decision.first_bad, [*self.term_argv(), *rerun])
+
+    def term_argv(self) -> list[str]:
+        """``--find-fix`` and ``--term-old/--term-new`` as given, to run the same search again."""
         s = self.session
         words = ["--find-fix"] if s.find_fix else []
         default = {"old": "broken", "new": "fixed"} if s.find_fix else {"old": "good", "new": "bad"}
         for side in ("old", "new"):
             if s.terms[side] != default[side]:
                 words += [f"--term-{side}", s.terms[side]]
-        return self.strategy.followup(decision.first_bad, [*words, *rerun])
+        return words
 
     def _details_at(self, sha: str) -> dict[str, Any]:
         """What the strategy did at ``sha`` (patch actions, submodule moves)."""
@@ -626,14 +637,15 @@ class Bisector:
             decision: Decision | None = self.decide()
         except engine.ContradictoryVerdicts as exc:
             decision = None
-            lines.append(f"# the verdicts contradict each other: {exc}")
+            lines.append(f"# the verdicts contradict each other: {self._contradiction(exc)}")
         if isinstance(decision, Found):
             lines.append(f"# first {s.terms['new']} commit: [{decision.first_bad}] "
                          f"{self._subject(decision.first_bad)}")
         elif isinstance(decision, Inconclusive):
             lines.append("# only skipped commits left to test")
             for c in decision.candidates:
-                lines.append(f"# possible first bad commit: [{c}] {self._subject(c)}")
+                lines.append(f"# possible first {s.terms['new']} commit: [{c}] "
+                             f"{self._subject(c)}")
         return lines
 
     def _subject(self, sha: str) -> str:

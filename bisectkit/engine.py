@@ -20,6 +20,13 @@ VERDICTS: tuple[Verdict, ...] = ("good", "bad", "skip")
 class ContradictoryVerdicts(ValueError):
     """A commit marked good is newer than a commit marked bad."""
 
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__(f"{old[:12]} is marked good but is not older than {new[:12]}, "
+                         "which is bad")
+        #: The commit marked good (the old side) and the bad one it is not older than.
+        self.old = old
+        self.new = new
+
 
 @dataclass(frozen=True)
 class Next:
@@ -58,10 +65,7 @@ def bounds(candidates: Sequence[str], verdicts: Mapping[str, Verdict]) -> tuple[
     goods = [i for i, v in known if v == "good"]
     wrong = [i for i in goods if i >= hi]
     if wrong:
-        raise ContradictoryVerdicts(
-            f"{candidates[min(wrong)][:12]} is marked good but is not older than "
-            f"{candidates[hi][:12]}, which is bad"
-        )
+        raise ContradictoryVerdicts(candidates[min(wrong)], candidates[hi])
     return max(goods, default=-1), hi
 
 

@@ -33,6 +33,8 @@ class IntegrateRequest:
     submodules: Sequence[str] = ()
     upstream: str | None = None
     pathspec: Sequence[str] = ()
+    #: Words of the old and new sides, for messages (``--find-fix``, ``--term-*``).
+    terms: tuple[str, str] = ("good", "bad")
 
 
 def start(superproject: Repo, req: IntegrateRequest) -> Session:
@@ -50,7 +52,7 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
         dirty = sub.dirty_paths()
         if dirty:
             raise BadInput(dirty_message(f"submodule {p}", sub, dirty))
-    bad, goods = resolve_range(superproject, req.bad, req.good)
+    bad, goods = resolve_range(superproject, req.bad, req.good, req.terms)
     upstream = req.upstream or superproject.config_get("bisectkit.upstream")
     argv = ["start", "--integrate"]
     if req.submodules:
@@ -169,7 +171,8 @@ class IntegrateStrategy(Strategy):
         tracked = ", ".join(self.paths) or "none"
         return [
             "bisecting the superproject's integrate history",
-            f"  range: good {goods} .. bad {s.bad[:12]}: {len(s.candidates)} candidates{where}",
+            f"  range: {s.terms['old']} {goods} .. {s.terms['new']} {s.bad[:12]}: "
+            f"{len(s.candidates)} candidates{where}",
             f"  submodules updated at each step: {tracked}",
         ]
 

@@ -23,7 +23,7 @@ class ConsoleObserver:
 
     @hookimpl
     def bisectkit_session_finish(self, result: dict[str, Any]) -> None:
-        self.console.summary(result["steps"])
+        self.console.summary(result["steps"], result.get("terms"))
 
 
 class StepLogWriter:
@@ -42,7 +42,8 @@ class StepLogWriter:
             return
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         path = self.path_for(self.logs_dir, step.index)
-        parts = [f"# step {step.index}: {step.commit} {verdict} ({step.record.get('reason')})\n"]
+        shown = step.record.get("term", verdict)  # --find-fix / --term-*: the session's words
+        parts = [f"# step {step.index}: {step.commit} {shown} ({step.record.get('reason')})\n"]
         for phase, text in step.outputs.items():
             parts.append(f"# --- {phase} ---\n{text}")
             if text and not text.endswith("\n"):

@@ -96,8 +96,8 @@ class Run:
             if pending is not None:
                 repo = recovery.open_repo(self.superproject, key)
                 ignore = repo.gitlinks() if key == "." else {}
-                self._note(f"finishing a change a stopped bisectkit left half done in "
-                           f"{repo.workdir}")
+                self._note(f"settling a change the last bisectkit command left unfinished "
+                           f"(it failed or was stopped) in {repo.workdir}")
                 mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)
         return b
 

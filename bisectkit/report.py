@@ -65,6 +65,39 @@ def _url(sha: str, template: str | None) -> str | None:
     return template.replace("{sha}", sha).replace("{short}", sha[:12])
 
 
+class Links:
+    """Which web address each commit of a result links to.
+
+    Upstream commits (the candidates of a submodule bisect, its ends) use
+    ``commit_url`` (git config ``bisectkit.commit-url``). Commits that exist
+    only in the fork (every patch of the stack: local patches, the fork's
+    cherry-picks and reverts, and so every candidate of a ``--stack`` bisect)
+    use ``fork_url`` (``bisectkit.fork-url``) or get no link: an upstream
+    address would 404. In an integrate bisect the commits are the
+    superproject's, linked with ``commit_url`` as before.
+    """
+
+    def __init__(self, result: Result, commit_url: str | None = None,
+                 fork_url: str | None = None) -> None:
+        self.commit_url = commit_url
+        self.fork_url = fork_url
+        self._stack = result.get("strategy") == "stack"
+        # The only upstream commit of a stack bisect: the --at it patches.
+        self._upstream = {str(g) for g in result.get("good") or []}
+
+    def template(self, sha: str, patch: bool = False) -> str | None:
+        """The template for ``sha`` (``patch``: it is a patch of the stack)."""
+        fork_only = patch or (self._stack and sha not in self._upstream)
+        return self.fork_url if fork_only else self.commit_url
+
+    def url(self, sha: str, patch: bool = False) -> str | None:
+        return _url(sha, self.template(sha, patch))
+
+    def md(self, sha: str, patch: bool = False) -> str:
+        """``sha`` as Markdown, linked where it has an address."""
+        return commit_link(sha, self.template(sha, patch))
+
+
 def _cut(line: str, width: int = MAX_LINE) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
@@ -111,10 +144,10 @@ def _steps(result: Result) -> list[dict[str, Any]]:
     return list(result.get("steps") or [])
 
 
-def _searched(result: Result, template: str | None, markdown: bool = True) -> str:
+def _searched(result: Result, links: Links | None, markdown: bool = True) -> str:
     """``good X .. bad Y on upstream: N candidate commits, M steps (a good, b bad, ...)``."""
     old, new = _terms(result)
-    show = (lambda s: commit_link(s, template)) if markdown else (lambda s: s[:12])
+    show = links.md if markdown and links else (lambda s: s[:12])
     goods = ", ".join(show(g) for g in result.get("good") or []) or "?"
     text = f"{old} {goods} .. {new} {show(result['bad']) if result.get('bad') else '?'}"
     if result.get("upstream"):
@@ -153,7 +186,8 @@ def _log_sections(path: str | None) -> dict[str, str] | None:
 
 def _evidence_step(result: Result) -> tuple[dict[str, Any] | None, bool]:
     """The step whose log shows the failure, and whether it tested the culprit itself."""
-    steps = [s for s in _steps(result) if s.get("log")]
+    # A --check-stack step tested the culprit without the patch stack: not the failure.
+    steps = [s for s in _steps(result) if s.get("log") and s.get("source") != "check-stack"]
     first_bad = result.get("first_bad")
     own = [s for s in steps if s.get("commit") == first_bad]
     if own:
@@ -194,12 +228,12 @@ def _error_block(result: Result, limit: int) -> list[str]:
 
 
 # -- tables ---------------------------------------------------------------------
-def _patch_name(p: Mapping[str, Any], template: str | None) -> str:
-    return f"{commit_link(p.get('commit', ''), template)} {_cell(p.get('subject'), 70)}".rstrip()
+def _patch_name(p: Mapping[str, Any], links: Links) -> str:
+    return f"{links.md(p.get('commit', ''), patch=True)} {_cell(p.get('subject'), 70)}".rstrip()
 
 
 def _patch_table(at: Sequence[Mapping[str, Any]], before: Sequence[Mapping[str, Any]] | None,
-                 labels: tuple[str, str], template: str | None) -> list[str]:
+                 labels: tuple[str, str], links: Links) -> list[str]:
     """What each patch did at the culprit (and the commit before it), one row per patch.
 
     When the stack is long, patches applied at both commits are summed up in one line.
@@ -208,7 +242,7 @@ def _patch_table(at: Sequence[Mapping[str, Any]], before: Sequence[Mapping[str, 
     rows: list[tuple[bool, list[str]]] = []  # (boring, cells)
     for p in at:
         action, why = p.get("action", "?"), _cell(p.get("why"))
-        cells = [_cell(p.get("kind")), _patch_name(p, template), action]
+        cells = [_cell(p.get("kind")), _patch_name(p, links), action]
         if before is not None:
             q = prev.pop(p.get("commit"), None)
             was = q.get("action", "?") if q else "(not in stack)"
@@ -217,7 +251,7 @@ def _patch_table(at: Sequence[Mapping[str, Any]], before: Sequence[Mapping[str, 
                 why += f" (before: {_cell(q.get('why'))})"
         rows.append((all(a == "applied" for a in cells[2:]), [*cells, why]))
     for q in prev.values():  # patches the stack had only at the previous commit
-        rows.append((False, [_cell(q.get("kind")), _patch_name(q, template), "(not in stack)",
+        rows.append((False, [_cell(q.get("kind")), _patch_name(q, links), "(not in stack)",
                              q.get("action", "?"), _cell(q.get("why"))]))
     hidden = sum(boring for boring, _ in rows) if len(rows) > MAX_ROWS else 0
     head = ["kind", "patch", f"at {labels[0]}"]
@@ -251,21 +285,22 @@ def _capped(rows: Sequence[str], what: str) -> list[str]:
     return [*rows[:MAX_ROWS], "", f"... {len(rows) - MAX_ROWS} more {what}."]
 
 
-def _skipped(result: Result, template: str | None) -> list[str]:
-    steps = [s for s in _steps(result) if s.get("verdict") == "skip"]
+def _skipped(result: Result, links: Links) -> list[str]:
+    steps = [s for s in _steps(result) if s.get("verdict") == "skip"
+             and s.get("source") != "check-stack"]  # reported in its own section
     if not steps:
         return []
-    rows = [f"| {s.get('index', '')} | {commit_link(s.get('commit', ''), template)} | "
+    rows = [f"| {s.get('index', '')} | {links.md(s.get('commit', ''))} | "
             f"{_cell(s.get('reason'))} |" for s in steps]
     return [f"#### Skipped commits ({len(steps)})", "", "| step | commit | reason |",
             "|---|---|---|", *_capped(rows, "skipped commits")]
 
 
-def _flagged(result: Result, template: str | None) -> list[str]:
+def _flagged(result: Result, links: Links) -> list[str]:
     steps = [s for s in _steps(result) if s.get("flags")]
     if not steps:
         return []
-    rows = [f"- step {s.get('index', '')} {commit_link(s.get('commit', ''), template)} "
+    rows = [f"- step {s.get('index', '')} {links.md(s.get('commit', ''))} "
             f"({_verdict(s.get('verdict', ''), result)}): "
             f"{_text('; '.join(map(str, s['flags'])))}" for s in steps]
     return [f"#### Flagged steps ({len(steps)}): check these verdicts", "",
@@ -291,27 +326,34 @@ def _followup(result: Result) -> list[str]:
     return out[:-1]
 
 
+def _reproduce(result: Result) -> str:
+    """The command that runs the bisection again: ``reproduce`` (full shas, settings from
+    git config spelt out), else the command line as typed (results of older versions)."""
+    return str(result.get("reproduce") or result.get("command") or "")
+
+
 # -- reports --------------------------------------------------------------------
 def render_markdown(result: Result, commit_url: str | None = None,
-                    max_error_lines: int = 12) -> str:
+                    max_error_lines: int = 12, fork_url: str | None = None) -> str:
     """The whole report as Markdown, ready to paste into a GitHub issue or a chat.
 
     ``commit_url`` is a template such as ``https://github.com/llvm/llvm-project/commit/{sha}``
-    (git config ``bisectkit.commit-url``) used to link the commits.
+    (git config ``bisectkit.commit-url``) used to link the commits; ``fork_url``
+    (``bisectkit.fork-url``) links the commits only the fork has (see :class:`Links`).
     """
     status = result.get("status", "?")
     old, new = _terms(result)
     first_bad = result.get("first_bad")
     where = _where(result)
 
-    def link(sha: str) -> str:
-        return commit_link(sha, commit_url)
+    links = Links(result, commit_url, fork_url)
+    link = links.md
 
     if status == "found" and first_bad:
         out = [f"### bisectkit: first {new} commit{where}", ""]
     else:
         out = [f"### bisectkit: {status}{where}", ""]
-    out += [f"**Searched:** {_searched(result, commit_url)}.", ""]
+    out += [f"**Searched:** {_searched(result, links)}.", ""]
 
     if status == "found" and first_bad:
         info = result.get("first_bad_info") or {}
@@ -328,7 +370,7 @@ def render_markdown(result: Result, commit_url: str | None = None,
             if prev.get("patches") is not None:
                 title += f" and the commit before it, {prev_desc}"
             out += [title, "", *_patch_table(patches, prev.get("patches"), labels,
-                                                      commit_url), ""]
+                                                      links), ""]
         moves = result.get("submodules_at_first_bad")
         if moves is not None:
             out += [f"#### Submodules moved by {labels[0]}", "", *_moves_table(moves), ""]
@@ -349,15 +391,19 @@ def render_markdown(result: Result, commit_url: str | None = None,
     else:
         out += [f"No first {new} commit was found.", ""]
 
-    for section in (_skipped(result, commit_url), _flagged(result, commit_url),
+    checked = (result.get("check_stack") or {}).get("conclusion")
+    if checked:
+        out += [f"**Check without the patch stack:** {_text(checked)}.", ""]
+    for section in (_skipped(result, links), _flagged(result, links),
                     _followup(result)):
         out += [*section, ""] if section else []
-    if result.get("command"):
-        out += ["Reproduce with:", "", *_fence([str(result["command"])], "sh"), ""]
+    if _reproduce(result):
+        out += ["Reproduce with:", "", *_fence([_reproduce(result)], "sh"), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_terminal(result: Result, commit_url: str | None = None) -> list[str]:
+def render_terminal(result: Result, commit_url: str | None = None,
+                    fork_url: str | None = None) -> list[str]:
     """The report in a few plain lines for a terminal (no Markdown)."""
     status = result.get("status", "?")
     _, new = _terms(result)
@@ -370,7 +416,7 @@ def render_terminal(result: Result, commit_url: str | None = None) -> list[str]:
         out.append(f"first {new} commit{where}: {first_bad[:12]} {subject}".rstrip())
         who = ", ".join(str(info[k]) for k in ("author", "date") if info.get(k))
         out += [f"  {who}"] if who else []
-        url = _url(first_bad, commit_url)
+        url = Links(result, commit_url, fork_url).url(first_bad)
         out += [f"  {url}"] if url else []
         patches = result.get("patches_at_first_bad")
         if patches:
@@ -389,9 +435,11 @@ def render_terminal(result: Result, commit_url: str | None = None) -> list[str]:
     else:
         out.append(f"{status}{where}: {result.get('error') or 'no decision'}")
     out.append(f"  searched {_searched(result, None, markdown=False)}")
+    checked = (result.get("check_stack") or {}).get("conclusion")
+    out += [f"  check-stack: {checked}"] if checked else []
     flagged = sum(1 for s in _steps(result) if s.get("flags"))
     out += [f"  {flagged} flagged step(s): check these verdicts"] if flagged else []
     out += [f"  next: {line}" for line in result.get("followup") or [] if
             str(line).startswith(_COMMANDS)]
-    out += [f"  reproduce: {result['command']}"] if result.get("command") else []
+    out += [f"  reproduce: {_reproduce(result)}"] if _reproduce(result) else []
     return out

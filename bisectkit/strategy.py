@@ -97,16 +97,21 @@ def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState
     return states
 
 
-def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str]) -> tuple[str, list[str]]:
-    """Full shas of the bad and good revisions, each good an ancestor of bad (else BadInput)."""
+def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str],
+                  terms: tuple[str, str] = ("good", "bad")) -> tuple[str, list[str]]:
+    """Full shas of the bad and good revisions, each good an ancestor of bad (else BadInput).
+
+    ``terms``: the words of the old and new sides in messages (``--find-fix``).
+    """
+    old, new = terms
     if not good_revs:
-        raise BadInput("at least one good revision is needed")
+        raise BadInput(f"at least one {old} revision is needed")
     bad = repo.resolve(bad_rev)
     goods = [repo.resolve(g) for g in good_revs]
     for rev, sha in zip(good_revs, goods, strict=True):
         if sha == bad:
-            raise BadInput(f"good revision '{rev}' is the bad revision itself")
+            raise BadInput(f"{old} revision '{rev}' is the {new} revision itself")
         if not repo.is_ancestor(sha, bad):
-            raise BadInput(f"good revision '{rev}' ({sha[:12]}) is not an ancestor of "
-                           f"bad '{bad_rev}' ({bad[:12]})")
+            raise BadInput(f"{old} revision '{rev}' ({sha[:12]}) is not an ancestor of "
+                           f"{new} '{bad_rev}' ({bad[:12]})")
     return bad, goods

@@ -33,6 +33,8 @@ class StartRequest:
     bad: str
     good: Sequence[str]
     pathspec: Sequence[str] = ()
+    #: Words of the old and new sides, for messages (``--find-fix``, ``--term-*``).
+    terms: tuple[str, str] = ("good", "bad")
 
 
 def start(superproject: Repo, req: StartRequest) -> Session:
@@ -40,14 +42,14 @@ def start(superproject: Repo, req: StartRequest) -> Session:
     path, sub = open_submodule(superproject, req.submodule)
     check_clean(superproject, sub, path)
     upstream_ref, upstream = resolve_upstream(superproject, sub, req.upstream)
-    bad, goods = resolve_range(sub, req.bad, req.good)
+    bad, goods = resolve_range(sub, req.bad, req.good, req.terms)
     sub_head = sub.head_state()
     stack = patchstack.analyse(sub, sub_head.sha, upstream, extra_upstream=(bad,))
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, bad):
-            raise BadInput(f"bad revision '{req.bad}' contains local patch {patch.sha[:12]} "
-                           f"({patch.subject}); pass upstream commits, e.g. the merge-base "
-                           f"{stack.merge_base[:12]}")
+            raise BadInput(f"{req.terms[1]} revision '{req.bad}' contains local patch "
+                           f"{patch.sha[:12]} ({patch.subject}); pass upstream commits, e.g. "
+                           f"the merge-base {stack.merge_base[:12]}")
     candidates = sub.first_parent_range(bad, goods, list(req.pathspec))
     return Session(
         strategy="submodule",
@@ -228,7 +230,8 @@ class SubmoduleStrategy(PatchedSubmodule):
             f"bisecting submodule {self.path}",
             f"  upstream {p['upstream_ref']} at {p['upstream'][:12]}, merge-base "
             f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
-            f"  range: good {goods} .. bad {s.bad[:12]}: {len(s.candidates)} candidates{where}",
+            f"  range: {s.terms['old']} {goods} .. {s.terms['new']} {s.bad[:12]}: "
+            f"{len(s.candidates)} candidates{where}",
         ]
         patches = stack["patches"]
         lines.append(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")

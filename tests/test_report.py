@@ -150,7 +150,14 @@ def test_patch_table_shows_actions_at_culprit_and_previous(tmp_path: Path) -> No
     assert f"`{PREV[:12]}`" in md and "[NFC] Tidy up" in md
     header = table_row(md, "| kind | patch |")
     assert CULPRIT[:12] in header and PREV[:12] in header
-    pick = table_row(md, f"[`{PICK[:12]}`]({URL.format(sha=PICK)})")
+    # Patches are the fork's commits: no upstream link (it would 404)...
+    pick = table_row(md, f"| `{PICK[:12]}` ")
+    assert URL.format(sha=PICK) not in md
+    # ...but the fork's own address when bisectkit.fork-url gives one.
+    fork = "https://github.com/me/llvm-fork/commit/{sha}"
+    forked = render_markdown(found_result(tmp_path), URL, fork_url=fork)
+    table_row(forked, f"[`{PICK[:12]}`]({fork.format(sha=PICK)})")
+    assert f"[`{CULPRIT[:12]}`]({URL.format(sha=CULPRIT)})" in forked
     assert "| cherry-pick |" in pick
     assert "| dropped | applied |" in pick
     assert "dddd is already upstream (before: dddd is not upstream yet)" in pick
@@ -199,6 +206,24 @@ def test_untested_culprit_uses_first_bad_step_log(tmp_path: Path) -> None:
     assert f"#### Error lines from step 3 (`{CULPRIT[:12]}`, bad: exit 1); " in md
     assert "was not tested itself" in md
     assert "later crash" not in md
+
+
+def test_check_stack_step_is_not_the_evidence_and_its_conclusion_is_shown(
+        tmp_path: Path) -> None:
+    result = found_result(tmp_path)
+    result["steps"].append(step(5, CULPRIT, "skip", "build failed (exit 1)", source="check-stack",
+                                log=write_log(tmp_path, 5, CULPRIT, "skip", "build failed",
+                                              build="FAILED: pristine\n", repro="")))
+    conclusion = (f"could not be checked: {CULPRIT[:12]} without the patch stack tested skip "
+                  "(build failed (exit 1))")
+    result["check_stack"] = {"verdict": "skip", "reason": "build failed (exit 1)",
+                             "stack_implicated": None, "conclusion": conclusion}
+    md = render_markdown(result)
+    assert f"#### Error lines from step 3 (`{CULPRIT[:12]}`, bad: exit 1)" in md
+    assert "FAILED: pristine" not in md
+    assert "#### Skipped commits (1)" in md  # the bisection's skip, not the check's
+    assert f"**Check without the patch stack:** {conclusion}." in md
+    assert f"  check-stack: {conclusion}" in render_terminal(result)
 
 
 def test_build_errors_follow_repro_errors(tmp_path: Path) -> None:
