@@ -455,11 +455,14 @@ class Bisector:
             if step["verdict"] == "skip":
                 return f"the {want} end {end[:12]} tested skip ({step['reason']})"
             if step["verdict"] != expected:
+                hint = ("check that the repro reproduces the problem here, or the range")
+                if expected == "good" and self.strategy.prepare_pristine(end) is not None:
+                    hint += ("; it was tested with the patch stack applied: if the stack is at "
+                             "fault, --check-stack --no-verify tests the answer without it")
                 raise RangeNotVerified(
                     f"the {want} end {end[:12]} does not test {want}: it tested "
                     f"{self.term(step['verdict'])} ({step['reason']}); the answer would rest "
-                    "on it, so no commit is named: check that the repro reproduces the "
-                    "problem here, or the range")
+                    f"on it, so no commit is named: {hint}")
         return None
 
     def check_stack(self, first_bad: str, cache: VerdictCache | None) -> dict[str, Any] | None:

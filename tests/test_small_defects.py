@@ -208,7 +208,9 @@ def test_check_stack_prints_its_conclusion(world: World, tmp_path: Path, case: s
     out = tmp_path / "r.json"
     good, repro, build = world.sha(0), ["./repro.sh"], ["--good-if", GOOD_IF]
     if case == "implicated":
-        good, repro, build = world.sha(100), [str(local_patch_repro(tmp_path))], []
+        # Every patched commit is bad, the good end too: --no-verify lets the stack
+        # check, not the good end's confirmation, tell why.
+        good, repro, build = world.sha(100), [str(local_patch_repro(tmp_path))], ["--no-verify"]
     elif case == "could not be checked":
         # Upstream's build is broken at the culprit; only the stack's cherry-pick fixes it.
         build += ["--build", "./build.sh"]
