@@ -361,7 +361,7 @@ def test_reproduce_line_of_a_session_with_a_pathspec_starts_it(world: World,
 def test_json_dash_is_accepted_where_output_paths_are_checked(world: World) -> None:
     # '-' is not a file name to check: no "directory does not exist" refusal.
     r = cli(world, "run", *target(world), "--good", world.sha(199), "--bad", world.sha(200),
-            "--json", "-", "--", "./repro.sh")
+            "--good-if", GOOD_IF, "--json", "-", "--", "./repro.sh")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["first_bad"] == world.sha(200)
     assert os.path.exists(world.superproject / "-") is False
