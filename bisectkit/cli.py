@@ -38,11 +38,12 @@ from bisectkit.observers import ConsoleObserver, StepLogWriter
 from bisectkit.runner import DEFAULT_KEEP
 from bisectkit.runopts import DEFAULT_MAX_ENV_SKIPS
 from bisectkit.session import SessionStore
-from bisectkit.submodule import DEFAULT_UPSTREAMS
+from bisectkit.upstream import CONFIG_KEY
 
-#: Shared by every command that takes --upstream (the defaults live in submodule.py).
-UPSTREAM_HELP = ("upstream ref in the submodule (default: git config bisectkit.upstream, then "
-                 f"{', '.join(DEFAULT_UPSTREAMS)})")
+#: Shared by every command that takes --upstream (the guess lives in upstream.py).
+UPSTREAM_HELP = (f"upstream ref in the submodule (default: git config {CONFIG_KEY}, else guessed "
+                 "from the remote-tracking branches: the nearest merge-base with HEAD, "
+                 "printed with the reason)")
 
 
 # -- parsers --------------------------------------------------------------------

@@ -10,6 +10,7 @@ from rich.console import Console as RichConsole
 from rich.markup import escape
 
 from bisectkit.git import CommitInfo
+from bisectkit.upstream import Upstream
 
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
@@ -174,6 +175,9 @@ class Console:
         self._c.print(f"[bold]submodule {escape(d['submodule'])}[/]")
         self.line(f"  HEAD        {d['head'][:12]} ({branch})")
         self.line(f"  upstream    {d['upstream']} at {d['upstream_sha'][:12]}")
+        note = Upstream(d["upstream"], d["upstream_sha"], d.get("upstream_guessed")).note()
+        if note:
+            self.line(f"  {note}")
         self.line(f"  merge-base  {d['merge_base'][:12]} {d['merge_base_subject']}")
         if d["clean"]:
             self.line("  clean: no local patches on top of the merge-base")

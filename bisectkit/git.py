@@ -544,6 +544,44 @@ class Repo:
                     return True
         return False
 
+    def remote_branches(self) -> dict[str, str]:
+        """Remote-tracking branches, ``origin/main`` -> sha.
+
+        Symbolic ones (``origin/HEAD``) are left out: they only alias another
+        branch. Refs that name no commit are skipped.
+        """
+        found: dict[str, str] = {}
+        for ref in self._repo.references.iterator():
+            if (not ref.name.startswith("refs/remotes/")
+                    or ref.type == pygit2.enums.ReferenceType.SYMBOLIC):
+                continue
+            with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
+                found[ref.name.removeprefix("refs/remotes/")] = str(ref.peel(pygit2.Commit).id)
+        return found
+
+    def remote_urls(self) -> dict[str, str]:
+        """Each configured remote's fetch URL, by remote name."""
+        return {r.name: r.url for r in self._repo.remotes if r.name and r.url}
+
+    def submodule_urls(self, path: str) -> list[str]:
+        """Where the superproject fetches submodule ``path`` from: its config, then .gitmodules."""
+        sub = self._repo.submodules.get(path)
+        if sub is None:
+            return []
+        urls = [self.config_get(f"submodule.{sub.name}.url"), sub.url]
+        return [u for u in dict.fromkeys(urls) if u]
+
+    def first_parent_log(self, tip: str, limit: int) -> list[str]:
+        """Up to ``limit`` commits of ``tip``'s first-parent line, newest (``tip``) first."""
+        walker = self._repo.walk(tip, SortMode.NONE)
+        walker.simplify_first_parent()
+        shas: list[str] = []
+        for commit in walker:
+            if len(shas) >= limit:
+                break
+            shas.append(str(commit.id))
+        return shas
+
     def config_get_all(self, key: str) -> list[str]:
         """Every value of a multi-valued config key (``git config --get-all``)."""
         return list(self._repo.config.get_multivar(key))

@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bisectkit import upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, Repo, open_submodule
 from bisectkit.session import Session
 from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states, resolve_range
-from bisectkit.submodule import DEFAULT_UPSTREAMS, dirty_message
+from bisectkit.submodule import dirty_message
 from bisectkit.worktree import Mover
 
 
@@ -53,7 +54,11 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
         if dirty:
             raise BadInput(dirty_message(f"submodule {p}", sub, dirty))
     bad, goods = resolve_range(superproject, req.bad, req.good, req.terms)
-    upstream = req.upstream or superproject.config_get("bisectkit.upstream")
+    given = req.upstream or superproject.config_get(upstream.CONFIG_KEY)
+    upstreams = {p: find_upstream(superproject, p, given) for p in paths}
+    if given and paths and not any(u["ref"] for u in upstreams.values()):
+        raise BadInput(f"unknown revision '{given}' in every submodule updated "
+                       f"({', '.join(paths)})")
     argv = ["start", "--integrate"]
     if req.submodules:
         for p in paths:
@@ -71,9 +76,23 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
         pathspec=list(req.pathspec),
         candidates=superproject.first_parent_range(bad, goods, list(req.pathspec)),
         orig=head_states(superproject, paths),
-        params={"submodules": paths, "upstream_ref": upstream},
+        params={"submodules": paths, "upstream_ref": given, "upstreams": upstreams},
         start_argv=argv,
     )
+
+
+def find_upstream(superproject: Repo, path: str, given: str | None) -> dict[str, Any]:
+    """Submodule ``path``'s upstream as session data; ``ref`` None and ``why`` if there is none.
+
+    Here the upstream only names the upstream span of each pin move and the
+    follow-up bisect command, so a submodule without one does not stop the
+    integrate bisect (it only loses those).
+    """
+    try:
+        up = upstream.find(superproject, path, Repo(superproject.workdir / path), given)
+    except BadInput as exc:
+        return {"ref": None, "why": str(exc)}
+    return {"ref": up.ref, "sha": up.sha, "guessed": up.guessed}
 
 
 def _env_name(path: str) -> str:
@@ -89,7 +108,7 @@ class IntegrateStrategy(Strategy):
         super().__init__(superproject, session, mover)
         self.paths: list[str] = list(session.params["submodules"])
         self.subs = {p: Repo(superproject.workdir / p) for p in self.paths}
-        self._upstreams: dict[str, tuple[str, str] | None] = {}
+        self._upstreams: dict[str, dict[str, Any]] = {}
 
     def describe(self, sha: str) -> CommitInfo:
         return self.superproject.commit_info(sha)
@@ -144,16 +163,18 @@ class IntegrateStrategy(Strategy):
         return move
 
     def _upstream(self, path: str) -> tuple[str, str] | None:
-        """(ref, sha) of the submodule's upstream: ``--upstream``, config, or the defaults."""
+        """(ref, sha) of the submodule's upstream, as found at start."""
+        found = self._upstream_data(path)
+        return (found["ref"], found["sha"]) if found["ref"] else None
+
+    def _upstream_data(self, path: str) -> dict[str, Any]:
+        known = self.session.params.get("upstreams")
+        if known is not None and path in known:
+            return dict(known[path])
+        # A session started before upstreams were recorded: find it now.
         if path not in self._upstreams:
-            ref = self.session.params.get("upstream_ref")
-            found = None
-            for r in [ref] if ref else DEFAULT_UPSTREAMS:
-                sha = self.subs[path].try_resolve(r)
-                if sha is not None:
-                    found = (r, sha)
-                    break
-            self._upstreams[path] = found
+            self._upstreams[path] = find_upstream(self.superproject, path,
+                                                  self.session.params.get("upstream_ref"))
         return self._upstreams[path]
 
     def checkout(self, prepared: Prepared) -> int:
@@ -169,12 +190,22 @@ class IntegrateStrategy(Strategy):
         goods = ", ".join(g[:12] for g in s.good)
         where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
         tracked = ", ".join(self.paths) or "none"
-        return [
+        lines = [
             "bisecting the superproject's integrate history",
             f"  range: {s.terms['old']} {goods} .. {s.terms['new']} {s.bad[:12]}: "
             f"{len(s.candidates)} candidates{where}",
             f"  submodules updated at each step: {tracked}",
         ]
+        for path in self.paths:
+            found = self._upstream_data(path)
+            if found["ref"] is None:
+                lines.append(f"  {path} upstream: none, so no follow-up bisect command for it "
+                             f"({found['why']})")
+                continue
+            note = upstream.Upstream(found["ref"], found["sha"], found.get("guessed")).note()
+            if note:
+                lines.append(f"  {path} {note}")
+        return lines
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         return {"submodules": self.paths}

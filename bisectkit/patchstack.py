@@ -30,6 +30,12 @@ _REVERT_RE = re.compile(r"This reverts commit ([0-9a-fA-F]{7,64})")
 _PICK_RE = re.compile(r"\(cherry picked from commit ([0-9a-fA-F]{7,64})\)")
 
 
+def trailer(message: str) -> str | None:
+    """The revert or cherry-pick trailer ``message`` carries (as written), if any."""
+    found = _REVERT_RE.search(message) or _PICK_RE.search(message)
+    return found.group(0) if found else None
+
+
 @dataclass(frozen=True)
 class Patch:
     """One commit of the local stack and the upstream commit it refers to, if any."""

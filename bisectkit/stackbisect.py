@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bisectkit import patchstack
+from bisectkit import patchstack, upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.patchstack import Stack
 from bisectkit.session import Session
 from bisectkit.strategy import Prepared, head_states
-from bisectkit.submodule import PatchedSubmodule, check_clean, resolve_upstream
+from bisectkit.submodule import PatchedSubmodule, check_clean, guess_lines
 from bisectkit.worktree import Mover
 
 
@@ -36,12 +36,12 @@ def start(superproject: Repo, req: StackRequest) -> Session:
     """Validate ``req`` and build a session over the stack's prefixes; touches nothing."""
     path, sub = open_submodule(superproject, req.submodule)
     check_clean(superproject, sub, path)
-    upstream_ref, upstream = resolve_upstream(superproject, sub, req.upstream)
     at = sub.resolve(req.at)
+    up = upstream.find(superproject, path, sub, req.upstream, contains=(at,))
     head = sub.head_state()
-    stack = patchstack.analyse(sub, head.sha, upstream, extra_upstream=(at,))
+    stack = patchstack.analyse(sub, head.sha, up.sha, extra_upstream=(at,))
     if not stack.patches:
-        raise BadInput(f"submodule {path} has no local patches on top of {upstream_ref}: "
+        raise BadInput(f"submodule {path} has no local patches on top of {up.ref}: "
                        "there is no stack to bisect")
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, at):
@@ -56,9 +56,9 @@ def start(superproject: Repo, req: StackRequest) -> Session:
         pathspec=[],
         candidates=patches,
         orig=head_states(superproject, [path]),
-        params={"submodule": path, "upstream_ref": upstream_ref, "upstream": upstream,
-                "stack": stack.to_json(), "at": at},
-        start_argv=["start", "--submodule", path, "--upstream", upstream_ref, "--stack",
+        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
+                "upstream_guessed": up.guessed, "stack": stack.to_json(), "at": at},
+        start_argv=["start", "--submodule", path, "--upstream", up.ref, "--stack",
                     "--at", at],
     )
 
@@ -95,6 +95,7 @@ class StackStrategy(PatchedSubmodule):
         patches = self.session.params["stack"]["patches"]
         lines = [f"bisecting the local patch stack of submodule {self.path}",
                  f"  on upstream {self.at[:12]} {self.sub.commit_info(self.at).subject}",
+                 *guess_lines(self.session.params),
                  f"  {len(patches)} patches, oldest first (candidate k = the first k applied):"]
         for p in patches:
             lines.append(f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}")

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bisectkit import patchstack
+from bisectkit import patchstack, upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
-from bisectkit.submodule import resolve_upstream
 
 
 def default_submodule(superproject: Repo, given: str | None) -> str:
@@ -31,11 +30,12 @@ def default_submodule(superproject: Repo, given: str | None) -> str:
                    f"bisectkit.submodule (submodules here: {', '.join(links) or 'none'})")
 
 
-def collect(superproject: Repo, submodule: str | None, upstream: str | None,
+def collect(superproject: Repo, submodule: str | None, given_upstream: str | None,
             pathspec: Sequence[str]) -> dict[str, Any]:
     """Everything ``status`` shows, as JSON-ready data."""
     path, sub = open_submodule(superproject, default_submodule(superproject, submodule))
-    upstream_ref, upstream_sha = resolve_upstream(superproject, sub, upstream)
+    up = upstream.find(superproject, path, sub, given_upstream)
+    upstream_sha = up.sha
     head = sub.head_state()
     stack = patchstack.analyse(sub, head.sha, upstream_sha)
     at_upstream = patchstack.replay(sub, stack, upstream_sha)
@@ -60,8 +60,10 @@ def collect(superproject: Repo, submodule: str | None, upstream: str | None,
         "submodule": path,
         "head": head.sha,
         "branch": head.ref,
-        "upstream": upstream_ref,
+        "upstream": up.ref,
         "upstream_sha": upstream_sha,
+        # Why this upstream, when it was guessed (null when given).
+        "upstream_guessed": up.guessed,
         "merge_base": stack.merge_base,
         "merge_base_subject": sub.commit_info(stack.merge_base).subject,
         "clean": not stack.patches,

@@ -12,16 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bisectkit import patchstack
+from bisectkit import patchstack, upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import CommitInfo, Repo, open_submodule
 from bisectkit.patchstack import Stack
 from bisectkit.session import Session
 from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states, resolve_range
 from bisectkit.worktree import Mover
-
-#: Tried in order when neither ``--upstream`` nor ``bisectkit.upstream`` is given.
-DEFAULT_UPSTREAMS = ("upstream/main", "origin/main", "origin/master")
 
 
 @dataclass(frozen=True)
@@ -41,10 +38,10 @@ def start(superproject: Repo, req: StartRequest) -> Session:
     """Validate ``req`` against the repositories and build a new session; touches nothing."""
     path, sub = open_submodule(superproject, req.submodule)
     check_clean(superproject, sub, path)
-    upstream_ref, upstream = resolve_upstream(superproject, sub, req.upstream)
     bad, goods = resolve_range(sub, req.bad, req.good, req.terms)
+    up = upstream.find(superproject, path, sub, req.upstream, contains=(bad,))
     sub_head = sub.head_state()
-    stack = patchstack.analyse(sub, sub_head.sha, upstream, extra_upstream=(bad,))
+    stack = patchstack.analyse(sub, sub_head.sha, up.sha, extra_upstream=(bad,))
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, bad):
             raise BadInput(f"{req.terms[1]} revision '{req.bad}' contains local patch "
@@ -59,10 +56,10 @@ def start(superproject: Repo, req: StartRequest) -> Session:
         pathspec=list(req.pathspec),
         candidates=candidates,
         orig=head_states(superproject, [path]),
-        params={"submodule": path, "upstream_ref": upstream_ref, "upstream": upstream,
-                "stack": stack.to_json()},
+        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
+                "upstream_guessed": up.guessed, "stack": stack.to_json()},
         # The log's first line: full shas, so a replay means the same range.
-        start_argv=["start", "--submodule", path, "--upstream", upstream_ref, bad, *goods,
+        start_argv=["start", "--submodule", path, "--upstream", up.ref, bad, *goods,
                     *(["--", *req.pathspec] if req.pathspec else [])],
     )
 
@@ -84,19 +81,11 @@ def dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
             "commit or stash them first")
 
 
-def resolve_upstream(superproject: Repo, sub: Repo, upstream: str | None) -> tuple[str, str]:
-    """(ref, sha) of upstream: ``--upstream``, git config ``bisectkit.upstream``, or defaults."""
-    if upstream is None:
-        upstream = superproject.config_get("bisectkit.upstream")
-    if upstream is not None:
-        return upstream, sub.resolve(upstream)
-    for ref in DEFAULT_UPSTREAMS:
-        sha = sub.try_resolve(ref)
-        if sha is not None:
-            return ref, sha
-    tried = ", ".join(DEFAULT_UPSTREAMS)
-    raise BadInput(f"no upstream ref found in {sub.workdir} (tried {tried}); "
-                   "pass --upstream REF")
+def guess_lines(params: dict[str, Any]) -> list[str]:
+    """The header line saying the upstream was guessed, and why (none when it was given)."""
+    note = upstream.Upstream(params["upstream_ref"], params["upstream"],
+                             params.get("upstream_guessed")).note()
+    return [f"  {note}"] if note else []
 
 
 class LineAncestry:
@@ -230,6 +219,7 @@ class SubmoduleStrategy(PatchedSubmodule):
             f"bisecting submodule {self.path}",
             f"  upstream {p['upstream_ref']} at {p['upstream'][:12]}, merge-base "
             f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
+            *guess_lines(p),
             f"  range: {s.terms['old']} {goods} .. {s.terms['new']} {s.bad[:12]}: "
             f"{len(s.candidates)} candidates{where}",
         ]
