@@ -56,7 +56,7 @@ class Console:
 
     @property
     def file(self) -> TextIO:
-        return self._c.file
+        return cast(TextIO, self._c.file)
 
     def line(self, text: str = "", style: str | None = None) -> None:
         """Print plain text (no markup interpretation)."""
@@ -115,6 +115,8 @@ class Console:
             f"[bold]\\[step {step['index']}][/]{source} {step['commit'][:12]} "
             f"[bold {style}]{escape(shown)}[/] ({escape(step['reason'])}){times}"
         )
+        for flag in step.get("flags") or ():
+            self.line(f"    flagged: {flag}", style="yellow")
 
     def summary(self, steps: Sequence[dict[str, Any]]) -> None:
         """One line: how the steps went and what they cost."""
