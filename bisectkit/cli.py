@@ -35,6 +35,7 @@ from bisectkit.errors import (
 from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
 from bisectkit.observers import ConsoleObserver, StepLogWriter
+from bisectkit.patchstack import ON_CONFLICT
 from bisectkit.runner import DEFAULT_KEEP
 from bisectkit.runopts import DEFAULT_MAX_ENV_SKIPS
 from bisectkit.session import SessionStore
@@ -59,6 +60,10 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
     p.add_argument("--first-parent", action="store_true",
                    help="follow first parents only (the default)")
+    p.add_argument("--on-conflict", choices=ON_CONFLICT, default=None,
+                   help="when a local patch (not a revert or cherry-pick) conflicts at a "
+                        "candidate: skip the step (the default), or drop the patch, test the "
+                        "rest and flag the step 'tested without <patch>'")
     p.add_argument("--stack", action="store_true",
                    help="bisect the submodule's local patch stack on top of --at REV instead "
                         "(candidate k = the first k patches applied)")
@@ -223,7 +228,8 @@ def build_parser(git_mode: bool = False,
     p = sub.add_parser(
         "start", help="start a session and check out the first candidate",
         usage=f"{GIT_PROG} start (--submodule PATH [--upstream REF] | --integrate "
-              "[--submodule PATH]...) [--first-parent] [--find-fix] BAD GOOD... "
+              "[--submodule PATH]...) [--first-parent] [--on-conflict skip|drop] [--find-fix] "
+              "BAD GOOD... "
               "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
         epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
     _add_target_options(p)

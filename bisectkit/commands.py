@@ -238,6 +238,9 @@ BUILTIN_NAMES = ("exit-status", "rules", "build", "repro", "console", "step-log"
 def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
     """Validate the target options against the repositories; a new session (nothing touched)."""
     pathspec = list(getattr(args, "pathspec", []))
+    if args.on_conflict is not None and (args.stack or args.integrate):
+        raise BadInput("--on-conflict goes with a submodule bisect (not --stack or --integrate): "
+                       "only it replays the patch stack onto upstream candidates")
     if args.stack:
         if args.integrate or args.good or args.bad or not args.at or len(args.submodule) > 1:
             raise BadInput("--stack takes one --submodule and --at REV (no good/bad: the "
@@ -265,7 +268,8 @@ def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
                        "git config bisectkit.submodule PATH")
     return _with_terms(submodule.start(sp, submodule.StartRequest(
         submodule=path, upstream=args.upstream, bad=args.bad, good=list(args.good),
-        pathspec=pathspec, terms=_term_pair(args))), args)
+        pathspec=pathspec, terms=_term_pair(args),
+        on_conflict=args.on_conflict or "skip")), args)
 
 
 def _with_terms(session: Session, args: argparse.Namespace) -> Session:

@@ -123,6 +123,8 @@ class Console:
             f"[bold]\\[step {step['index']}][/]{source} {step['commit'][:12]} "
             f"[bold {style}]{escape(shown)}[/] ({escape(step['reason'])}){times}"
         )
+        for flag in step.get("flags") or ():
+            self.line(f"    flagged: {flag}", style="yellow")
 
     def summary(self, steps: Sequence[dict[str, Any]],
                 terms: dict[str, str] | None = None) -> None:

@@ -31,6 +31,7 @@ from bisectkit.errors import (
 from bisectkit.git import Repo
 from bisectkit.integrate import IntegrateStrategy
 from bisectkit.observers import StepLogWriter
+from bisectkit.patchstack import TESTED_WITHOUT
 from bisectkit.runner import Outcome, clean_output
 from bisectkit.runopts import VerdictCache
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
@@ -179,6 +180,9 @@ class Bisector:
         if step is None:
             step = Step(index=self.session.next_step_index(), commit=commit,
                         strategy=self.strategy.name, workdir=self.session.root)
+        # Flags of how the candidate was prepared ("tested without <patch>") join the
+        # plugins' flags in the record only: the verdict cache keeps the plugins' own.
+        flags = list(dict.fromkeys([*details.pop("flags", ()), *step.flags]))
         record = {
             "index": step.index,
             "commit": commit,
@@ -196,8 +200,8 @@ class Bisector:
             record["term"] = self.term(verdict)
         for key, value in step.extra.items():
             record.setdefault(key, value)  # a plugin's extras never replace core fields
-        if step.flags:
-            record["flags"] = list(step.flags)
+        if flags:
+            record["flags"] = flags
         if step.environment is not None and verdict == "skip":
             record["environment"] = step.environment
         step.record = record
@@ -494,7 +498,8 @@ class Bisector:
                               style="bold")
             step = self._test_commit(commit, prep, None, "confirm", affects=False)
             agree.append(step["verdict"] == expected)
-        disagreeing = [st for st in s.steps if st.get("flags") and st["source"] != "confirm"]
+        disagreeing = [st for st in s.steps if st["source"] != "confirm" and any(
+            not f.startswith(TESTED_WITHOUT) for f in st.get("flags", ()))]
         trustworthy = all(agree)
         reason = ("the boundary pair re-tested the same" if trustworthy else
                   "a boundary commit re-tested differently or could not be re-tested: "
@@ -537,6 +542,7 @@ class Bisector:
             sha = decision.first_bad
             self.console.found(self.strategy.describe(sha), self._details_at(sha),
                                self.session.terms["new"])
+            self._closing_lines(sha)
             followup = self.followup(decision, rerun or ["--", "REPRO"])
             if followup:
                 self.console.line("")
@@ -546,8 +552,16 @@ class Bisector:
         if isinstance(decision, Inconclusive):
             self.console.inconclusive([self.strategy.describe(c) for c in decision.candidates],
                                       self.session.terms["new"])
+            self._closing_lines(None)
             return EXIT_INCONCLUSIVE
         raise AssertionError(decision)
+
+    def _closing_lines(self, first_bad: str | None) -> None:
+        lines = self.strategy.closing_lines(first_bad)
+        if lines:
+            self.console.line("")
+        for line in lines:
+            self.console.line(line, style="yellow")
 
     def followup(self, decision: Decision, rerun: Sequence[str]) -> list[str]:
         """Commands to run next (chained bisects), when found."""

@@ -6,7 +6,11 @@ patch, oldest first,
 - a cherry-pick of upstream U is dropped when U is an ancestor of C;
 - a revert of R is dropped when R is not an ancestor of C;
 - anything else is 3-way merged onto the tree built so far; an empty result
-  is recorded as a no-op, a conflict stops the replay (the step is skipped).
+  is recorded as a no-op, a conflict stops the replay (the step is skipped),
+  except that with ``on_conflict="drop"`` a conflicting *local* patch is
+  dropped and the rest of the stack goes on top (the step is flagged
+  "tested without" it). A conflicting revert or cherry-pick always stops the
+  replay: testing without it would test another upstream history.
 
 The replay happens entirely in the object database; the caller checks out the
 final commit once.
@@ -18,13 +22,21 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 
 Kind = Literal["revert", "cherry-pick", "local"]
 Action = Literal["applied", "dropped", "empty", "conflict"]
+#: ``--on-conflict``: what a conflicting local patch does to a step.
+OnConflict = Literal["skip", "drop"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("skip", "drop")
+
+#: Start of the ``why`` of a local patch dropped because it conflicts (``--on-conflict drop``).
+DROPPED_CONFLICT = "conflicts at this candidate (--on-conflict drop)"
+#: Start of the flag of a step tested without a conflicting local patch.
+TESTED_WITHOUT = "tested without "
 
 _REVERT_RE = re.compile(r"This reverts commit ([0-9a-fA-F]{7,64})")
 _PICK_RE = re.compile(r"\(cherry picked from commit ([0-9a-fA-F]{7,64})\)")
@@ -51,7 +63,7 @@ class Patch:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> Patch:
+    def from_json(cls, data: dict[str, Any]) -> Patch:
         return cls(**data)
 
 
@@ -65,7 +77,12 @@ class PatchAction:
     #: Time spent deciding and merging this patch (for traces).
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, str | None]:
+    @property
+    def conflicts(self) -> bool:
+        """Whether the patch did not apply here (a conflict, or dropped for one)."""
+        return conflicted(self.action, self.why)
+
+    def to_json(self) -> dict[str, str | float | None]:
         return {
             "commit": self.patch.sha,
             "subject": self.patch.subject,
@@ -87,6 +104,25 @@ class Replay:
     actions: tuple[PatchAction, ...] = field(default_factory=tuple)
     conflict: PatchAction | None = None
 
+    @property
+    def dropped_for_conflict(self) -> tuple[PatchAction, ...]:
+        """Local patches left out because they conflict (``--on-conflict drop``)."""
+        return tuple(a for a in self.actions if a.action == "dropped" and a.conflicts)
+
+    def flags(self) -> list[str]:
+        """One "tested without <patch>" note per local patch left out."""
+        return [tested_without(a.patch) for a in self.dropped_for_conflict]
+
+
+def conflicted(action: str, why: str) -> bool:
+    """Whether a patch action (also as recorded in a step's ``patches``) means it did not apply."""
+    return action == "conflict" or (action == "dropped" and why.startswith(DROPPED_CONFLICT))
+
+
+def tested_without(patch: Patch) -> str:
+    """The flag of a step tested without ``patch``."""
+    return f"{TESTED_WITHOUT}{patch.sha[:12]} {patch.subject}"
+
 
 @dataclass(frozen=True)
 class Stack:
@@ -96,7 +132,7 @@ class Stack:
     merge_base: str
     patches: tuple[Patch, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "head": self.head,
             "merge_base": self.merge_base,
@@ -104,7 +140,7 @@ class Stack:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> Stack:
+    def from_json(cls, data: dict[str, Any]) -> Stack:
         return cls(
             head=data["head"],
             merge_base=data["merge_base"],
@@ -177,12 +213,14 @@ def _match_patch_ids(
 
 
 def replay(repo: Repo, stack: Stack, candidate: str,
-           is_ancestor: Callable[[str, str], bool] | None = None) -> Replay:
+           is_ancestor: Callable[[str, str], bool] | None = None,
+           on_conflict: OnConflict = "skip") -> Replay:
     """Apply ``stack`` onto upstream ``candidate`` in memory, following the drop rules.
 
     ``is_ancestor(a, b)`` answers the ancestry questions (default: the full
     graph through ``repo``); a bisection passes a faster one that knows its
-    candidates lie on one first-parent line.
+    candidates lie on one first-parent line. ``on_conflict="drop"`` leaves a
+    conflicting local patch out and goes on; any other conflict ends the replay.
     """
     is_ancestor = is_ancestor or repo.is_ancestor
     tree = repo.tree_of(candidate)
@@ -201,7 +239,12 @@ def replay(repo: Repo, stack: Stack, candidate: str,
             continue
         result = repo.merge_patch(tree, patch.sha)
         if result.tree is None:
-            done("conflict", "conflict in " + ", ".join(result.conflicts))
+            paths = ", ".join(result.conflicts)
+            if on_conflict == "drop" and patch.kind == "local":
+                # The tree so far is untouched: the merge result is discarded whole.
+                done("dropped", f"{DROPPED_CONFLICT}: conflict in {paths}")
+                continue
+            done("conflict", "conflict in " + paths)
             return Replay(candidate, None, None, tuple(actions), actions[-1])
         if result.tree == tree:
             done("empty", "no change on this candidate")

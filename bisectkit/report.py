@@ -2,10 +2,10 @@
 
 ``render_markdown`` writes a report for a GitHub issue or a chat: the range
 searched, the culprit, what the patch stack (or the submodule moves) did there
-and just before, the first error lines of its logs, the skipped and flagged
-steps, the follow-up commands and the command that reproduces the run.
-``render_terminal`` is the same in a few plain lines. Pure: reads step log
-files, nothing else.
+and just before, the first error lines of its logs, the local patches that stop
+applying in the range, the skipped and flagged steps, the follow-up commands
+and the command that reproduces the run. ``render_terminal`` is the same in a
+few plain lines. Pure: reads step log files, nothing else.
 """
 
 from __future__ import annotations
@@ -307,6 +307,40 @@ def _flagged(result: Result, links: Links) -> list[str]:
             *_capped(rows, "flagged steps")]
 
 
+def _stops_applying(result: Result, links: Links) -> list[str]:
+    """Local patches that stop applying in the range, and onto which commit to rebase them."""
+    entries = list(result.get("stops_applying") or [])
+    if not entries:
+        return []
+    rows: list[str] = []
+    for e in entries:
+        patch = f"local patch {links.md(e.get('patch', ''), patch=True)} {_text(e.get('subject'))}"
+        first = f"{links.md(e.get('first_conflict', ''))} " \
+                f"{_text(e.get('first_conflict_subject'))}".rstrip()
+        clean = e.get("last_clean")
+        if not clean:
+            rows.append(f"- {patch}: conflicts at every tested candidate from {first}; "
+                        "rebase it onto that commit.")
+        elif e.get("exact"):
+            rows.append(f"- {patch}: stops applying at {first} (applied cleanly at "
+                        f"{links.md(clean)}); rebase it onto that commit.")
+        else:
+            rows.append(f"- {patch}: stops applying between {links.md(clean)} "
+                        f"(applied cleanly) and {first} (conflicts); the commits between could "
+                        "not be checked; rebase it onto the latter.")
+    return ["#### Local patches that stop applying", "", *_capped(rows, "patches")]
+
+
+def _on_conflict(result: Result) -> list[str]:
+    """With ``--on-conflict drop``: say that some steps lacked a local patch."""
+    if result.get("on_conflict") != "drop":
+        return []
+    without = sum(1 for s in _steps(result) if any(
+        str(f).startswith("tested without ") for f in s.get("flags") or ()))
+    return [f"**On conflict:** a conflicting local patch was left out (`--on-conflict drop`); "
+            f"{without} step{'s' * (without != 1)} tested without one (flagged below).", ""]
+
+
 def _followup(result: Result) -> list[str]:
     """Follow-up lines: commands in ``sh`` blocks, the rest as text."""
     lines = [str(line) for line in result.get("followup") or [] if str(line).strip()]
@@ -354,6 +388,7 @@ def render_markdown(result: Result, commit_url: str | None = None,
     else:
         out = [f"### bisectkit: {status}{where}", ""]
     out += [f"**Searched:** {_searched(result, links)}.", ""]
+    out += _on_conflict(result)
 
     if status == "found" and first_bad:
         info = result.get("first_bad_info") or {}
@@ -394,8 +429,8 @@ def render_markdown(result: Result, commit_url: str | None = None,
     checked = (result.get("check_stack") or {}).get("conclusion")
     if checked:
         out += [f"**Check without the patch stack:** {_text(checked)}.", ""]
-    for section in (_skipped(result, links), _flagged(result, links),
-                    _followup(result)):
+    for section in (_stops_applying(result, links), _skipped(result, links),
+                    _flagged(result, links), _followup(result)):
         out += [*section, ""] if section else []
     if _reproduce(result):
         out += ["Reproduce with:", "", *_fence([_reproduce(result)], "sh"), ""]
@@ -437,6 +472,12 @@ def render_terminal(result: Result, commit_url: str | None = None,
     out.append(f"  searched {_searched(result, None, markdown=False)}")
     checked = (result.get("check_stack") or {}).get("conclusion")
     out += [f"  check-stack: {checked}"] if checked else []
+    for e in result.get("stops_applying") or []:
+        first, clean = str(e.get("first_conflict", ""))[:12], str(e.get("last_clean") or "")[:12]
+        where = (f"from {first}" if not clean else f"at {first}" if e.get("exact")
+                 else f"between {clean} and {first}")
+        out.append(f"  local patch {str(e.get('patch', ''))[:12]} stops applying {where}: "
+                   "rebase it")
     flagged = sum(1 for s in _steps(result) if s.get("flags"))
     out += [f"  {flagged} flagged step(s): check these verdicts"] if flagged else []
     out += [f"  next: {line}" for line in result.get("followup") or [] if

@@ -29,7 +29,8 @@ class Prepared:
     candidate: str
     #: What a verdict depends on (tree ids and pins), for the verdict cache.
     trees: tuple[str, ...]
-    #: Merged into the step record (``patches`` and/or ``submodules``).
+    #: Merged into the step record (``patches`` and/or ``submodules``); a ``flags``
+    #: list is added to the step's flags.
     details: dict[str, Any] = field(default_factory=dict)
     #: Extra environment for the build and the repro.
     env: dict[str, str] = field(default_factory=dict)
@@ -87,6 +88,10 @@ class Strategy(ABC):
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         """Strategy-specific fields of the JSON result (``first_bad`` when found)."""
         return {}
+
+    def closing_lines(self, first_bad: str | None) -> list[str]:
+        """Notes printed after the result (``first_bad`` when found), e.g. patches to rebase."""
+        return []
 
 
 def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState]:
