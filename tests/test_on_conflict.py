@@ -351,7 +351,8 @@ def test_report_says_between_or_from_when_the_boundary_is_open() -> None:
     md = render_markdown(result, "https://example.com/c/{sha}")
     link = {s: f"[`{s[:12]}`](https://example.com/c/{s})" for s in (patch, clean, first)}
     body = md.split("#### Local patches that stop applying\n\n", 1)[1].split("\n\n")[0]
-    name = f"- local patch {link[patch]} [local] fixup:"
+    # The patch exists only in the fork: no bisectkit.fork-url, no link.
+    name = f"- local patch `{patch[:12]}` [local] fixup:"
     assert body.splitlines() == [
         f"{name} stops applying at {link[first]} upstream rewrote it (applied cleanly at "
         f"{link[clean]}); rebase it onto that commit.",
