@@ -102,6 +102,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--json", metavar="FILE", help="write the result as JSON (atomically)")
     g.add_argument("--no-cache", action="store_true",
                    help="do not reuse verdicts of trees already tested with the same commands")
+    g.add_argument("--cache-input", action="append", default=[], metavar="PATH",
+                   help="a file or directory (hashed recursively) the verdict depends on that "
+                        "no command names: changing it invalidates cached verdicts "
+                        "(repeatable)")
     g.add_argument("--verify-range", action="store_true",
                    help="test the good and bad ends first; stop (exit 5) if they are not")
     g.add_argument("--check-stack", action="store_true",
