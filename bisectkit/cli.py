@@ -111,6 +111,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "everything else to stderr")
     g.add_argument("--no-cache", action="store_true",
                    help="do not reuse verdicts of trees already tested with the same commands")
+    g.add_argument("--cache-input", action="append", default=[], metavar="PATH",
+                   help="a file or directory (hashed recursively) the verdict depends on that "
+                        "no command names: changing it invalidates cached verdicts "
+                        "(repeatable)")
     g.add_argument("--verify-range", action="store_true",
                    help="test the good and bad ends first; stop (exit 5) if they are not")
     g.add_argument("--no-verify", action="store_true",

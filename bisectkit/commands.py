@@ -34,6 +34,7 @@ from bisectkit.observers import StepLogWriter
 from bisectkit.pipeline import GIT_PROG, Run
 from bisectkit.runopts import RunOptions, VerdictCache, run_identity
 from bisectkit.session import Session, SessionStore, write_json_atomic
+from bisectkit.strategy import SUPERPROJECT
 from bisectkit.trace import Tracer
 
 
@@ -103,11 +104,25 @@ def run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMana
         value = getattr(args, flag, None)
         if value and not (flag == "json" and value == "-"):  # --json -: stdout
             check_output_path(f"--{flag}", value)
+    inputs = tuple(_cache_input(p) for p in args.cache_input)
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
                       use_cache=not args.no_cache, plugin_options=tuple(loaded + options),
                       plugin_argv=tuple(plugin_argv), keep_output=args.keep_output,
-                      verify_ends=not args.no_verify, max_env_skips=args.max_env_skips)
+                      verify_ends=not args.no_verify, max_env_skips=args.max_env_skips,
+                      cache_inputs=tuple(dict.fromkeys(inputs)))
+
+
+def _cache_input(value: str) -> str:
+    """A ``--cache-input`` path made absolute (follow-up commands run from anywhere)."""
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise BadInput(f"--cache-input {value}: no such file or directory")
+    if not (path.is_file() or path.is_dir()):
+        raise BadInput(f"--cache-input {value}: not a regular file or a directory")
+    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+        raise BadInput(f"--cache-input {value}: permission denied")
+    return os.path.abspath(path)
 
 
 def check_output_path(flag: str, value: str) -> None:
@@ -317,8 +332,14 @@ def _run_with(ctx: Context, b: Bisector) -> int:
     """Run the loop; report, write the JSON result and the trace however it ends."""
     opts, args = ctx.config.run, ctx.args
     assert opts is not None
-    cache = (VerdictCache(b.store, run_identity(opts, Path(b.session.root)))
-             if opts.use_cache else None)
+    cache = None
+    if opts.use_cache:
+        # Read once, before the first step: what the build writes during the run
+        # does not change the key; the run's own output files are not inputs.
+        moved = [p for p in b.session.orig if p != SUPERPROJECT]
+        outputs = [os.path.realpath(getattr(args, f)) for f in ("json", "report", "trace")
+                   if getattr(args, f, None)]
+        cache = VerdictCache(b.store, run_identity(opts, b.superproject, moved, outputs))
     if args.trace:
         b.tracer = Tracer()
     result: dict[str, Any] | None = None
@@ -353,6 +374,8 @@ def _run_with(ctx: Context, b: Bisector) -> int:
             ctx.console.line(f"check-stack: {result['check_stack']['conclusion']}", style="bold")
         if "confidence" in result:
             ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
+        if cache is not None:
+            _note_changed_inputs(ctx, b.superproject, cache)
         if args.report:
             _write_report(ctx, b, result)
         return code
@@ -415,6 +438,20 @@ def reproduce_command(ctx: Context, b: Bisector) -> str:
     ends = [] if s.strategy == "stack" else [
         *(w for g in s.good for w in ("--good", g)), "--bad", s.bad]
     return shlex.join(["bisectkit", "run", *target, *ends, *run_words])
+
+
+def _note_changed_inputs(ctx: Context, sp: Repo, cache: VerdictCache) -> None:
+    """Say so when the run changed files of the next run's cache key (a build output left
+    in the work tree that git does not ignore): the next run would test everything again."""
+    changed = cache.identity.changed_local_files(sp)
+    if not changed:
+        return
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    ctx.console.line(
+        f"note: {len(changed)} untracked or edited file(s) of the superproject changed during "
+        f"this run ({', '.join(changed[:3])}{more}); they are part of the verdict cache's key, "
+        "so the next run will test again: write build outputs outside the work tree or ignore "
+        "them (.gitignore, .git/info/exclude)", style="yellow")
 
 
 def _plugins_from_elsewhere(ctx: Context) -> list[str]:

@@ -71,6 +71,16 @@ class TreeDiff:
 
 
 @dataclass(frozen=True)
+class LocalChanges:
+    """What a work tree holds besides its HEAD commit (:meth:`Repo.local_changes`)."""
+
+    #: Tracked paths whose index or work tree differs from HEAD (deleted ones included).
+    modified: tuple[str, ...]
+    #: Untracked files git does not ignore; a nested repository is one entry ``dir/``.
+    untracked: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ReflogEntry:
     """One line of a reflog."""
 
@@ -367,6 +377,21 @@ class Repo:
         self._repo.index.read(False)  # git itself may have rewritten it
         changed = self._repo.status(untracked_files="no")
         return sorted(p for p, have in changed.items() if p not in skip and have & flags)
+
+    def local_changes(self, untracked: bool = True) -> LocalChanges:
+        """Tracked paths that differ from HEAD and (``untracked``) untracked files git does
+        not ignore, like ``git status``; submodules are not looked into (not even their HEAD).
+        """
+        out = _git_bytes(self.workdir, f"cannot read the status of {self.workdir}",
+                         "status", "--porcelain=v1", "-z", "--no-renames",
+                         "--ignore-submodules=all",
+                         f"--untracked-files={'all' if untracked else 'no'}")
+        modified: list[str] = []
+        new: list[str] = []
+        for record in out.split(b"\0"):
+            if record:  # "XY path": XY is "??" for an untracked file
+                (new if record[:2] == b"??" else modified).append(os.fsdecode(record[3:]))
+        return LocalChanges(tuple(sorted(modified)), tuple(sorted(new)))
 
     def gitlinks(self) -> dict[str, str]:
         """Submodule paths recorded in the index, with the commit each is pinned to."""
@@ -681,7 +706,7 @@ def _git(cwd: Path, *args: str, on_spawn: Spawned | None = None
     ``on_spawn`` gets git's pid as soon as it runs, so that the journal can
     name a git that outlives bisectkit.
     """
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    env = _git_env()
     # Its own session: a terminal Ctrl-C reaches bisectkit (which decides when
     # to stop), never a git halfway through writing the work tree or index.
     with subprocess.Popen(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -691,6 +716,24 @@ def _git(cwd: Path, *args: str, on_spawn: Spawned | None = None
             on_spawn(proc.pid)
         out, err = proc.communicate()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _git_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+
+
+def _git_bytes(cwd: Path, what: str, *args: str) -> bytes:
+    """A read-only git command's stdout as bytes (so paths that are not UTF-8 survive).
+
+    ``--no-optional-locks``: reading must not rewrite the index (``git status``
+    refreshes its stat data otherwise) while bisectkit owns the work tree.
+    """
+    proc = subprocess.run(["git", "--no-optional-locks", *args], cwd=cwd, env=_git_env(),
+                          stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    if proc.returncode != 0:
+        detail = " ".join(os.fsdecode(proc.stderr).split()) or f"exit {proc.returncode}"
+        raise GitFailure(f"{what}: {detail}")
+    return proc.stdout
 
 
 def _git_checked(cwd: Path, what: str, *args: str, on_spawn: Spawned | None = None,

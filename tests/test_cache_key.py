@@ -1,0 +1,293 @@
+"""The verdict cache's key covers everything a verdict depends on (through the real CLI).
+
+Every world here bisects upstream 0..300 of the patched submodule with a repro
+whose answer is chosen by an input file: ``bug`` makes upstream 200 the first
+bad commit (``lib/bug.txt`` says "miscompile" from there), ``feature`` makes it
+upstream 50 (``lib/feature.txt`` leaves v0 there). Changing that input must
+re-test every step and give the other answer; an unchanged rerun must reuse
+every verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, cli, git_cli, snapshot
+
+#: ``check.sh FILE``: bad (exit 1) or good (exit 0) depending on what FILE says.
+CHECK_SH = """#!/bin/sh
+case "$(cat "$1")" in
+  bug) grep -q miscompile third_party/llvm-project/lib/bug.txt && exit 1 ;;
+  feature) grep -q "feature v0" third_party/llvm-project/lib/feature.txt || exit 1 ;;
+  *) echo "unknown input" >&2; exit 200 ;;
+esac
+exit 0
+"""
+
+FIRST_BAD = {"bug": 200, "feature": 50}
+
+
+def add_script(world: World, name: str = "check.sh", ignore: bool = True) -> None:
+    path = world.superproject / name
+    path.write_text(CHECK_SH, encoding="utf-8")
+    path.chmod(0o755)
+    if ignore:
+        exclude(world, name)
+
+
+def exclude(world: World, pattern: str) -> None:
+    """Ignore ``pattern`` in the superproject (``.git/info/exclude``)."""
+    with (world.superproject / ".git/info/exclude").open("a", encoding="utf-8") as fh:
+        fh.write(f"/{pattern}\n")
+
+
+def bisect(world: World, out: Path, *repro: str, options: tuple[str, ...] = (),
+           extra_env: dict[str, str] | None = None) -> list[dict]:
+    """One ``bisectkit run``; the steps of its JSON result (it must succeed)."""
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(0), "--bad", world.sha(300), "--json", str(out), *options,
+            "--", *repro, extra_env=extra_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return list(json.loads(out.read_text())["steps"])
+
+
+def first_bad(out: Path) -> str:
+    return str(json.loads(out.read_text())["first_bad"])
+
+
+def all_cached(steps: list[dict]) -> bool:
+    return bool(steps) and all(s["source"] == "cache" and s["reason"].startswith("cached")
+                               for s in steps)
+
+
+def none_cached(steps: list[dict]) -> bool:
+    return bool(steps) and all(s["source"] == "run" for s in steps)
+
+
+def check_rerun_then_change(world: World, out: Path, change, *repro: str,
+                            options: tuple[str, ...] = (),
+                            extra_env: dict[str, str] | None = None) -> None:
+    """Bisect ("bug"), rerun unchanged (all cached), ``change()`` the input to "feature",
+    rerun: every step re-tested and the new answer found."""
+    assert none_cached(bisect(world, out, *repro, options=options, extra_env=extra_env))
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+    assert all_cached(bisect(world, out, *repro, options=options, extra_env=extra_env))
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+    change()
+    steps = bisect(world, out, *repro, options=options, extra_env=extra_env)
+    assert none_cached(steps), [s["reason"] for s in steps]
+    assert first_bad(out) == world.sha(FIRST_BAD["feature"])
+
+
+def test_a_file_named_in_the_repro_argv_is_in_the_key(world: World, tmp_path: Path):
+    """``-- ./check.sh test.cpp``: test.cpp is neither executable nor a known script."""
+    add_script(world)
+    test_cpp = world.superproject / "test.cpp"
+    test_cpp.write_text("bug\n", encoding="utf-8")
+    exclude(world, "test.cpp")  # ignored: only its being named puts it in the key
+    check_rerun_then_change(world, tmp_path / "r.json",
+                            lambda: test_cpp.write_text("feature\n", encoding="utf-8"),
+                            "./check.sh", "test.cpp")
+
+
+def test_a_file_named_inside_a_shell_string_is_in_the_key(world: World, tmp_path: Path):
+    """``sh -c './check.sh input'``; the build appends to a log it names (an output)."""
+    add_script(world)
+    data = world.superproject / "input"  # no suffix, not executable
+    data.write_text("bug\n", encoding="utf-8")
+    exclude(world, "input")
+    exclude(world, "builds.log")
+    log = world.superproject / "builds.log"
+    check_rerun_then_change(world, tmp_path / "r.json",
+                            lambda: data.write_text("feature\n", encoding="utf-8"),
+                            "sh", "-c", "./check.sh input",
+                            options=("--build", "echo built >> builds.log"))
+    # The unchanged rerun reused every verdict although the log it names had grown.
+    assert log.read_text().count("built") > 0
+
+
+def test_cache_input_directory(world: World, tmp_path: Path):
+    """``--cache-input DIR``: a file changed deep inside the directory re-tests."""
+    add_script(world)
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "sub" / "which").write_text("bug\n", encoding="utf-8")
+    (data / ".git").mkdir()  # skipped: not an input
+    repro = world.superproject / "repro-data.sh"
+    repro.write_text('#!/bin/sh\nexec ./check.sh "$DATA/sub/which"\n', encoding="utf-8")
+    repro.chmod(0o755)
+    exclude(world, "repro-data.sh")
+    env = {"DATA": str(data)}
+    out = tmp_path / "r.json"
+    options = ("--cache-input", str(data))
+    check_rerun_then_change(world, out,
+                            lambda: (data / "sub" / "which").write_text("feature\n",
+                                                                        encoding="utf-8"),
+                            "./repro-data.sh", options=options, extra_env=env)
+    # A .git inside the directory is not an input: changing it re-tests nothing.
+    (data / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    assert all_cached(bisect(world, out, "./repro-data.sh", options=options, extra_env=env))
+
+
+def test_cache_input_must_exist(world: World, tmp_path: Path):
+    before = snapshot(world)
+    r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
+            world.sha(300), "--cache-input", str(tmp_path / "missing"), "--", "./repro.sh")
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"--cache-input {tmp_path / 'missing'}: no such file or directory" in r.stderr
+    assert snapshot(world) == before
+
+
+def add_other_submodule(world: World, tmp_path: Path) -> tuple[Path, list[str]]:
+    """A second submodule ``third_party/other`` whose ``mode`` file is "bug" then "feature"."""
+    origin = tmp_path / "other"
+    origin.mkdir()
+    world.git(origin, "init", "-q")
+    shas = []
+    for mode in ("bug", "feature"):
+        (origin / "mode").write_text(f"{mode}\n", encoding="utf-8")
+        world.git(origin, "add", "mode")
+        world.git(origin, "commit", "-q", "-m", mode)
+        shas.append(world.git(origin, "rev-parse", "HEAD"))
+    world.git(origin, "checkout", "-q", shas[0])
+    world.git(world.superproject, "submodule", "add", "-q", str(origin), "third_party/other")
+    world.git(world.superproject, "commit", "-q", "-m", "add third_party/other")
+    return world.superproject / "third_party/other", shas
+
+
+def test_another_submodules_head_and_edits_are_in_the_key(world: World, tmp_path: Path):
+    add_script(world)
+    other, shas = add_other_submodule(world, tmp_path)
+    assert world.git(other, "rev-parse", "HEAD") == shas[0]
+    # The repro reads the other submodule's file without naming it.
+    wrapper = world.superproject / "repro-other.sh"
+    wrapper.write_text("#!/bin/sh\nexec ./check.sh third_party/other/mode\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    exclude(world, "repro-other.sh")
+    out = tmp_path / "r.json"
+    # The superproject still pins the first commit: the HEAD checked out is what counts.
+    check_rerun_then_change(world, out,
+                            lambda: world.git(other, "checkout", "-q", shas[1]),
+                            "./repro-other.sh")
+    # An uncommitted edit of a tracked file there re-tests as well.
+    assert all_cached(bisect(world, out, "./repro-other.sh"))
+    (other / "mode").write_text("bug\n", encoding="utf-8")
+    assert none_cached(bisect(world, out, "./repro-other.sh"))
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+
+
+def test_untracked_superproject_files_are_in_the_key(world: World, tmp_path: Path):
+    add_script(world)
+    mode = world.superproject / "mode.txt"
+    mode.write_text("bug\n", encoding="utf-8")
+    exclude(world, "mode.txt")
+    # The JSON result is written inside the work tree, not ignored: not an input.
+    out = world.superproject / "result.json"
+    assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    assert all_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    # An ignored file appears: still the same test.
+    exclude(world, "scratch")
+    (world.superproject / "scratch").mkdir()
+    (world.superproject / "scratch/notes.txt").write_text("x\n", encoding="utf-8")
+    assert all_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    # An untracked file git does not ignore appears (a new test input, say): re-test.
+    (world.superproject / "tests").mkdir()
+    (world.superproject / "tests/new.mlir").write_text("func\n", encoding="utf-8")
+    assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    assert all_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    # Its content changes: re-test.
+    time.sleep(0.01)
+    (world.superproject / "tests/new.mlir").write_text("func2\n", encoding="utf-8")
+    assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=world.superproject,
+                            env=world.env, capture_output=True, text=True).stdout
+    assert "result.json" in status  # really untracked and not ignored
+
+
+def test_a_run_that_leaves_an_untracked_output_says_so(world: World, tmp_path: Path):
+    """A build output in the work tree that git does not ignore changes the next key."""
+    add_script(world)
+    (world.superproject / "mode.txt").write_text("bug\n", encoding="utf-8")
+    exclude(world, "mode.txt")
+    out = tmp_path / "r.json"
+    note = "note: 1 untracked or edited file(s) of the superproject changed during this run (a.out)"
+
+    def run() -> tuple[list[dict], str]:
+        r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
+                world.sha(300), "--json", str(out), "--build", "touch a.out", "--",
+                "./check.sh", "mode.txt")
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(out.read_text())["steps"], " ".join(r.stdout.split())
+
+    steps, stdout = run()
+    assert none_cached(steps) and note in stdout
+    steps, stdout = run()  # a.out is in the key now: tested again, and nothing changed
+    assert none_cached(steps) and "note:" not in stdout
+    steps, stdout = run()
+    assert all_cached(steps) and "note:" not in stdout
+
+
+@pytest.mark.parametrize("integrate", [False, True])
+def test_the_key_does_not_depend_on_what_is_checked_out(world_factory, tmp_path: Path,
+                                                        integrate: bool):
+    """``run`` in a session reads the key with a candidate checked out: same key as at HEAD."""
+    w = world_factory(tmp_path, integrate=integrate)
+    if integrate:
+        target = ["--integrate", w.integrate["adv12"], w.integrate["init"]]
+        oneshot = ["--integrate", "--good", w.integrate["init"], "--bad", w.integrate["adv12"]]
+    else:
+        target = ["--submodule", SUBMODULE, w.sha(300), w.sha(0)]
+        oneshot = ["--submodule", SUBMODULE, "--good", w.sha(0), "--bad", w.sha(300)]
+    out = tmp_path / "r.json"
+    options = ["--build", "./build.sh", "--good-if", "device .* not found", "--json", str(out)]
+    r = cli(w, "run", *oneshot, *options, "--", "./repro.sh")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # (In the integrate world "fix" has the tree and pins of "adv6": one verdict for both.)
+    assert any(s["source"] == "run" for s in json.loads(out.read_text())["steps"])
+    found = first_bad(out)
+    assert git_cli(w, "start", *target).returncode == 0
+    r = git_cli(w, "run", *options, "./repro.sh")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Steps skipped without a build (a patch conflict, a pin missing) are never cached.
+    steps = [s for s in json.loads(out.read_text())["steps"] if s["source"] != "auto"]
+    assert all_cached(steps), [s["reason"] for s in steps]
+    assert first_bad(out) == found
+    assert git_cli(w, "reset").returncode == 0
+
+
+def test_follow_up_commands_repeat_cache_input(integrate_world: World, tmp_path: Path):
+    """The submodule bisect suggested after an integrate bisect keeps ``--cache-input``."""
+    w = integrate_world
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x").write_text("1\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    # Given relative to the current directory (a subdirectory); repeated as an absolute path.
+    r = cli(w, "run", "--integrate", "--good", w.integrate["init"], "--bad",
+            w.integrate["adv12"], "--build", "./build.sh", "--good-if", "device .* not found",
+            "--cache-input", "../../data", "--json", str(out), "--", "../repro.sh",
+            cwd=w.superproject / "third_party")
+    assert r.returncode == 0, r.stdout + r.stderr
+    followup = json.loads(out.read_text())["followup"]
+    assert any(f"--cache-input={data}" in line for line in followup), followup
+
+
+@pytest.mark.parametrize(("command", "inputs", "outputs"), [
+    ("./r.sh input", ["./r.sh", "input"], []),
+    ("echo x >> builds.log; ./build.sh", ["echo", "x", "./build.sh"], ["builds.log"]),
+    ("make 2>&1 | tee -a build.log more.log", ["make", "2", "tee", "-a"],
+     ["1", "build.log", "more.log"]),
+    ("cat < in.txt > out.txt", ["cat", "in.txt"], ["out.txt"]),
+    ("./r.sh 'it is' &> both", ["./r.sh", "it is"], ["both"]),
+])
+def test_shell_words_tell_inputs_from_outputs(command: str, inputs: list[str],
+                                              outputs: list[str]):
+    from bisectkit.runopts import _shell_words
+
+    assert _shell_words(command) == (inputs, outputs)
