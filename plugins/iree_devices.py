@@ -140,6 +140,7 @@ import argparse
 import re
 import signal
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -151,9 +152,11 @@ if TYPE_CHECKING:
 
 DEVICE_ERROR_VERDICTS = ("good", "skip")
 
-#: IREE runtime HAL driver names (``--device=NAME``).
+#: IREE runtime HAL driver names (``--device=NAME``): those in runtime/src/iree/hal/drivers/
+#: (and experimental/) of current and past releases. ``no driver 'X' registered`` for a name
+#: not here (nor given with --have-driver) is a typo, not a missing device.
 DRIVERS = ("local-task", "local-sync", "cuda", "hip", "vulkan", "metal", "level_zero",
-           "webgpu", "amdgpu")
+           "webgpu", "amdgpu", "null", "hsa", "nonlocal-sync", "nonlocal-task")
 _LOCAL = ("local-task", "local-sync")
 #: Target-backend, compiler device and legacy names -> the runtime drivers they run on.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -162,6 +165,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "vmvx": _LOCAL,
     "dylib": ("local-task",),
     "dylib-sync": ("local-sync",),
+    "vmvx-sync": ("local-sync",),
+    "cuda2": ("cuda",),
     "local_task": ("local-task",),
     "local_sync": ("local-sync",),
     "vulkan-spirv": ("vulkan",),
@@ -212,7 +217,9 @@ def _crash(regex: str, source: str) -> Signature:
 
 
 _CUDA_DRIVER_ERRORS = ("CUDA_ERROR_NOT_INITIALIZED|CUDA_ERROR_INSUFFICIENT_DRIVER|"
-                       "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")
+                       "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|CUDA_ERROR_STUB_LIBRARY")
+#: A library named as ``'libcuda.so'/'nvcuda.dll'`` in "... library <names> not available".
+_LIBS = r"(?:'[^'\s]*'(?:/'[^'\s]*')* )?"
 _HIP_DRIVER_ERRORS = "hipErrorInsufficientDriver|hipErrorNotInitialized|hipErrorInitializationError"
 
 DEVICE_SIGNATURES: tuple[Signature, ...] = (
@@ -225,10 +232,14 @@ DEVICE_SIGNATURES: tuple[Signature, ...] = (
          "runtime/src/iree/hal/drivers/*/registration/driver_module.c", missing="driver"),
     _dev(r"Could not create any requested driver \[(?P<drivers>[^\]]*)\]",
          "bindings/python/iree/runtime/system_api.py (PR #9997)", missing="driver"),
-    _dev(r"default device \d+ not found \(of \d+ enumerated\)",
-         "runtime/src/iree/hal/drivers/*/*_driver.c"),
+    _dev(r"No device found from list \[(?P<drivers>[^\]]*)\]",
+         "runtime/bindings/python/iree/runtime/system_setup.py", missing="driver"),
+    _dev(r"(?:default )?device \d+ not found \(of \d+ enumerated\)",
+         "runtime/src/iree/hal/drivers/{cuda,hip}/*_driver.c"),
     _dev(r"device not supported in the compiled configuration", "iree-org/iree#10058"),
     # -- cuda ------------------------------------------------------------------------
+    _dev(rf"CUDA driver library {_LIBS}not available",
+         "runtime/src/iree/hal/drivers/cuda/cuda_dynamic_symbols.c", "cuda", "driver"),
     _dev(r"CUDA runtime library not available; ensure installed and on path",
          "runtime/src/iree/hal/drivers/cuda/dynamic_symbols.c", "cuda", "driver"),
     _dev(r"NCCL runtime library(?: \([\d.]+\))? not available",
@@ -237,20 +248,24 @@ DEVICE_SIGNATURES: tuple[Signature, ...] = (
          "runtime/src/iree/hal/drivers/cuda/cuda_driver.c", "cuda"),
     _dev(r"CUDA device with UUID \S+ not found",
          "runtime/src/iree/hal/drivers/cuda/cuda_driver.c", "cuda"),
-    _dev(r"CUDA driver error 'CUDA_ERROR_NO_DEVICE' \(\d+\)",
-         "runtime/src/iree/hal/drivers/cuda/status_util.c", "cuda"),
-    _dev(rf"CUDA driver error '(?:{_CUDA_DRIVER_ERRORS})' \(\d+\)",
-         "runtime/src/iree/hal/drivers/cuda/status_util.c", "cuda", "driver"),
+    _dev(r"CUDA (?:driver )?error '(?:CUDA_ERROR_NO_DEVICE|CUDA_ERROR_INVALID_DEVICE)' \(\d+\)",
+         "runtime/src/iree/hal/drivers/cuda/{cuda_status_util,status_util}.c", "cuda"),
+    _dev(rf"CUDA (?:driver )?error '(?:{_CUDA_DRIVER_ERRORS})' \(\d+\)",
+         "runtime/src/iree/hal/drivers/cuda/{cuda_status_util,status_util}.c", "cuda", "driver"),
     # -- hip (target backend rocm) ----------------------------------------------------
-    _dev(r"(?:ROCM/)?HIP runtime library (?:'[^'\s]*'(?:/'[^'\s]*')* )?not available",
+    _dev(rf"(?:ROCM/)?HIP runtime library {_LIBS}not available",
          "runtime/src/iree/hal/drivers/hip/dynamic_symbols.c", "hip", "driver"),
     _dev(r"no compatible HIP devices were found",
+         "runtime/src/iree/hal/drivers/hip/hip_driver.c", "hip"),
+    _dev(r"HIP device with UUID \S+ not found",
          "runtime/src/iree/hal/drivers/hip/hip_driver.c", "hip"),
     _dev(r"HIP driver error '(?:hipErrorNoDevice|hipErrorInvalidDevice)' \(\d+\)",
          "runtime/src/iree/hal/drivers/hip/status_util.c", "hip"),
     _dev(rf"HIP driver error '(?:{_HIP_DRIVER_ERRORS})' \(\d+\)",
          "runtime/src/iree/hal/drivers/hip/status_util.c", "hip", "driver"),
     # -- vulkan ----------------------------------------------------------------------
+    _dev(r"Vulkan loader library not found",
+         "runtime/src/iree/hal/drivers/vulkan/util/libvulkan.c", "vulkan", "driver"),
     _dev(r"Vulkan runtime library not available; ensure installed and on path",
          "runtime/src/iree/hal/drivers/vulkan/dynamic_symbols.cc", "vulkan", "driver"),
     _dev(r"[Rr]equired method vkGetInstanceProcAddr not found in provided Vulkan library",
@@ -265,6 +280,11 @@ DEVICE_SIGNATURES: tuple[Signature, ...] = (
          "runtime/src/iree/hal/drivers/vulkan/physical_device_selection.c", "vulkan"),
     _dev(r"no Vulkan physical device satisfies the Vulkan 1\.3 baseline",
          "runtime/src/iree/hal/drivers/vulkan/physical_device_selection.c", "vulkan"),
+    _dev(r"Vulkan physical device \d+ does not satisfy the Vulkan 1\.3 baseline",
+         "runtime/src/iree/hal/drivers/vulkan/physical_device_selection.c", "vulkan"),
+    _dev(r"Vulkan device (?:id \d+ (?:not found|out of range; driver has \d+ devices)|"
+         r"path '[^']*' not found)",
+         "runtime/src/iree/hal/drivers/vulkan/physical_device_selection.c", "vulkan"),
     # Result names, not sentences: matched as whole words anywhere on a line.
     Signature("device", re.compile(r"\b(?P<msg>VK_ERROR_(?:INCOMPATIBLE_DRIVER|"
                                    r"INITIALIZATION_FAILED))\b"),
@@ -274,9 +294,24 @@ DEVICE_SIGNATURES: tuple[Signature, ...] = (
          "runtime/src/iree/hal/drivers/metal/metal_driver.m", "metal"),
     _dev(r"Metal device with device registry ID [0-9a-fA-F]+ not found",
          "runtime/src/iree/hal/drivers/metal/metal_driver.m", "metal"),
+    # -- amdgpu, hsa -----------------------------------------------------------------
+    _dev(r"HSA/ROCR-Runtime library not found",
+         "runtime/src/iree/hal/drivers/amdgpu/util/libhsa.c", "amdgpu", "driver"),
+    _dev(rf"HSA runtime library {_LIBS}not available",
+         "runtime/src/iree/hal/drivers/hsa/dynamic_symbols.c", "hsa", "driver"),
     # -- level_zero (experimental) ---------------------------------------------------
     _dev(r"LevelZero runtime library not available; ensure installed and on path",
          "experimental/level_zero/dynamic_symbols.c", "level_zero", "driver"),
+)
+
+#: Tried only when nothing above matched: they wrap a status that says what is missing, and
+#: the specific message, when it is there, names the driver better.
+FALLBACK_SIGNATURES: tuple[Signature, ...] = (
+    _dev(r"Error creating driver(?=: )", "runtime/bindings/python/hal.cc (HalDriver.create)",
+         missing="driver"),
+    _dev(r"Could not create device\. Exception for last tried follows\.",
+         "runtime/bindings/python/iree/runtime/system_setup.py (get_first_device)",
+         missing="driver"),
 )
 
 _SHELL_SIGNALS = "Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception"
@@ -306,7 +341,9 @@ MATCH_LIMIT = 500
 
 _TARGET_RE = re.compile(r"#hal\.device\.target<\"(?P<name>[^\"]+)\"")
 _PATH_RE = re.compile(r"(?:hal/drivers|experimental)/(?P<name>[a-z_]+)/")
-_CREATING_RE = re.compile(r"creating device '(?P<name>[^']+)'")
+# iree-run-module annotates with "creating driver for device 'cuda'" (3.x) or
+# "creating device 'cuda'" (older).
+_CREATING_RE = re.compile(r"creating (?:driver for )?device '(?P<name>[^']+)'")
 _QUOTED_RE = re.compile(r"'([^']+)'")
 
 
@@ -314,8 +351,11 @@ _QUOTED_RE = re.compile(r"'([^']+)'")
 class Finding:
     """What :func:`find` recognised in a repro's output."""
 
-    kind: str  # "crash" | "device"
+    #: ``"crash"``, ``"device"`` (a device or driver is missing) or ``"unknown-driver"`` (the
+    #: message names only drivers IREE does not have: a typo such as ``--device=nosuch``).
+    kind: str
     #: Driver name(s) as ``"cuda"`` or ``"local-task/local-sync"``; ``None`` if unknown.
+    #: For ``"unknown-driver"``: the names as the message gave them.
     driver: str | None
     #: The first matching line (stripped), or ``None`` for a crash seen only as a signal.
     match: str | None
@@ -338,9 +378,9 @@ def resolve(name: str) -> tuple[str, ...]:
     return ALIASES.get(name, (name,))
 
 
-def is_known(name: str) -> bool:
-    """Whether ``name`` is an IREE driver or one of its aliases."""
-    return all(d in DRIVERS for d in resolve(name))
+def is_known(name: str, extra: Collection[str] = ()) -> bool:
+    """Whether ``name`` is an IREE driver or one of its aliases (or resolves into ``extra``)."""
+    return all(d in DRIVERS or d in extra for d in resolve(name))
 
 
 def _line_at(text: str, pos: int) -> tuple[str, int]:
@@ -349,16 +389,22 @@ def _line_at(text: str, pos: int) -> tuple[str, int]:
     return text[start:end if end >= 0 else len(text)], start
 
 
-def _driver_of(sig: Signature, m: re.Match[str], line: str) -> str | None:
+def _driver_of(sig: Signature, m: re.Match[str], line: str,
+               extra: Collection[str]) -> tuple[str | None, bool]:
+    """The driver(s) a device message is about, and whether it names only unknown drivers."""
     if sig.driver is not None:
-        return sig.driver
+        return sig.driver, False
     groups = m.groupdict()
-    names: list[str] = []
+    named: list[str] = []
     if groups.get("driver"):
-        names = [groups["driver"]]
+        named = [groups["driver"]]
     elif groups.get("drivers"):
-        names = _QUOTED_RE.findall(groups["drivers"])
-    elif groups.get("device") and is_known(groups["device"]):
+        named = _QUOTED_RE.findall(groups["drivers"])
+    names = [n for n in named if is_known(n, extra)]
+    if named and not names:
+        # "no driver 'nosuch' registered": the user named a driver IREE never had.
+        return "/".join(dict.fromkeys(named)), True
+    if not names and groups.get("device") and is_known(groups["device"]):
         names = [groups["device"]]
     if not names:
         for regex in (_TARGET_RE, _PATH_RE, _CREATING_RE):
@@ -367,10 +413,11 @@ def _driver_of(sig: Signature, m: re.Match[str], line: str) -> str | None:
                 names = [found.group("name")]
                 break
     drivers = [d for n in names for d in resolve(n)]
-    return "/".join(dict.fromkeys(drivers)) or None
+    return "/".join(dict.fromkeys(drivers)) or None, False
 
 
-def _first(signatures: tuple[Signature, ...], text: str) -> Finding | None:
+def _first(signatures: tuple[Signature, ...], text: str,
+           extra: Collection[str] = ()) -> Finding | None:
     best: tuple[int, int, Signature, re.Match[str]] | None = None
     for i, sig in enumerate(signatures):
         m = sig.regex.search(text)
@@ -381,23 +428,36 @@ def _first(signatures: tuple[Signature, ...], text: str) -> Finding | None:
     _, _, sig, m = best
     line, line_start = _line_at(text, m.start("msg"))
     codes = _CODE_RE.findall(line[:m.start("msg") - line_start])
-    return Finding(kind=sig.kind, driver=_driver_of(sig, m, line) if sig.kind == "device" else None,
+    driver, unknown = (_driver_of(sig, m, line, extra) if sig.kind == "device"
+                       else (None, False))
+    return Finding(kind="unknown-driver" if unknown else sig.kind, driver=driver,
                    match=_short(line.strip(), MATCH_LIMIT), message=m.group("msg").strip(),
                    code=codes[-1] if codes else None, missing=sig.missing)
 
 
-def find(text: str) -> Finding | None:
-    """The first crash signature in ``text``, else its first device/driver error, else ``None``."""
-    return _first(CRASH_SIGNATURES, text) or _first(DEVICE_SIGNATURES, text)
+def find(text: str, known: Collection[str] = ()) -> Finding | None:
+    """The first crash signature in ``text``, else its first device/driver error, else ``None``.
+
+    ``known``: driver names to accept besides IREE's own (those given with ``--have-driver``).
+    """
+    return (_first(CRASH_SIGNATURES, text) or _first(DEVICE_SIGNATURES, text, known)
+            or _first(FALLBACK_SIGNATURES, text, known))
 
 
 def crash_signal(outcome: Outcome) -> str | None:
-    """Name of the crash signal that ended the repro (or its shell's ``exit 128+N``)."""
+    """Name of the crash signal that ended the repro.
+
+    Also read from exit statuses: a shell's ``128 + N`` (``exit 139``) and a Python
+    wrapper's ``256 - N`` (``exit 245``): IREE's pip console scripts (``iree-compile``,
+    ``iree-run-module``) end with ``sys.exit(subprocess.call(...))``, and ``subprocess``
+    returns ``-N`` for a child killed by signal N.
+    """
     if outcome.signal is not None:
         return signal.Signals(outcome.signal).name if outcome.signal in CRASH_SIGNALS else None
     status = outcome.exit_status
-    if status is not None and status - 128 in CRASH_SIGNALS:
-        return signal.Signals(status - 128).name
+    for n in (status - 128, 256 - status) if status is not None else ():
+        if n in CRASH_SIGNALS:
+            return signal.Signals(n).name
     return None
 
 
@@ -463,11 +523,14 @@ def _short(text: str, limit: int = 160) -> str:
 def bisectkit_classify(step: Step, outcome: Outcome) -> Verdict | None:
     if outcome.timed_out or _repeated_by_flaky(step):
         return None
-    finding = find(outcome.output)
+    have = _settings.have or {}
+    finding = find(outcome.output, known=have)
     sig = crash_signal(outcome)
     status = outcome.describe()
     if sig is not None and outcome.signal is None:
-        status = f"{status} ({sig})"
+        # 256 - N: IREE's pip console scripts pass on their child's death this way.
+        via = " via a Python wrapper" if 256 - (outcome.exit_status or 0) in CRASH_SIGNALS else ""
+        status = f"{status} ({sig}{via})"
     if sig is not None and (finding is None or finding.kind != "crash"):
         finding = Finding("crash", None, None, None, signal=sig)
     if finding is None:
@@ -483,12 +546,20 @@ def bisectkit_classify(step: Step, outcome: Outcome) -> Verdict | None:
         return "bad"
     if outcome.exit_status in (None, 0, 125):
         return None  # the repro passed, chose skip itself, or died of a non-crash signal
-    step.extra["iree"] = {"kind": "device", "driver": finding.driver, "match": finding.match,
+    step.extra["iree"] = {"kind": finding.kind, "driver": finding.driver, "match": finding.match,
                           "code": finding.code}
+    message = repr(_short(finding.message or ""))
+    if finding.kind == "unknown-driver":
+        # Not a missing device: no commit can pass with this name, so "good" would be wrong
+        # for every commit. Skip, and say so in the final report.
+        names = ", ".join(repr(n) for n in (finding.driver or "").split("/"))
+        step.reason = (f"{status}, unknown driver name {names} (IREE has no such driver; a "
+                       f"typo in --device?): {message} -> skip")
+        step.flags.append(f"driver name {names} unknown to IREE (a typo in --device?)")
+        return "skip"
     who = (f"{finding.driver} {finding.missing} missing" if finding.driver
            else f"{finding.missing} missing (driver unknown)")
-    said = f"{status}, {who}: {_short(finding.message or '')!r}"
-    have = _settings.have or {}
+    said = f"{status}, {who}: {message}"
     owned = sorted(d for d in finding.drivers if d in have)
     if owned:
         given = ", ".join(dict.fromkeys(f"--have-driver {have[d]}" for d in owned))
