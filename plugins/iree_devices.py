@@ -1,25 +1,42 @@
 """Tell IREE compiler crashes from missing GPUs: ``-p iree_devices``.
 
 On a machine without the GPU, a *good* compiler's output still fails at run
-time ("no compatible CUDA devices were found", exit 1) while a *bad* compiler
-crashes (a stack dump, an assertion, a signal), often with the same exit status
-or even exit 0. Exit statuses alone then blame every commit. This plugin reads
-the repro's output first (it runs before the ``--good-if/--bad-if/--skip-if``
-rules and the exit status) and decides, in this order:
+time (``CUDA driver library 'libcuda.so'/'nvcuda.dll' not available``, exit 1)
+while a *bad* compiler crashes (a stack dump, an assertion, a signal), often
+with the same exit status or even exit 0. Exit statuses alone then blame every
+commit. This plugin reads the repro's output first (it runs before the
+``--good-if/--bad-if/--skip-if`` rules and the exit status) and decides, in
+this order:
 
 1. **Crash -> bad**, whatever the exit status says (exit 0, exit 1, exit >= 128,
    killed by a signal). A crash is one of the signatures below, or death by
-   SIGSEGV, SIGABRT, SIGBUS, SIGILL or SIGFPE (also as a shell's exit status
-   128 + N, e.g. ``exit 139``). Reason: ``exit 1, crash: 'Stack dump:' -> bad``.
-2. **Device or driver missing**, in a repro that failed (exit status other than
+   SIGSEGV, SIGABRT, SIGBUS, SIGILL or SIGFPE: as a signal, as a shell's exit
+   status 128 + N (``exit 139``), or as a Python wrapper's 256 - N
+   (``exit 245``, ``exit 250``): IREE's pip console scripts ``iree-compile`` and
+   ``iree-run-module`` are ``sys.exit(subprocess.call([real binary, ...]))``
+   (iree/compiler/tools/scripts/iree_compile/__main__.py,
+   iree/_runtime/scripts/iree_run_module/__main__.py in the installed packages),
+   and ``subprocess`` returns -N for a child killed by signal N. So a crash is
+   bad even with its stderr discarded. Reason: ``exit 245 (SIGSEGV via a Python
+   wrapper), crash: 'Please report issues to ...' -> bad``.
+2. **Unknown driver name -> skip**, in a repro that failed: ``no driver 'nosuch'
+   registered`` (or a Python ``No device found from list [...]`` / ``Could not
+   create any requested driver [...]``) naming only drivers IREE does not have
+   (see ``DRIVERS``; names given with ``--have-driver`` count as known) is a typo
+   in ``--device``, not a missing device: "good" would be wrong for every
+   commit. Reason: ``exit 1, unknown driver name 'nosuch' (IREE has no such
+   driver; a typo in --device?): "no driver 'nosuch' registered" -> skip``, plus
+   a flag in the final report. A driver IREE has but this runtime was built
+   without (``no driver 'metal' registered`` on Linux) is a missing driver (3.).
+3. **Device or driver missing**, in a repro that failed (exit status other than
    0 and 125, which the repro chose itself) -> ``--device-errors good|skip``
-   (default ``good``). Reason names the driver: ``exit 1, cuda device missing:
-   'no compatible CUDA devices were found' -> good``.
+   (default ``good``). Reason names the driver: ``exit 1, cuda driver missing:
+   "CUDA driver library 'libcuda.so'/'nvcuda.dll' not available" -> good``.
    A missing device only means "good" for a driver this machine *lacks*: for a
    driver named with ``--have-driver`` the machine is broken and the step is
    ``skip`` (reason ``... but this machine should have cuda (--have-driver
    cuda) -> skip``, plus a flag in the final report).
-3. Anything else: no opinion (``None``); the other rules decide. A normal
+4. Anything else: no opinion (``None``); the other rules decide. A normal
    compile error such as MLIR's ``error: failed to legalize operation 'x.y'``
    is *not* a crash: the exit status (or ``--bad-if``) decides it.
 
@@ -34,57 +51,85 @@ Options (``run`` only, before ``--``):
 ``--have-driver NAME`` (repeatable, or comma-separated)
     Drivers this machine is supposed to have. IREE HAL driver names
     (``local-task``, ``local-sync``, ``cuda``, ``hip``, ``vulkan``, ``metal``,
-    ``level_zero``, ``webgpu``, ``amdgpu``) or IREE target-backend / device names:
+    ``level_zero``, ``webgpu``, ``amdgpu``...; a driver from outside IREE, such
+    as ``amd-aie-xrt``, too) or IREE target-backend / device names:
     ``llvm-cpu``, ``local`` and ``vmvx`` -> ``local-task`` + ``local-sync``,
     ``vulkan-spirv`` -> ``vulkan``, ``cuda`` -> ``cuda``, ``rocm`` -> ``hip``,
     ``metal-spirv`` -> ``metal``. Device URIs (``cuda://0``, ``hip:0``) are
     accepted too.
 
-Every step the plugin decides gets ``"iree": {"kind": "crash" | "device",
-"driver": ..., "match": <first matching line, up to 500 characters>, "code":
-<IREE status code or null>}`` in its JSON record (crashes also ``"signal"``
-when one was seen).
+Every step the plugin decides gets ``"iree": {"kind": "crash" | "device" |
+"unknown-driver", "driver": ..., "match": <first matching line, up to 500
+characters>, "code": <IREE status code or null>}`` in its JSON record (crashes
+also ``"signal"`` when one was seen).
 
 Messages recognised
 -------------------
-IREE statuses print as ``<file>:<line>: <CODE>; <message>[; <annotation>...]``
-(``runtime/src/iree/base/status.c``), e.g. ``iree/runtime/src/iree/hal/drivers/
-cuda/dynamic_symbols.c:54: UNAVAILABLE; CUDA runtime library not available;
-ensure installed and on path`` (iree-org/iree#10090). Codes: CANCELLED UNKNOWN
-INVALID_ARGUMENT DEADLINE_EXCEEDED NOT_FOUND ALREADY_EXISTS PERMISSION_DENIED
-RESOURCE_EXHAUSTED FAILED_PRECONDITION ABORTED OUT_OF_RANGE UNIMPLEMENTED INTERNAL
-UNAVAILABLE DATA_LOSS UNAUTHENTICATED DEFERRED (newer: INCOMPATIBLE). Messages
-are matched at the start of a line or after ``": "`` / ``"; "``, case-sensitively.
+Checked against IREE 3.13 (iree-base-compiler / iree-base-runtime 3.13.0 from
+pip, run on a machine without GPUs: tests/test_iree_real.py) and against
+iree-org/iree's sources; older releases' texts are kept. IREE statuses print as
+``<file>:<line>: <CODE>; <message>[; <annotation>...]``
+(``runtime/src/iree/base/status.c``), e.g. 3.13's ``c/runtime/src/iree/hal/
+drivers/cuda/cuda_dynamic_symbols.c:66: UNAVAILABLE; CUDA driver library
+'libcuda.so'/'nvcuda.dll' not available; please ensure installed and in dynamic
+library search path; creating driver for device 'cuda'; ...``. Codes: CANCELLED
+UNKNOWN INVALID_ARGUMENT DEADLINE_EXCEEDED NOT_FOUND ALREADY_EXISTS
+PERMISSION_DENIED RESOURCE_EXHAUSTED FAILED_PRECONDITION ABORTED OUT_OF_RANGE
+UNIMPLEMENTED INTERNAL UNAVAILABLE DATA_LOSS UNAUTHENTICATED DEFERRED (newer:
+INCOMPATIBLE). Messages are matched at the start of a line or after ``": "`` /
+``"; "``, case-sensitively. Paths below are in iree-org/iree unless marked
+"installed" (files of the pip packages, under site-packages/iree/).
 
 Any driver (the driver is read from the message, the ``#hal.device.target<"..">``
-on the same line, an ``hal/drivers/<name>/`` path or a ``creating device '..'``
-annotation):
+on the same line, an ``hal/drivers/<name>/`` path or a ``creating [driver for]
+device '..'`` annotation):
 
 * ``no driver '%.*s' registered`` -- runtime/src/iree/hal/driver_registry.c
-  (also what ``--device=metal`` gives off macOS);
+  (also what ``--device=metal`` gives off macOS; an unknown name is rule 2);
 * ``no driver '%.*s' is provided by this factory`` --
   runtime/src/iree/hal/drivers/.../registration/driver_module.c;
 * ``HAL device `__device_0` not found or unavailable: #hal.device.target<"hip",
   ...>`` -- emitted by the compiler's HAL device initialization
-  (InitializeDevices), printed at run time as NOT_FOUND or INCOMPATIBLE
-  (iree-org/iree#18749); the short form ``HAL device 'vulkan' not found``
-  (any quote style) too;
+  (InitializeDevices) into the module, printed at run time as NOT_FOUND or (3.x,
+  e.g. a cuda module run with ``--device=local-task``) INCOMPATIBLE
+  (iree-org/iree#18749); the short form ``HAL device 'vulkan' not found`` (any
+  quote style) too;
 * ``device not supported in the compiled configuration`` -- older runtimes
   (iree-org/iree#10058, #12275);
+* ``[default ]device %d not found (of %d enumerated)`` --
+  runtime/src/iree/hal/drivers/{cuda,hip}/*_driver.c (by index / default).
+
+Python bindings (``iree.runtime``):
+
+* ``No device found from list ['vulkan']`` -- ValueError from
+  ``get_first_device`` in runtime/bindings/python/iree/runtime/system_setup.py
+  (installed: iree/runtime/system_setup.py), what ``Config('vulkan')`` and
+  ``load_vm_flatbuffer_file(..., driver='vulkan')`` raise when creating the
+  driver raised ValueError (a NOT_FOUND status: Vulkan loader missing, unknown
+  driver); the drivers are read from the list;
 * ``Could not create any requested driver ['vmvx'] (available=[...])`` --
-  Python bindings, bindings/python/iree/runtime/system_api.py (PR #9997);
-* ``default device %d not found (of %d enumerated)`` --
-  runtime/src/iree/hal/drivers/{cuda,hip}/*_driver.c.
+  older bindings/python/iree/runtime/system_api.py (PR #9997);
+* fallbacks, only when no message above matched (they wrap the status that
+  names what is missing, which is preferred): ``Error creating driver: <status>``
+  -- runtime/bindings/python/hal.cc (``get_device``/``get_driver``; the string
+  is in installed iree/_runtime_libs/_runtime*.so), driver from the status's
+  path; ``Could not create device. Exception for last tried follows.`` --
+  system_setup.py, RuntimeError chained to the driver's own error.
 
 cuda (runtime/src/iree/hal/drivers/cuda/):
 
-* dynamic_symbols.c: ``CUDA runtime library not available; ensure installed and
-  on path``, ``NCCL runtime library (%d.%d.%d) not available``;
+* cuda_dynamic_symbols.c (3.x): ``CUDA driver library 'libcuda.so'/'nvcuda.dll'
+  not available; please ensure installed and in dynamic library search path``;
+* dynamic_symbols.c (older): ``CUDA runtime library not available; ensure
+  installed and on path`` (iree-org/iree#10090), ``NCCL runtime library
+  (%d.%d.%d) not available``;
 * cuda_driver.c: ``no compatible CUDA devices were found``, ``CUDA device with
   UUID GPU-... not found``;
-* status_util.c: ``CUDA driver error '%s' (%d): %s`` with CUDA_ERROR_NO_DEVICE,
-  CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_INSUFFICIENT_DRIVER or
-  CUDA_ERROR_SYSTEM_DRIVER_MISMATCH.
+* cuda_status_util.c (3.x: ``CUDA error '%s' (%d): %s``) and status_util.c
+  (older: ``CUDA driver error '%s' (%d): %s``) with CUDA_ERROR_NO_DEVICE or
+  CUDA_ERROR_INVALID_DEVICE (device missing), CUDA_ERROR_NOT_INITIALIZED,
+  CUDA_ERROR_INSUFFICIENT_DRIVER, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH or
+  CUDA_ERROR_STUB_LIBRARY (driver missing).
 
 hip (target backend ``rocm``; runtime/src/iree/hal/drivers/hip/):
 
@@ -92,23 +137,36 @@ hip (target backend ``rocm``; runtime/src/iree/hal/drivers/hip/):
   available: please ensure installed and in dynamic library search path``
   (older, experimental/rocm: ``ROCM/HIP runtime library not available; ensure
   installed and on path``);
-* hip_driver.c: ``no compatible HIP devices were found``;
+* hip_driver.c: ``no compatible HIP devices were found``, ``HIP device with
+  UUID GPU-... not found``;
 * status_util.c: ``HIP driver error '%s' (%d): %s`` with hipErrorNoDevice,
   hipErrorInsufficientDriver, hipErrorNotInitialized,
   hipErrorInitializationError or hipErrorInvalidDevice.
 
 vulkan (runtime/src/iree/hal/drivers/vulkan/):
 
-* dynamic_symbols.cc: ``Vulkan runtime library not available; ensure installed
-  and on path``, ``required method vkGetInstanceProcAddr not found in provided
-  Vulkan library``, ``mandatory Vulkan function %s not available; invalid
-  loader/ICD?`` (capitalised in older releases; oldest: ``Unable to open
+* util/libvulkan.c (3.x): ``Vulkan loader library not found; ensure it is
+  installed and on a valid search path (or specified with
+  IREE_HAL_VULKAN_LIBVULKAN_PATH)``;
+* dynamic_symbols.cc (older): ``Vulkan runtime library not available; ensure
+  installed and on path``, ``required method vkGetInstanceProcAddr not found in
+  provided Vulkan library``, ``mandatory Vulkan function %s not available;
+  invalid loader/ICD?`` (capitalised in older releases; oldest: ``Unable to open
   libvulkan.so; driver not installed/on LD_LIBRARY_PATH``);
-* vulkan_driver.cc: ``physical device %u invalid; %u physical devices
+* vulkan_driver.cc (older): ``physical device %u invalid; %u physical devices
   available; %u visible``;
-* physical_device_selection.c (newer): ``Vulkan driver has no physical
-  devices``, ``no Vulkan physical device satisfies the Vulkan 1.3 baseline``;
+* physical_device_selection.c (3.x): ``Vulkan driver has no physical
+  devices``, ``no Vulkan physical device satisfies the Vulkan 1.3 baseline``,
+  ``Vulkan physical device %u does not satisfy the Vulkan 1.3 baseline``,
+  ``Vulkan device id %u out of range; driver has %u devices``, ``Vulkan device
+  id %u not found``, ``Vulkan device path '%.*s' not found``;
 * status_util.c: VK_ERROR_INCOMPATIBLE_DRIVER, VK_ERROR_INITIALIZATION_FAILED.
+
+amdgpu (runtime/src/iree/hal/drivers/amdgpu/util/libhsa.c): ``HSA/ROCR-Runtime
+library not found; ensure it is installed and on a valid search path (or
+specified with IREE_HAL_AMDGPU_LIBHSA_PATH)``. hsa (experimental,
+runtime/src/iree/hal/drivers/hsa/dynamic_symbols.c): ``HSA runtime library
+'libhsa-runtime64.dll'/'libhsa-runtime64.so' not available``.
 
 metal (runtime/src/iree/hal/drivers/metal/metal_driver.m): ``%d devices
 enumerated; device #%d not found``, ``Metal device with device registry ID
@@ -117,11 +175,16 @@ enumerated; device #%d not found``, ``Metal device with device registry ID
 level_zero (experimental/level_zero): ``LevelZero runtime library not
 available; ensure installed and on path``.
 
+local-task / local-sync: always present; a module compiled for another device
+run on them reports the ``HAL device `__device_0` not found or unavailable``
+message above, naming the device the module needs.
+
 Crash signatures (at the start of a line):
 
 * llvm/lib/Support/PrettyStackTrace.cpp: ``PLEASE submit a bug report to <url>
-  and include the crash backtrace.`` (IREE's tools: ``Please report issues to
-  https://github.com/iree-org/iree/issues and include the crash backtrace.``),
+  and include the crash backtrace.`` (IREE's tools, 3.13 included: ``Please
+  report issues to https://github.com/iree-org/iree/issues and include the crash
+  backtrace.``),
   ``Stack dump:`` followed by ``0.<TAB>Program arguments: ...``;
 * llvm/lib/Support/ErrorHandling.cpp: ``LLVM ERROR: <reason>``,
   ``UNREACHABLE executed at FILE:LINE!``;
