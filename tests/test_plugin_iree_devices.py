@@ -30,6 +30,23 @@ LEGALIZE = ("model.mlir:3:8: error: failed to legalize operation 'arith.addf' "
             "that was explicitly marked illegal")
 WORLD_LINE = "iree-run-module: RESOURCE_EXHAUSTED; HAL device 'vulkan' not found"
 
+# First lines as IREE 3.13's iree-run-module / iree.runtime print them on a machine without
+# an NVIDIA driver, a Vulkan loader or ROCm (recorded; tests/test_iree_real.py reproduces them
+# with the real packages).
+REAL_CUDA = ("c/runtime/src/iree/hal/drivers/cuda/cuda_dynamic_symbols.c:66: UNAVAILABLE; CUDA "
+             "driver library 'libcuda.so'/'nvcuda.dll' not available; please ensure installed and "
+             "in dynamic library search path; creating driver for device 'cuda'; resolving "
+             "dependencies for 'module'; creating VM context; creating run context")
+REAL_VULKAN = ("c/runtime/src/iree/hal/drivers/vulkan/util/libvulkan.c:641: NOT_FOUND; Vulkan "
+               "loader library not found; ensure it is installed and on a valid search path (or "
+               "specified with IREE_HAL_VULKAN_LIBVULKAN_PATH):")
+REAL_HIP = ("c/runtime/src/iree/hal/drivers/hip/dynamic_symbols.c:155: UNAVAILABLE; HIP runtime "
+            "library 'amdhip64.dll'/'libamdhip64.so' not available: please ensure installed and "
+            "in dynamic library search path:")
+REAL_NOSUCH = ("c/runtime/src/iree/hal/driver_registry.c:319: NOT_FOUND; no driver 'nosuch' "
+               "registered; creating driver for device 'nosuch'; resolving dependencies for "
+               "'module'; creating VM context; creating run context")
+
 
 def write_repro(tmp_path: Path, on_bad: str) -> Path:
     """Exits 1 with a missing-CUDA error on good commits; runs ``on_bad`` on bad ones."""
@@ -223,6 +240,41 @@ def test_flaky_loaded_first_still_combines_the_runs(world: World, tmp_path: Path
 # -- the pattern tables, in-process ----------------------------------------------------
 DEVICE_SAMPLES = [
     # (line as printed, driver, status code)
+    (REAL_CUDA, "cuda", "UNAVAILABLE"),
+    (REAL_VULKAN, "vulkan", "NOT_FOUND"),
+    (REAL_HIP, "hip", "UNAVAILABLE"),
+    (f"RuntimeError: Error creating driver: {REAL_CUDA.split('; creating')[0]}", "cuda",
+     "UNAVAILABLE"),
+    (f"ValueError: Error creating driver: {REAL_VULKAN}", "vulkan", "NOT_FOUND"),
+    ("ValueError: No device found from list ['vulkan']", "vulkan", None),
+    ("ValueError: No device found from list ['nothere1', 'cuda']", "cuda", None),
+    # Fallbacks: the wrapped status is not one of ours; the driver is read from its path.
+    ("RuntimeError: Error creating driver: c/runtime/src/iree/hal/drivers/amdgpu/driver.c:99: "
+     "INTERNAL; topology query failed", "amdgpu", None),
+    ("RuntimeError: Could not create device. Exception for last tried follows.", None, None),
+    ("c/runtime/src/iree/hal/drivers/cuda/cuda_driver.c:87: FAILED_PRECONDITION; CUDA error "
+     "'CUDA_ERROR_NO_DEVICE' (100): no CUDA-capable device is detected; cuInit", "cuda",
+     "FAILED_PRECONDITION"),
+    ("FAILED_PRECONDITION; CUDA error 'CUDA_ERROR_STUB_LIBRARY' (34): CUDA driver is a stub "
+     "library", "cuda", "FAILED_PRECONDITION"),
+    ("FAILED_PRECONDITION; CUDA error 'CUDA_ERROR_INVALID_DEVICE' (101): invalid device ordinal",
+     "cuda", "FAILED_PRECONDITION"),
+    ("c/runtime/src/iree/hal/drivers/hip/hip_driver.c:611: NOT_FOUND; device 3 not found (of 1 "
+     "enumerated)", "hip", "NOT_FOUND"),
+    ("NOT_FOUND; HIP device with UUID GPU-0f9a3c1e-7d22-4b1e-9a55-1c2d3e4f5a6b not found", "hip",
+     "NOT_FOUND"),
+    ("OUT_OF_RANGE; Vulkan device id 3 out of range; driver has 1 devices", "vulkan",
+     "OUT_OF_RANGE"),
+    ("NOT_FOUND; Vulkan device id 2 not found", "vulkan", "NOT_FOUND"),
+    ("NOT_FOUND; Vulkan device path 'GPU-1234' not found", "vulkan", "NOT_FOUND"),
+    ("UNAVAILABLE; Vulkan physical device 0 does not satisfy the Vulkan 1.3 baseline", "vulkan",
+     "UNAVAILABLE"),
+    ("c/runtime/src/iree/hal/drivers/amdgpu/util/libhsa.c:412: NOT_FOUND; HSA/ROCR-Runtime "
+     "library not found; ensure it is installed and on a valid search path (or specified with "
+     "IREE_HAL_AMDGPU_LIBHSA_PATH):", "amdgpu", "NOT_FOUND"),
+    ("UNAVAILABLE; HSA runtime library 'libhsa-runtime64.dll'/'libhsa-runtime64.so' not "
+     "available;please ensure installed and in dynamic library search path", "hsa",
+     "UNAVAILABLE"),
     (CUDA_LINE, "cuda", "UNAVAILABLE"),
     (WORLD_LINE, "vulkan", "RESOURCE_EXHAUSTED"),
     ("iree-run-module: iree/runtime/src/iree/hal/driver_registry.c:223: NOT_FOUND; "
@@ -341,6 +393,9 @@ NEAR_MISSES = [
     "Assertion `x' failed in a previous run, see log",
     "==4242==WARNING: AddressSanitizer failed to allocate 0x10 bytes",
     "error: unregistered device alias \"llvm-cpu\"; ensure it is linked into the compiler",
+    "CUDA error 'CUDA_ERROR_OUT_OF_MEMORY' (2): out of memory",
+    "Error creating driver profile: database unavailable",
+    "console.error('Error creating driver:', error)",
 ]
 
 
@@ -373,6 +428,33 @@ def test_crash_beats_a_device_error_printed_first():
     assert (finding.kind, finding.match) == ("crash", "LLVM ERROR: out of memory")
 
 
+def test_a_specific_message_beats_a_fallback_before_it():
+    """``Error creating driver: <status>``: the status names the driver better."""
+    finding = iree_devices.find(f"RuntimeError: Error creating driver: {REAL_HIP}\n")
+    assert finding is not None
+    assert (finding.driver, finding.message) == (
+        "hip", "HIP runtime library 'amdhip64.dll'/'libamdhip64.so' not available")
+
+
+@pytest.mark.parametrize("line, names", [
+    (REAL_NOSUCH, "nosuch"),
+    ("ValueError: Error creating driver: c/runtime/src/iree/hal/driver_registry.c:319: "
+     "NOT_FOUND; no driver 'nosuch' registered", "nosuch"),
+    ("ValueError: No device found from list ['nothere1', 'nothere2']", "nothere1/nothere2"),
+    ("RuntimeError: Could not create any requested driver ['cdua'] (available=['cuda', "
+     "'local-sync', 'local-task']) : {}", "cdua"),
+])
+def test_driver_names_iree_does_not_have_are_not_missing_devices(line: str, names: str):
+    finding = iree_devices.find(f"{line}\n")
+    assert finding is not None
+    assert (finding.kind, finding.driver, finding.match) == ("unknown-driver", names, line)
+    # A driver IREE has but this runtime was built without is a missing driver, as before.
+    metal = iree_devices.find(line.replace(names.split("/")[0], "metal"))
+    assert metal is not None and (metal.kind, metal.driver) == ("device", "metal")
+    # Drivers from outside IREE count as known once named with --have-driver.
+    assert iree_devices.find(line, known=names.split("/")).kind == "device"
+
+
 def test_the_first_device_error_wins():
     text = f"{WORLD_LINE}\n{CUDA_LINE}\n"
     finding = iree_devices.find(text)
@@ -382,7 +464,8 @@ def test_the_first_device_error_wins():
 def test_every_signature_has_a_sample():
     """No pattern in the tables goes untested."""
     samples = [line for line, _, _ in DEVICE_SAMPLES] + CRASH_SAMPLES
-    for sig in iree_devices.DEVICE_SIGNATURES + iree_devices.CRASH_SIGNATURES:
+    for sig in (iree_devices.DEVICE_SIGNATURES + iree_devices.FALLBACK_SIGNATURES
+                + iree_devices.CRASH_SIGNATURES):
         assert any(sig.regex.search(s) for s in samples), sig.regex.pattern
 
 
@@ -481,6 +564,41 @@ def test_crash_signals_and_statuses(hooks):
     assert (verdict, step.reason) == ("bad", "exit 134 (SIGABRT), crash: 'Stack dump:' -> bad")
     assert classify("", exit_status=137)[0] is None  # SIGKILL (OOM killer): still aborts
     assert classify("LLVM ERROR: out of memory\n", exit_status=None, timed_out=True)[0] is None
+
+
+def test_python_wrapper_exit_statuses_are_crashes(hooks):
+    """IREE's pip console scripts exit ``256 - N`` when their binary dies of signal N."""
+    verdict, step = classify("", exit_status=245)
+    assert (verdict, step.reason) == ("bad",
+                                      "exit 245 (SIGSEGV via a Python wrapper), crash -> bad")
+    assert step.extra["iree"]["signal"] == "SIGSEGV"
+    verdict, step = classify("Stack dump:\n", exit_status=250)
+    assert (verdict, step.reason) == ("bad", "exit 250 (SIGABRT via a Python wrapper), crash: "
+                                             "'Stack dump:' -> bad")
+    assert classify("", exit_status=247)[0] is None  # 256 - 9: SIGKILL, still aborts
+    assert classify("", exit_status=255)[0] is None  # 256 - 1: SIGHUP, not a crash
+
+
+def test_unknown_driver_name_is_skip_whatever_the_options(hooks):
+    for options in ((), ("--device-errors", "skip"), ("--have-driver", "cuda")):
+        hooks(*options)
+        verdict, step = classify(f"{REAL_NOSUCH}\n")
+        assert verdict == "skip"
+        assert step.reason == ("exit 1, unknown driver name 'nosuch' (IREE has no such driver; a "
+                               "typo in --device?): \"no driver 'nosuch' registered\" -> skip")
+        assert step.extra["iree"] == {"kind": "unknown-driver", "driver": "nosuch",
+                                      "match": REAL_NOSUCH, "code": "NOT_FOUND"}
+        assert step.flags == ["driver name 'nosuch' unknown to IREE (a typo in --device?)"]
+    assert classify(REAL_NOSUCH, exit_status=0)[0] is None  # the repro passed anyway
+    hooks("--have-driver", "nosuch")  # a driver from outside IREE this machine should have
+    verdict, step = classify(f"{REAL_NOSUCH}\n")
+    assert verdict == "skip" and step.reason.endswith(
+        "but this machine should have nosuch (--have-driver nosuch) -> skip")
+    hooks()
+    verdict, step = classify(REAL_NOSUCH.replace("nosuch", "metal"))
+    assert verdict == "good"
+    assert step.reason == ("exit 1, metal driver missing: \"no driver 'metal' registered\" -> "
+                           "good")
 
 
 def test_crash_beats_have_driver_and_device_errors_skip(hooks):
