@@ -619,6 +619,7 @@ def bisectkit_classify(step: Step, outcome: Outcome) -> Verdict | None:
         step.reason = (f"{status}, unknown driver name {names} (IREE has no such driver; a "
                        f"typo in --device?): {message} -> skip")
         step.flags.append(f"driver name {names} unknown to IREE (a typo in --device?)")
+        step.environment = "unknown driver name"  # the same at every commit: feeds the breaker
         return "skip"
     who = (f"{finding.driver} {finding.missing} missing" if finding.driver
            else f"{finding.missing} missing (driver unknown)")
@@ -628,6 +629,7 @@ def bisectkit_classify(step: Step, outcome: Outcome) -> Verdict | None:
         given = ", ".join(dict.fromkeys(f"--have-driver {have[d]}" for d in owned))
         step.reason = f"{said}, but this machine should have {'/'.join(owned)} ({given}) -> skip"
         step.flags.append(f"{'/'.join(owned)} missing on a machine that should have it")
+        step.environment = f"{'/'.join(owned)} missing"  # a broken machine: feeds the breaker
         return "skip"
     verdict: Verdict = "skip" if _settings.device_errors == "skip" else "good"
     step.reason = f"{said} -> {verdict}"

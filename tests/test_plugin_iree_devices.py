@@ -94,9 +94,11 @@ def test_without_the_plugin_everything_is_bad_with_it_the_culprit(world: World,
     repro = write_repro(tmp_path, CRASH + "exit 1\n")
     before = snapshot(world)
     r, result = bisect(world, tmp_path, repro)
-    assert r.returncode == 0, r.stderr
-    # Everything exits 1, so everything is "bad": the first candidate is blamed.
-    assert f"{world.sha(191)} is the first bad commit\n" in r.stdout
+    # Everything exits 1, so everything is "bad": the answer would be the first
+    # candidate, so the good end it rests on is tested, fails too: nothing is named.
+    assert r.returncode == 5, r.stderr
+    assert f"the good end {world.sha(190)[:12]} does not test good" in r.stderr
+    assert "is the first bad commit" not in r.stdout
     assert all(s["verdict"] == "bad" and "iree" not in s for s in result["steps"])
 
     r, result = bisect(world, tmp_path, repro, "-p", "iree_devices")
@@ -163,7 +165,7 @@ def test_device_errors_skip(world: World, tmp_path: Path):
 def test_have_driver_means_the_machine_is_broken(world: World, tmp_path: Path):
     repro = write_repro(tmp_path, CRASH + "exit 1\n")
     r, result = bisect(world, tmp_path, repro, "-p", "iree_devices", "--have-driver", "cuda",
-                       good=195, bad=205)
+                       "--max-env-skips", "0", good=195, bad=205)
     below = assert_skipped_below(world, r, result,
                                  "but this machine should have cuda (--have-driver cuda) -> skip")
     for s in below:
@@ -172,6 +174,20 @@ def test_have_driver_means_the_machine_is_broken(world: World, tmp_path: Path):
         assert s["iree"] == CUDA_RECORD
         assert s["flags"] == ["cuda missing on a machine that should have it"]
     assert "cuda missing on a machine that should have it" in r.stdout  # the final report
+
+
+def test_a_machine_without_the_driver_it_should_have_stops_the_run(world: World,
+                                                                   tmp_path: Path):
+    """The circuit breaker: 3 steps in a row skipped for a broken machine stop the run."""
+    repro = write_repro(tmp_path, f"echo '{CUDA_LINE}'\nexit 1\n")
+    before = snapshot(world)
+    r, result = bisect(world, tmp_path, repro, "-p", "iree_devices", "--have-driver", "cuda",
+                       good=100, bad=170)
+    assert r.returncode == 3, r.stderr + r.stdout
+    assert "stopped after 3 consecutive steps skipped for the machine" in r.stderr
+    assert "this machine should have cuda" in r.stderr
+    assert [s["environment"] for s in result["steps"]] == ["cuda missing"] * 3
+    assert snapshot(world) == before
 
 
 def test_a_crash_that_exits_0_is_still_bad(world: World, tmp_path: Path):
