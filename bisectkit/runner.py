@@ -71,10 +71,12 @@ class Outcome:
 
 
 #: Terminal control sequences: CSI (colours, cursor moves, ``\x1b[K``), OSC (titles,
-#: hyperlinks; ended by BEL or ST), and the two-character escapes (``\x1bM``...).
+#: hyperlinks; ended by BEL or ST, or by the line's end: an OSC left open by the
+#: --keep-output cut must not swallow the kept lines after it), and the other ESC
+#: sequences, with intermediates (``tput sgr0`` is ``\x1b(B\x1b[m``; ``\x1b7``, ``\x1bM``).
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"
-                      r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
-                      r"|\x1b[@-Z\\-_]"
+                      r"|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
+                      r"|\x1b[ -/]*[0-Z\\-~]"
                       r"|\x9b[0-?]*[ -/]*[@-~]")
 
 

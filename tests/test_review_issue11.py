@@ -1,0 +1,69 @@
+"""Adversarial review of issue 11 ("a verdict means what it says"): each test is a defect
+found by driving the real CLI on a real git world; the comment on each says what it shows."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from conftest import SUBMODULE, World, cli
+
+BUG = f"grep -q miscompile {SUBMODULE}/lib/bug.txt"
+
+
+def script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def run(world: World, *extra: str, repro: tuple[str, ...], good: int = 0, bad: int = 300,
+        json_path: Path | None = None):
+    args = ["run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(good), "--bad", world.sha(bad), *extra]
+    if json_path is not None:
+        args += ["--json", str(json_path)]
+    return cli(world, *args, "--", *repro)
+
+
+# Demonstrates: escapes outside CSI/OSC (``tput sgr0`` writes ``\e(B\e[m``; ``\e7``/``\e8``
+# save/restore the cursor) reached the rules. A tool that colours with tput only in its
+# older releases (commits 200-249 here) made those bad commits look good, and the search
+# named 250 with exit 0: a confident wrong culprit that no end check can catch.
+def test_tput_style_escapes_do_not_hide_the_bad_text(world: World, tmp_path: Path):
+    repro = script(tmp_path / "repro.sh", f"""\
+        if git -C {SUBMODULE} merge-base --is-ancestor {world.sha(250)} HEAD; then
+          echo 'error: miscompiled'
+        elif {BUG}; then
+          printf '\\033[1;31merror:\\033(B\\033[m miscompiled\\0337\\0338\\n'
+        else
+          echo ok
+        fi
+        exit 0
+    """)
+    r = run(world, "--bad-if", "error: miscompiled", repro=(str(repro),))
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout, r.stdout
+
+
+# Demonstrates: when --keep-output cuts the output inside an OSC 8 hyperlink (gcc and
+# ls print them under a terminal), the unterminated OSC swallowed everything after the
+# cut up to the next ESC: the marker, the rule-matching lines kept from the middle and
+# the tail. The bad commits' "error: miscompiled" vanished and they tested good.
+def test_an_osc_cut_by_keep_output_does_not_swallow_the_kept_lines(world: World,
+                                                                    tmp_path: Path):
+    keep = 4096
+    head = "x" * (keep // 2 - 10)
+    repro = script(tmp_path / "repro.sh", f"""\
+        printf '{head}\\033]8;;https://gcc.gnu.org/onlinedocs/gcc/Warning-Options.html\\033\\\\-Wunused\\033]8;;\\033\\\\\\n'
+        i=0; while [ $i -lt 200 ]; do echo "filler line $i"; i=$((i+1)); done
+        if {BUG}; then echo 'error: miscompiled'; fi
+        i=0; while [ $i -lt 200 ]; do echo "filler line $i"; i=$((i+1)); done
+        exit 0
+    """)
+    out = tmp_path / "r.json"
+    r = run(world, "--keep-output", str(keep), "--bad-if", "error: miscompiled",
+            repro=(str(repro),), good=190, bad=210, json_path=out)
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
