@@ -208,10 +208,14 @@ def _check_shell_command(what: str, text: str, root: Path) -> None:
         words = shlex.split(text, comments=True)
     except ValueError:
         return  # not valid for shlex; the shell decides
+    assigned = {w.partition("=")[0] for w in words
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)}
     words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)] or [""]
     first = re.split(r"[;&|<>()]", words[0], maxsplit=1)[0]
     if not first or first in _SHELL_WORDS or any(c in first for c in "$`*?~"):
         return
+    if "PATH" in assigned and "/" not in first:
+        return  # ``PATH=tools:$PATH cmd``: looked up on a PATH we do not know
     if "/" in first:
         path = Path(first) if os.path.isabs(first) else root / first
         if not path.is_file():

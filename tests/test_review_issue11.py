@@ -67,3 +67,35 @@ def test_an_osc_cut_by_keep_output_does_not_swallow_the_kept_lines(world: World,
             repro=(str(repro),), good=190, bad=210, json_path=out)
     assert r.returncode == 0, r.stderr + r.stdout[-3000:]
     assert f"{world.sha(200)} is the first bad commit" in r.stdout
+
+
+# Demonstrates: the --build pre-check looked the first command up on the PATH bisectkit
+# runs with, ignoring an assignment to PATH in front of it (``PATH=$PWD/tools:$PATH
+# mybuild``): a build that runs fine was refused with "command not found", exit 2.
+def test_a_build_that_sets_path_for_its_command_is_not_refused(world: World, tmp_path: Path):
+    tools = world.superproject / "tools"
+    tools.mkdir()
+    script(tools / "mybuild", "exit 0\n")
+    repro = script(tmp_path / "repro.sh", f"if {BUG}; then exit 1; fi\nexit 0\n")
+    r = run(world, "--build", 'PATH="$PWD/tools:$PATH" mybuild', repro=(str(repro),),
+            good=190, bad=210)
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+
+
+# Holds up (no defect): editing a --cache-input file tests again instead of replaying.
+def test_editing_a_cache_input_tests_again(world: World, tmp_path: Path):
+    data = tmp_path / "expected.txt"
+    data.write_text("miscompile\n")
+    repro = script(tmp_path / "repro.sh", f"""\
+        if grep -q miscompile {data} && {BUG}; then exit 1; fi
+        exit 0
+    """)
+    out = tmp_path / "r.json"
+    r = run(world, "--cache-input", str(data), repro=(str(repro),), good=190, bad=210)
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout, r.stderr
+    data.write_text("fixed\n")
+    r = run(world, "--cache-input", str(data), repro=(str(repro),), good=190, bad=210,
+            json_path=out)
+    assert r.returncode == 5, r.stderr + r.stdout[-2000:]  # the bad end no longer tests bad
+    assert not [s for s in json.loads(out.read_text())["steps"] if s["source"] == "cache"]
