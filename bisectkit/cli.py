@@ -275,7 +275,7 @@ def _add_plugin_group(p: argparse.ArgumentParser, pm: pluggy.PluginManager | Non
     if pm is None:
         return
     group = p.add_argument_group("plugin options")
-    pm.hook.bisectkit_addoption.call_historic(kwargs={"parser": group})
+    plugins.call(pm, "bisectkit_addoption", historic=True, parser=group)
     # Remember the options plugins added: their values are part of the cache key
     # and of follow-up commands.
     p.set_defaults(plugin_actions=list(group._group_actions))

@@ -195,7 +195,7 @@ def describe(pm: pluggy.PluginManager, origins: dict[str, str]) -> list[tuple[st
     return rows
 
 
-def call(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Any:
+def call(pm: pluggy.PluginManager, hook: str, *, historic: bool = False, **kwargs: Any) -> Any:
     """Call ``hook``; an exception from a plugin's implementation becomes :class:`PluginFailed`.
 
     A user's plugin that raises must not look like a bisectkit bug (exit 70
@@ -203,8 +203,11 @@ def call(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Any:
     hook, and everything is restored. bisectkit's own errors pass through, and
     so do exceptions from bisectkit's built-in implementations (those are bugs).
     """
+    caller = getattr(pm.hook, hook)
     try:
-        return getattr(pm.hook, hook)(**kwargs)
+        if historic:  # bisectkit_addoption: later registrations get it too
+            return caller.call_historic(kwargs=kwargs)
+        return caller(**kwargs)
     except BisectkitError:
         raise
     except Exception as exc:

@@ -99,3 +99,23 @@ def test_editing_a_cache_input_tests_again(world: World, tmp_path: Path):
             json_path=out)
     assert r.returncode == 5, r.stderr + r.stdout[-2000:]  # the bad end no longer tests bad
     assert not [s for s in json.loads(out.read_text())["steps"] if s["source"] == "cache"]
+
+
+# Demonstrates: a plugin raising in bisectkit_addoption (called while the command line is
+# parsed, before any other hook) was "internal error" with a traceback, exit 70, not the
+# one line naming the plugin and the hook with exit 3 that every other hook gives.
+def test_a_plugin_raising_in_addoption_is_one_line_exit_3(world: World, tmp_path: Path):
+    plugin = tmp_path / "badopt.py"
+    plugin.write_text(textwrap.dedent("""
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_addoption(parser):
+            raise RuntimeError("option table is broken")
+    """))
+    repro = script(tmp_path / "repro.sh", "exit 0\n")
+    r = run(world, "-p", str(plugin), repro=(str(repro),), good=190, bad=210)
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr
+    assert ("plugin 'badopt' raised in bisectkit_addoption: RuntimeError: option table is "
+            "broken") in r.stderr
