@@ -7,24 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from conftest import SUBMODULE, World, cli
-
-BUG = f"grep -q miscompile {SUBMODULE}/lib/bug.txt"
-
-
-def script(path: Path, body: str) -> Path:
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(0o755)
-    return path
-
-
-def run(world: World, *extra: str, repro: tuple[str, ...], good: int = 0, bad: int = 300,
-        json_path: Path | None = None):
-    args = ["run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
-            "--good", world.sha(good), "--bad", world.sha(bad), *extra]
-    if json_path is not None:
-        args += ["--json", str(json_path)]
-    return cli(world, *args, "--", *repro)
+from conftest import SUBMODULE, World
+from test_verdicts import BUG, run, script
 
 
 # Demonstrates: escapes outside CSI/OSC (``tput sgr0`` writes ``\e(B\e[m``; ``\e7``/``\e8``

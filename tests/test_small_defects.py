@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
+from test_beyond import local_patch_repro
 
 UPSTREAM = "upstream/main"
 GOOD_IF = "device .* not found"
@@ -188,15 +189,6 @@ def test_an_existing_output_file_keeps_its_mode(world: World, tmp_path: Path) ->
 
 
 # -- (e) --check-stack always concludes ---------------------------------------------------------
-def local_patch_repro(tmp_path: Path) -> Path:
-    """Bad exactly when our local fixup of lib/local.txt is applied."""
-    repro = tmp_path / "local_repro.sh"
-    repro.write_text(f"#!/bin/sh\nif grep -q 'our local fixup' {SUBMODULE}/lib/local.txt; then\n"
-                     "  echo 'error: our fixup miscompiles'; exit 1\nfi\necho ok\n")
-    repro.chmod(0o755)
-    return repro
-
-
 def check_stack_line(r: subprocess.CompletedProcess[str]) -> str:
     lines = [line for line in r.stdout.splitlines() if line.startswith("check-stack: ")]
     assert len(lines) == 1, r.stdout
