@@ -22,6 +22,7 @@ from pathlib import Path
 import pluggy
 
 from bisectkit import __version__, commands, engine, plugins, signals
+from bisectkit.argtypes import byte_size, positive_float, whole_number
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import GIT_PROG, Context
 from bisectkit.console import Console
@@ -97,12 +98,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="mark bad when REGEX matches (beats --skip-if and --good-if)")
     g.add_argument("--skip-if", action="append", default=[], metavar="REGEX",
                    help="mark skip when REGEX matches (beats --good-if)")
-    g.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+    g.add_argument("--timeout", type=positive_float, metavar="SECONDS",
                    help="kill a build or repro running longer than this (its process group)")
     g.add_argument("--timeout-verdict", choices=engine.VERDICTS, default="skip",
                    help="verdict of a repro that timed out (default: skip); a timed-out "
                         "build is always skip")
-    g.add_argument("--keep-output", type=_byte_size, default=DEFAULT_KEEP, metavar="BYTES",
+    g.add_argument("--keep-output", type=byte_size, default=DEFAULT_KEEP, metavar="BYTES",
                    help="keep at most this much of each build's and repro's output (its head "
                         "and tail; lines matching the rules are kept from the middle); "
                         "suffixes K, M, G (default: 8M)")
@@ -120,7 +121,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-verify", action="store_true",
                    help="do not test an untested end that the answer rests on (by default "
                         "it is tested, and one that does not test as claimed exits 5)")
-    g.add_argument("--max-env-skips", type=_count, default=DEFAULT_MAX_ENV_SKIPS, metavar="N",
+    g.add_argument("--max-env-skips", type=whole_number(0), default=DEFAULT_MAX_ENV_SKIPS,
+                   metavar="N",
                    help="stop (exit 3) after N consecutive steps skipped for the machine's "
                         "sake: a timeout, a command that cannot run, a driver the machine "
                         f"should have (default {DEFAULT_MAX_ENV_SKIPS}; 0: never stop)")
@@ -140,41 +142,6 @@ def _add_plugin_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
                    help="load a plugin: a bundled one (iree_devices, flaky, cmake_ninja), a "
                         "module, or a .py file; no:NAME blocks one (repeatable; before the "
                         "repro)")
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
-
-
-def _count(text: str) -> int:
-    """A whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
-
-
-def _byte_size(text: str) -> int:
-    """``8M``, ``512k``, ``1048576``: a positive number of bytes (binary units)."""
-    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    body = text.strip().lower().removesuffix("ib").removesuffix("b")
-    unit = body[-1:] if body[-1:] in units else ""
-    try:
-        value = int(float(body[:len(body) - len(unit)]) * units[unit])
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8M)") from None
-    if value < 1024:
-        raise argparse.ArgumentTypeError("must be at least 1K")
-    return value
 
 
 def _add_repro(p: argparse.ArgumentParser) -> None:

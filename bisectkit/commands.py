@@ -197,6 +197,10 @@ _SHELL_WORDS = frozenset((
     "while", "xargs"))
 
 
+#: ``NAME=value``: an assignment before the command (``CC=clang make``), not the command.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+
+
 def _check_shell_command(what: str, text: str, root: Path) -> None:
     """The first command of a shell string must exist and be executable (exit 2 if not).
 
@@ -208,9 +212,8 @@ def _check_shell_command(what: str, text: str, root: Path) -> None:
         words = shlex.split(text, comments=True)
     except ValueError:
         return  # not valid for shlex; the shell decides
-    assigned = {w.partition("=")[0] for w in words
-                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)}
-    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)] or [""]
+    assigned = [w.partition("=")[0] for w in words if _ASSIGNMENT.fullmatch(w)]
+    words = [w for w in words if not _ASSIGNMENT.fullmatch(w)] or [""]
     first = re.split(r"[;&|<>()]", words[0], maxsplit=1)[0]
     if not first or first in _SHELL_WORDS or any(c in first for c in "$`*?~"):
         return

@@ -286,15 +286,18 @@ class Bisector:
             raise PluginFailed(exc.plugin, exc.hook, exc.cause, exc.traceback_text,
                                log=str(path)) from exc.cause
 
+    def _new_step(self, index: int, commit: str, prep: Prepared) -> Step:
+        """Step ``index`` testing ``commit``: the build/repro environment is ours plus the
+        strategy's (``prep.env``) plus ``BISECTKIT_STEP``."""
+        env = {**os.environ, **prep.env, "BISECTKIT_STEP": str(index)}
+        return Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
+                    workdir=self.session.root)
+
     def _test(self, commit: str, prep: Prepared, details: dict[str, Any]
               ) -> tuple[Step, Verdict, str, dict[str, Any]]:
         """Build, repro, classify the checked-out ``commit``; the repro's verdict."""
-        env = dict(os.environ)
-        env.update(prep.env)
         index = self.session.next_step_index()
-        env["BISECTKIT_STEP"] = str(index)
-        step = Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
-                    workdir=self.session.root)
+        step = self._new_step(index, commit, prep)
         self._hook("bisectkit_step_start", step)
         with self.tracer.span("build", index):
             built = _cleaned(self._hook("bisectkit_build", step))
@@ -356,11 +359,7 @@ class Bisector:
         self._double_checking = True
         try:
             self.strategy.checkout(prep)
-            env = dict(os.environ)
-            env.update(prep.env)
-            env["BISECTKIT_STEP"] = str(step.index)
-            at_good = Step(index=step.index, commit=good, strategy=self.strategy.name, env=env,
-                           workdir=self.session.root)
+            at_good = self._new_step(step.index, good, prep)
             checked: dict[str, Any] = {"commit": good}
             result = _cleaned(self._hook("bisectkit_build", at_good))
             if result is not None:
@@ -521,12 +520,12 @@ class Bisector:
         (``step.environment``) stop the run: the next ones would fail the same.
         """
         decision = self.advance(cache)
-        streak: list[dict[str, Any]] = []
+        streak = 0  # consecutive steps skipped for the machine's sake
         while isinstance(decision, Next):
             record = self.test_current(cache)
-            streak = [*streak, record] if record.get("environment") else []
-            if max_env_skips and len(streak) >= max_env_skips:
-                raise Aborted(f"stopped after {len(streak)} consecutive steps skipped for the "
+            streak = streak + 1 if record.get("environment") else 0
+            if max_env_skips and streak >= max_env_skips:
+                raise Aborted(f"stopped after {streak} consecutive steps skipped for the "
                               f"machine, not the commit (last: {record['reason']}); fix the "
                               "machine or the command, or raise --max-env-skips")
             decision = self.advance(cache)

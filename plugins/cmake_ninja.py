@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bisectkit import hookimpl, runner
+from bisectkit.argtypes import whole_number
 from bisectkit.errors import BadInput
 from bisectkit.runner import Outcome
 
@@ -119,16 +120,6 @@ class Settings:
         (self.build_dir / STAMP).unlink(missing_ok=True)
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more (0: no limit)")
-    return value
-
-
 @hookimpl
 def bisectkit_addoption(parser: argparse._ArgumentGroup) -> None:
     parser.add_argument("--cmake-source-dir", metavar="DIR",
@@ -142,7 +133,7 @@ def bisectkit_addoption(parser: argparse._ArgumentGroup) -> None:
                              "start with '-': --cmake-arg=-DFOO=ON")
     parser.add_argument("--ninja-target", action="append", default=[], metavar="T",
                         help="cmake_ninja: ninja target (repeatable; default: ninja's default)")
-    parser.add_argument("--ninja-jobs", type=_non_negative, metavar="N",
+    parser.add_argument("--ninja-jobs", type=whole_number(0, " (0: no limit)"), metavar="N",
                         help="cmake_ninja: ninja -j N")
     parser.add_argument("--ccache", action="store_true",
                         help="cmake_ninja: compile through ccache (compiler launcher)")

@@ -37,6 +37,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from bisectkit import hookimpl
+from bisectkit.argtypes import whole_number
 
 if TYPE_CHECKING:
     from bisectkit.engine import Verdict
@@ -61,19 +62,9 @@ def combine(policy: str, good: int, bad: int, skip: int) -> Verdict:
     return "bad" if bad else "good" if good else "skip"  # any-bad
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
-
-
 @hookimpl
 def bisectkit_addoption(parser: argparse._ArgumentGroup) -> None:
-    parser.add_argument("--repeat", type=_at_least_one, default=1, metavar="N",
+    parser.add_argument("--repeat", type=whole_number(1), default=1, metavar="N",
                         help="flaky: run the repro N times per step (default 1)")
     parser.add_argument("--flaky-policy", choices=POLICIES, default="any-bad",
                         help="flaky: how the runs' verdicts combine (default any-bad)")
