@@ -3,9 +3,7 @@
 Plugin authors import from here: ``from bisectkit import hookimpl, Outcome, Step``.
 """
 
-from bisectkit.hookspecs import hookimpl
-from bisectkit.runner import Outcome
-from bisectkit.step import Step
+from bisectkit.model import Outcome, Step, hookimpl
 
 __version__ = "0.1.0"
 

@@ -3,35 +3,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bisectkit.engine import Verdict
-from bisectkit.hookspecs import hookimpl
-from bisectkit.runner import Outcome
-from bisectkit.step import Step
+from bisectkit.model import Outcome, Rules, Step, Verdict, hookimpl
 
 if TYPE_CHECKING:
-    from bisectkit.plugins import Config
+    from bisectkit.model import Config
 
 #: When several rules match, the first verdict in this order wins.
 _PRECEDENCE: tuple[Verdict, ...] = ("bad", "skip", "good")
 
 
-@dataclass(frozen=True)
-class Rules:
-    """Regexes searched in the repro's combined output; they override the exit status."""
-
-    good_if: tuple[str, ...] = ()
-    bad_if: tuple[str, ...] = ()
-    skip_if: tuple[str, ...] = ()
-
-    def compiled(self) -> dict[Verdict, list[re.Pattern[str]]]:
-        return {
-            "bad": [re.compile(p, re.MULTILINE) for p in self.bad_if],
-            "skip": [re.compile(p, re.MULTILINE) for p in self.skip_if],
-            "good": [re.compile(p, re.MULTILINE) for p in self.good_if],
-        }
 
 
 class RulesPlugin:

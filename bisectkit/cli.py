@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pluggy
 
-from bisectkit import __version__, commands, engine, plugins, signals
+from bisectkit import __version__, commands, plugins, signals
 from bisectkit.argtypes import byte_size, positive_float, whole_number
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
-from bisectkit.commands import GIT_PROG, Context
+from bisectkit.commands import Context
 from bisectkit.console import Console
 from bisectkit.errors import (
     EXIT_GIT_FAILURE,
@@ -35,10 +35,9 @@ from bisectkit.errors import (
 )
 from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
+from bisectkit.model import DEFAULT_KEEP, DEFAULT_MAX_ENV_SKIPS, ON_CONFLICT, VERDICTS, Config
 from bisectkit.observers import ConsoleObserver, StepLogWriter
-from bisectkit.patchstack import ON_CONFLICT
-from bisectkit.runner import DEFAULT_KEEP
-from bisectkit.runopts import DEFAULT_MAX_ENV_SKIPS
+from bisectkit.pipeline import GIT_PROG
 from bisectkit.session import SessionStore
 from bisectkit.upstream import CONFIG_KEY
 
@@ -100,7 +99,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="mark skip when REGEX matches (beats --good-if)")
     g.add_argument("--timeout", type=positive_float, metavar="SECONDS",
                    help="kill a build or repro running longer than this (its process group)")
-    g.add_argument("--timeout-verdict", choices=engine.VERDICTS, default="skip",
+    g.add_argument("--timeout-verdict", choices=VERDICTS, default="skip",
                    help="verdict of a repro that timed out (default: skip); a timed-out "
                         "build is always skip")
     g.add_argument("--keep-output", type=byte_size, default=DEFAULT_KEEP, metavar="BYTES",
@@ -207,7 +206,7 @@ def build_parser(git_mode: bool = False,
     p.add_argument("bad", nargs="?", metavar="BAD", help="a known bad revision")
     p.add_argument("good", nargs="*", metavar="GOOD", help="known good revisions")
     p.set_defaults(func=commands.cmd_start, pathspec=[])
-    for verdict in (*engine.VERDICTS, "old", "new"):
+    for verdict in (*VERDICTS, "old", "new"):
         what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
                 else f"{verdict} (the repro's outcome)")
         p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
@@ -341,7 +340,7 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
     run = None
     if args.func in (commands.cmd_run, commands.cmd_oneshot):
         run = commands.run_options(args, sp, pm, getattr(args, "plugin_actions", []))
-    config = plugins.Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
+    config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                             console=console, run=run, origins=origins)
     plugins.call(pm, "bisectkit_configure", config=config)
     prog = GIT_PROG if git_mode else "bisectkit"

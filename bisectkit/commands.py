@@ -22,19 +22,28 @@ from typing import Any
 
 import pluggy
 
-from bisectkit import engine, integrate, plugins, report, signals, stackbisect, submodule
+from bisectkit import (
+    engine,
+    integrate,
+    plugins,
+    report,
+    requests,
+    signals,
+    stackbisect,
+    submodule,
+)
 from bisectkit import status as stack_status
-from bisectkit.classify import Rules, validate_rules
+from bisectkit.classify import validate_rules
 from bisectkit.console import Console
 from bisectkit.driver import Bisector
 from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import Aborted, BadInput, BisectkitError
 from bisectkit.git import Repo
+from bisectkit.model import SUPERPROJECT, VERDICTS, Config, Rules, RunOptions
 from bisectkit.observers import StepLogWriter
 from bisectkit.pipeline import GIT_PROG, Run
-from bisectkit.runopts import RunOptions, VerdictCache, run_identity
+from bisectkit.runopts import VerdictCache, run_identity
 from bisectkit.session import Session, SessionStore, write_json_atomic
-from bisectkit.strategy import SUPERPROJECT
 from bisectkit.trace import Tracer
 
 
@@ -45,7 +54,7 @@ class Context:
     args: argparse.Namespace
     console: Console
     pm: pluggy.PluginManager
-    config: plugins.Config
+    config: Config
     superproject: Repo | None
     #: The command line as typed (for "reproduce with" in reports).
     command: str = ""
@@ -372,11 +381,11 @@ def _run_with(ctx: Context, b: Bisector) -> int:
         result.update(extra)
         result["command"] = ctx.command
         result["reproduce"] = reproduce_command(ctx, b)
-        result["followup"] = b.followup(decision, opts.argv())
+        result["followup"] = b.followup(decision, requests.run_options_argv(opts))
         if args.json:
             write_result(args.json, result)
         plugins.call(ctx.pm, "bisectkit_session_finish", result=result)
-        code = b.show_result(decision, opts.argv())
+        code = b.show_result(decision, requests.run_options_argv(opts))
         if "check_stack" in result:
             ctx.console.line(f"check-stack: {result['check_stack']['conclusion']}", style="bold")
         if "confidence" in result:
@@ -435,7 +444,7 @@ def reproduce_command(ctx: Context, b: Bisector) -> str:
     run_words = [flag for flag, on in (("--verify-range", args.verify_range),
                                        ("--check-stack", args.check_stack)) if on]
     run_words += [w for spec in _plugins_from_elsewhere(ctx) for w in ("-p", spec)]
-    words = opts.argv()
+    words = requests.run_options_argv(opts)
     if opts.repro:
         words = [*words[:len(words) - len(opts.repro)], *_portable_repro(ctx, opts.repro)]
     run_words += words
@@ -642,7 +651,7 @@ def cmd_status(ctx: Context) -> int:
     s = b.session
     console.header(b.strategy.header_lines(), engine.steps_estimate(len(s.candidates) - 1))
     old, new = s.terms["old"], s.terms["new"]
-    counts = {v: sum(1 for e in s.verdict_map().values() if e == v) for v in engine.VERDICTS}
+    counts = {v: sum(1 for e in s.verdict_map().values() if e == v) for v in VERDICTS}
     console.line(f"  verdicts: {counts['good']} {old}, {counts['bad']} {new}, "
                  f"{counts['skip']} skip (the {new} end included)")
     decision = b.decide()
@@ -736,7 +745,7 @@ def _parse_log(text: str, path: Path) -> list[list[str]]:
             words = words[1:]
         else:
             raise BadInput(f"{path}:{n}: not a bisect-patched command: {line}")
-        if not words or words[0] not in ("start", "old", "new", *engine.VERDICTS):
+        if not words or words[0] not in ("start", "old", "new", *VERDICTS):
             raise BadInput(f"{path}:{n}: cannot replay: {line}")
         if (words[0] == "start") != (not commands):
             raise BadInput(f"{path}:{n}: the log must begin with exactly one 'start'")

@@ -9,8 +9,7 @@ from typing import Any, TextIO, cast
 from rich.console import Console as RichConsole
 from rich.markup import escape
 
-from bisectkit.git import CommitInfo
-from bisectkit.upstream import Upstream
+from bisectkit.model import CommitInfo, Upstream
 
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}

@@ -19,7 +19,7 @@ import pluggy
 
 from bisectkit import engine, plugins
 from bisectkit.console import Console
-from bisectkit.engine import Decision, Found, Inconclusive, Next, Verdict
+from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import (
     EXIT_FOUND,
     EXIT_INCONCLUSIVE,
@@ -30,13 +30,13 @@ from bisectkit.errors import (
 )
 from bisectkit.git import Repo
 from bisectkit.integrate import IntegrateStrategy
+from bisectkit.model import Outcome, Step, Terms, Verdict
 from bisectkit.observers import StepLogWriter
 from bisectkit.patchstack import TESTED_WITHOUT
-from bisectkit.runner import Outcome, clean_output
+from bisectkit.runner import clean_output
 from bisectkit.runopts import VerdictCache
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
 from bisectkit.stackbisect import StackStrategy
-from bisectkit.step import Step
 from bisectkit.strategy import Prepared, Strategy
 from bisectkit.submodule import SubmoduleStrategy
 from bisectkit.trace import NullTracer, Tracer
@@ -227,10 +227,7 @@ class Bisector:
         (the repro passes) means the new side.
         """
         s = self.session
-        if verdict in ("old", "new"):
-            verdict = "good" if verdict == "old" else "bad"
-        elif s.find_fix and verdict != "skip":
-            verdict = "bad" if verdict == "good" else "good"
+        side = Terms(s.terms["old"], s.terms["new"], s.find_fix).mark(verdict)
         if not revs:
             if s.current is None:
                 raise BadInput("no commit is under test; name the revision to mark")
@@ -241,16 +238,16 @@ class Bisector:
             if sha not in s.candidates:
                 raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
         trial = s.verdict_map()
-        trial.update(dict.fromkeys(shas, verdict))
+        trial.update(dict.fromkeys(shas, side))
         try:
             engine.bounds(s.candidates, trial)
         except engine.ContradictoryVerdicts as exc:
-            raise BadInput(f"cannot mark {self.term(verdict)}: "
+            raise BadInput(f"cannot mark {self.term(side)}: "
                            f"{self._contradiction(exc)}") from exc
         for sha in shas:
             details = dict(s.current_step) if sha == s.current else {}
             reason = "marked by hand" if source == "manual" else f"from {source}"
-            self.record(sha, verdict, reason, source, **details)  # type: ignore[arg-type]
+            self.record(sha, side, reason, source, **details)
 
     def _contradiction(self, exc: engine.ContradictoryVerdicts) -> str:
         """The engine's complaint in the session's words (``--find-fix``, ``--term-*``)."""
@@ -643,7 +640,7 @@ class Bisector:
                 continue
             if v.source in ("check-stack", "confirm"):
                 continue
-            word = v.verdict
+            word: str = v.verdict
             if s.find_fix or s.terms != {"old": "good", "new": "bad"}:
                 # Sides, not repro outcomes: unambiguous when replayed.
                 word = {"good": "old", "bad": "new"}.get(v.verdict, v.verdict)

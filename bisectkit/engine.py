@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-Verdict = Literal["good", "bad", "skip"]
-VERDICTS: tuple[Verdict, ...] = ("good", "bad", "skip")
+from bisectkit.model import Verdict
 
 
 class ContradictoryVerdicts(ValueError):

@@ -8,12 +8,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bisectkit import runner
-from bisectkit.hookspecs import hookimpl
-from bisectkit.runner import Outcome
-from bisectkit.step import Step
+from bisectkit.model import Outcome, Step, hookimpl
 
 if TYPE_CHECKING:
-    from bisectkit.plugins import Config
+    from bisectkit.model import Config
 
 
 class _CommandPlugin:

@@ -22,40 +22,13 @@ import pygit2
 from pygit2.enums import DeltaStatus, FileStatus, SortMode
 
 from bisectkit.errors import BadInput, GitFailure
+from bisectkit.model import CommitInfo, HeadState
 
 GITLINK_MODE = 0o160000
 
 
-@dataclass(frozen=True)
-class HeadState:
-    """Where a repository's HEAD points: a branch (``ref``) or a detached ``sha``."""
-
-    ref: str | None
-    sha: str
-
-    def to_json(self) -> dict[str, str | None]:
-        return {"ref": self.ref, "sha": self.sha}
-
-    @classmethod
-    def from_json(cls, data: dict[str, str | None]) -> HeadState:
-        return cls(ref=data.get("ref"), sha=str(data["sha"]))
-
-    def describe(self) -> str:
-        if self.ref:
-            return f"{self.ref.removeprefix('refs/heads/')} ({self.sha[:12]})"
-        return f"detached at {self.sha[:12]}"
 
 
-@dataclass(frozen=True)
-class CommitInfo:
-    """The parts of a commit that bisectkit shows and reasons about."""
-
-    sha: str
-    subject: str
-    message: str
-    author: str
-    date: str
-    parents: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-import pluggy
+from bisectkit.model import hookspec
 
 if TYPE_CHECKING:
-    from bisectkit.engine import Verdict
-    from bisectkit.plugins import Config
-    from bisectkit.runner import Outcome
-    from bisectkit.step import Step
+    from bisectkit.model import Config, Outcome, Step, Verdict
 
-PROJECT = "bisectkit"
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec(historic=True)

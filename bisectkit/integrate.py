@@ -17,9 +17,10 @@ from typing import Any
 
 from bisectkit import upstream
 from bisectkit.errors import BadInput
-from bisectkit.git import CommitInfo, Repo, open_submodule
+from bisectkit.git import Repo, open_submodule
+from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
 from bisectkit.session import Session
-from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states, resolve_range
+from bisectkit.strategy import Prepared, Strategy, head_states, resolve_range
 from bisectkit.submodule import dirty_message
 from bisectkit.worktree import Mover
 
@@ -202,7 +203,7 @@ class IntegrateStrategy(Strategy):
                 lines.append(f"  {path} upstream: none, so no follow-up bisect command for it "
                              f"({found['why']})")
                 continue
-            note = upstream.Upstream(found["ref"], found["sha"], found.get("guessed")).note()
+            note = Upstream(found["ref"], found["sha"], found.get("guessed")).note()
             if note:
                 lines.append(f"  {path} {note}")
         return lines

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectkit.git import HeadState
+from bisectkit.model import HeadState
 
 JOURNAL_VERSION = 1
 

@@ -6,9 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectkit.console import Console
-from bisectkit.engine import Verdict
-from bisectkit.hookspecs import hookimpl
-from bisectkit.step import Step
+from bisectkit.model import Step, Verdict, hookimpl
 
 
 class ConsoleObserver:

@@ -26,12 +26,10 @@ from typing import Any, Literal
 
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
+from bisectkit.model import OnConflict
 
 Kind = Literal["revert", "cherry-pick", "local"]
 Action = Literal["applied", "dropped", "empty", "conflict"]
-#: ``--on-conflict``: what a conflicting local patch does to a step.
-OnConflict = Literal["skip", "drop"]
-ON_CONFLICT: tuple[OnConflict, ...] = ("skip", "drop")
 
 #: Start of the ``why`` of a local patch dropped because it conflicts (``--on-conflict drop``).
 DROPPED_CONFLICT = "conflicts at this candidate (--on-conflict drop)"

@@ -20,7 +20,7 @@ import re
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -29,9 +29,10 @@ import pluggy
 
 from bisectkit import hookspecs
 from bisectkit.errors import BadInput, BisectkitError, PluginFailed
+from bisectkit.model import PROJECT
 
 if TYPE_CHECKING:
-    from bisectkit.runopts import RunOptions
+    pass
 
 #: Bundled plugins live in the repo's top-level ``plugins/``, installed as this package.
 BUNDLED_PACKAGE = "bisectkit_plugins"
@@ -40,18 +41,6 @@ AUTOLOAD_OFF = "BISECTKIT_DISABLE_PLUGIN_AUTOLOAD"
 ENV_PLUGINS = "BISECTKIT_PLUGINS"
 
 
-@dataclass
-class Config:
-    """What ``bisectkit_configure`` gets: parsed options and the run's context."""
-
-    option: Any
-    pluginmanager: pluggy.PluginManager
-    root: Path | None = None
-    console: Any = None
-    #: How steps are built and tested (``run`` commands only).
-    run: RunOptions | None = None
-    #: name -> where it came from, for ``bisectkit plugins``.
-    origins: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,7 +101,7 @@ def plugin_name(spec: str) -> str:
 def make_plugin_manager(builtins: Sequence[tuple[str, object]], req: PluginRequest,
                         env: dict[str, str]) -> tuple[pluggy.PluginManager, dict[str, str]]:
     """Register built-ins, entry points and requested plugins in the documented order."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(hookspecs)
     origins: dict[str, str] = {}
     for name in req.blocked:

@@ -20,8 +20,9 @@ import re
 from pathlib import Path
 
 from bisectkit.errors import BadInput, GitFailure
-from bisectkit.git import HeadState, Repo
+from bisectkit.git import Repo
 from bisectkit.journal import JournalState, Origin
+from bisectkit.model import HeadState
 from bisectkit.worktree import Mover
 
 SUPERPROJECT = "."

@@ -22,52 +22,19 @@ import sys
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TextIO
 
 import pexpect
 
+from bisectkit.model import DEFAULT_KEEP, Outcome
+
 _CHUNK = 65536
 _POLL_S = 0.1
-#: Characters of output kept per command by default (``--keep-output``).
-DEFAULT_KEEP = 8 << 20
 #: At most this many lines of the dropped middle are kept for matching the rules.
 _MAX_KEPT_LINES = 200
 _MAX_LINE = 4096
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What one command did: ``Outcome(exit_status, output)``, the rest optional.
-
-    A plugin's ``bisectkit_build``/``bisectkit_repro`` may build one from its
-    own run: ``Outcome(1, text)`` is a command that exited 1 after printing
-    ``text``. Classifiers always see ``output`` with terminal escapes removed.
-    """
-
-    #: Exit status, or ``None`` when the command was killed by a signal.
-    exit_status: int | None
-    #: stdout and stderr, combined, with ``\\r\\n`` folded to ``\\n``.
-    output: str = ""
-    #: The signal that killed it, if any.
-    signal: int | None = None
-    timed_out: bool = False
-    #: Seconds the command ran.
-    duration: float = 0.0
-    #: The time limit the command ran under, if any.
-    timeout: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_status == 0 and not self.timed_out
-
-    def describe(self) -> str:
-        """Short human reason, e.g. ``exit 1`` or ``killed by SIGSEGV``."""
-        if self.timed_out:
-            return f"timed out after {self.timeout or self.duration:g} s"
-        if self.signal is not None:
-            return f"killed by {signal.Signals(self.signal).name}"
-        return f"exit {self.exit_status}"
 
 
 #: Terminal control sequences: CSI (colours, cursor moves, ``\x1b[K``), OSC (titles,

@@ -21,64 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bisectkit.classify import Rules
-from bisectkit.engine import Verdict
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
-from bisectkit.runner import DEFAULT_KEEP
+from bisectkit.model import RunOptions, Step, Verdict
 from bisectkit.session import SessionStore
-from bisectkit.step import Step
-
-#: ``--max-env-skips`` default: three machine failures in a row are not bad luck.
-DEFAULT_MAX_ENV_SKIPS = 3
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How each step is built and tested."""
-
-    repro: tuple[str, ...]
-    build: str | None = None
-    rules: Rules = Rules()
-    timeout: float | None = None
-    timeout_verdict: Verdict = "skip"
-    use_cache: bool = True
-    #: Plugin-added option values that change verdicts (part of the cache key).
-    plugin_options: tuple[tuple[str, str], ...] = ()
-    #: ``-p`` plugins and their options as command-line words (for follow-up commands).
-    plugin_argv: tuple[str, ...] = ()
-    #: Characters of each command's output kept (``--keep-output``); not part of the cache
-    #: key: the lines the rules match are kept whatever the limit.
-    keep_output: int = DEFAULT_KEEP
-    #: Test an untested end the answer rests on (``--no-verify`` turns it off).
-    verify_ends: bool = True
-    #: Consecutive steps skipped for the machine's sake that stop the run (0: never).
-    max_env_skips: int = DEFAULT_MAX_ENV_SKIPS
-    #: ``--cache-input`` paths (absolute): more files or directories the verdict depends on.
-    cache_inputs: tuple[str, ...] = ()
-
-    def argv(self) -> list[str]:
-        """The run options and repro as command-line words (for follow-up commands)."""
-        words: list[str] = []
-        if self.build:
-            words += ["--build", self.build]
-        for flag, patterns in (("--good-if", self.rules.good_if), ("--bad-if", self.rules.bad_if),
-                               ("--skip-if", self.rules.skip_if)):
-            for p in patterns:
-                words.append(f"{flag}={p}")  # '=' keeps a pattern starting with '-' whole
-        if self.timeout is not None:
-            words += ["--timeout", f"{self.timeout:g}"]
-        if self.timeout_verdict != "skip":
-            words += ["--timeout-verdict", self.timeout_verdict]
-        if self.keep_output != DEFAULT_KEEP:
-            words.append(f"--keep-output={self.keep_output}")
-        if not self.verify_ends:
-            words.append("--no-verify")
-        if self.max_env_skips != DEFAULT_MAX_ENV_SKIPS:
-            words += ["--max-env-skips", str(self.max_env_skips)]
-        words += [f"--cache-input={p}" for p in self.cache_inputs]
-        words += self.plugin_argv
-        return [*words, "--", *self.repro] if self.repro else words
 
 
 @dataclass(frozen=True)

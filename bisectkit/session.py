@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectkit.engine import Verdict
 from bisectkit.errors import BadInput
-from bisectkit.git import HeadState
+from bisectkit.model import HeadState, Verdict
 
 SESSION_VERSION = 3
 

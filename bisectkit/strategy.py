@@ -14,12 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from bisectkit.errors import BadInput
-from bisectkit.git import CommitInfo, HeadState, Repo
+from bisectkit.git import Repo
+from bisectkit.model import SUPERPROJECT, CommitInfo, HeadState
 from bisectkit.session import Session
 from bisectkit.worktree import Mover
-
-#: Key of the superproject in :attr:`Session.orig`.
-SUPERPROJECT = "."
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from typing import Any
 
 from bisectkit import patchstack, upstream
 from bisectkit.errors import BadInput
-from bisectkit.git import CommitInfo, Repo, open_submodule
-from bisectkit.patchstack import OnConflict, Stack
+from bisectkit.git import Repo, open_submodule
+from bisectkit.model import ON_CONFLICT, SUPERPROJECT, CommitInfo, OnConflict, Upstream
+from bisectkit.patchstack import Stack
 from bisectkit.session import Session
-from bisectkit.strategy import SUPERPROJECT, Prepared, Strategy, head_states, resolve_range
+from bisectkit.strategy import Prepared, Strategy, head_states, resolve_range
 from bisectkit.worktree import Mover
 
 
@@ -89,7 +90,7 @@ def dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
 
 def guess_lines(params: dict[str, Any]) -> list[str]:
     """The header line saying the upstream was guessed, and why (none when it was given)."""
-    note = upstream.Upstream(params["upstream_ref"], params["upstream"],
+    note = Upstream(params["upstream_ref"], params["upstream"],
                              params.get("upstream_guessed")).note()
     return [f"  {note}"] if note else []
 
@@ -174,7 +175,7 @@ class SubmoduleStrategy(PatchedSubmodule):
         super().__init__(superproject, session, mover)
         self.ancestry = LineAncestry(self.sub, session.candidates)
         on_conflict = session.params.get("on_conflict", "skip")
-        if on_conflict not in patchstack.ON_CONFLICT:
+        if on_conflict not in ON_CONFLICT:
             raise BadInput(f"the session has an unknown on_conflict {on_conflict!r}; run "
                            "'git bisect-patched reset'")
         self.on_conflict: OnConflict = on_conflict

@@ -29,11 +29,11 @@ Every refusal is one line that says how to choose: ``--upstream REF`` or
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from bisectkit import patchstack
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
+from bisectkit.model import Upstream
 
 #: The git config key that names the upstream ref for every command.
 CONFIG_KEY = "bisectkit.upstream"
@@ -45,20 +45,6 @@ TRAILER_DEPTH = 50
 SHOWN = 6
 
 
-@dataclass(frozen=True)
-class Upstream:
-    """The upstream ref of a submodule, its commit, and why it was picked when guessed."""
-
-    ref: str
-    sha: str
-    #: Why this ref, when it was guessed; ``None`` when it was given.
-    guessed: str | None = None
-
-    def note(self) -> str | None:
-        """The line that tells the user a guess was made (``None`` for a given ref)."""
-        if self.guessed is None:
-            return None
-        return f"upstream: {self.ref} (guessed: {self.guessed}; to choose, {HOW_TO_CHOOSE})"
 
 
 def find(superproject: Repo, path: str, sub: Repo, given: str | None,

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from bisectkit import signals
 from bisectkit.errors import BadInput, GitFailure
-from bisectkit.git import HeadState, Repo
+from bisectkit.git import Repo
 from bisectkit.journal import Journal, Move, Side, alive
+from bisectkit.model import HeadState
 
 #: How long a restore waits for somebody else's ``index.lock`` before calling it stale.
 INDEX_LOCK_WAIT_S = 10.0

@@ -65,11 +65,10 @@ from typing import TYPE_CHECKING, Any
 from bisectkit import hookimpl, runner
 from bisectkit.argtypes import whole_number
 from bisectkit.errors import BadInput
-from bisectkit.runner import Outcome
+from bisectkit.model import Outcome
 
 if TYPE_CHECKING:
-    from bisectkit.plugins import Config
-    from bisectkit.step import Step
+    from bisectkit.model import Config, Step
 
 #: Inside the build directory: the configure arguments of the last successful configure.
 STAMP = ".bisectkit-cmake-args"

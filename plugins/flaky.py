@@ -40,10 +40,7 @@ from bisectkit import hookimpl
 from bisectkit.argtypes import whole_number
 
 if TYPE_CHECKING:
-    from bisectkit.engine import Verdict
-    from bisectkit.plugins import Config
-    from bisectkit.runner import Outcome
-    from bisectkit.step import Step
+    from bisectkit.model import Config, Outcome, Step, Verdict
 
 POLICIES = ("any-bad", "majority", "all-bad")
 

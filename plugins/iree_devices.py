@@ -210,8 +210,7 @@ from typing import TYPE_CHECKING, Any
 from bisectkit import Outcome, Step, hookimpl
 
 if TYPE_CHECKING:
-    from bisectkit.engine import Verdict
-    from bisectkit.plugins import Config
+    from bisectkit.model import Config, Verdict
 
 DEVICE_ERROR_VERDICTS = ("good", "skip")
 

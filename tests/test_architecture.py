@@ -1,0 +1,216 @@
+"""The shape of the code, checked: one direction of flow, no cycles, small modules.
+
+The layers, top to bottom (a module may import its own layer or any layer
+below it, never one above; nothing may form a cycle):
+
+    cli          the command line: parsing, the commands, exit codes
+    requests     typed requests and run options from argv and back; pre-checks
+    pipeline     the one owner of a run: lock, journal, steps, verify, results, log
+    strategies   candidates and how to materialise one (patch stack, submodules)
+    state        engine, git, merge, runner, session, journal, cache
+    hooks        the plugin manager facade and the built-in classifiers
+    observers    console, step log, trace, report: what the user sees
+    base         model (shared values), hook specs, errors, signals, files
+
+This test is the map CONTRIBUTING.md refers to; moving a module to another
+layer is a design decision, made here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "bisectkit"
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("cli", ("__main__", "cli", "parser", "commands", "commands.*")),
+    ("requests", ("requests", "precheck", "argtypes")),
+    ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
+    ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
+                    "worktree")),
+    ("state", ("engine", "git", "merge", "runner", "execution", "session", "journal", "lock",
+               "cache")),
+    ("hooks", ("plugins", "classify")),
+    ("observers", ("observers", "console", "trace", "report", "report.*", "steplog")),
+    ("base", ("model", "hookspecs", "errors", "signals", "fileio")),
+]
+
+#: Modules that must never print: everything the user sees goes through observers.
+SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "session")
+#: Third-party libraries confined to one module each.
+CONFINED = {"pygit2": ("git", "merge"), "pexpect": ("runner",), "rich": ("console",),
+            "argparse": ("cli", "parser", "requests", "commands", "commands.*", "argtypes")}
+
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 50
+#: Files that are mostly data (message tables), exempt from the module size limit.
+DATA_FILES = {"plugins/iree_devices.py"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            found[".".join(parts)] = path
+    return found
+
+
+def _layer(module: str) -> int:
+    for i, (_, patterns) in enumerate(LAYERS):
+        for pattern in patterns:
+            if module == pattern or (pattern.endswith(".*") and
+                                     module.startswith(pattern[:-1])):
+                return i
+    raise AssertionError(f"bisectkit.{module} is in no layer of tests/test_architecture.py")
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """bisectkit modules imported by ``path`` (``TYPE_CHECKING`` imports included:
+    a type import upward is still a dependency upward)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "bisectkit" or not name.startswith("bisectkit."):
+                if name == "bisectkit":
+                    found.add("")  # the facade: internal modules must not use it
+                continue
+            mod = name.removeprefix("bisectkit.")
+            while mod and mod not in modules:
+                mod = mod.rpartition(".")[0]
+            if mod:
+                found.add(mod)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {m: _imports(p, modules) - {m} for m, p in modules.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in _modules():
+        _layer(module)
+
+
+def test_no_module_imports_upward() -> None:
+    upward = []
+    for module, deps in _graph().items():
+        for dep in deps:
+            if dep == "":
+                upward.append(f"bisectkit.{module} imports the bisectkit facade "
+                              "(import the defining module)")
+            elif _layer(dep) < _layer(module):
+                upward.append(f"bisectkit.{module} ({LAYERS[_layer(module)][0]}) imports "
+                              f"bisectkit.{dep} ({LAYERS[_layer(dep)][0]})")
+    assert upward == []
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if dep == "":
+                continue
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert cycles == []
+
+
+def _third_party(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _matches(module: str, patterns: tuple[str, ...]) -> bool:
+    return any(module == p or (p.endswith(".*") and module.startswith(p[:-1]))
+               for p in patterns)
+
+
+def test_libraries_stay_in_their_module() -> None:
+    leaks = [f"bisectkit.{m} imports {lib}" for m, p in _modules().items()
+             for lib, owners in CONFINED.items()
+             if lib in _third_party(p) and not _matches(m, owners)]
+    assert leaks == []
+
+
+def test_the_pipeline_never_prints() -> None:
+    printing = re.compile(r"\bprint\(|sys\.std(out|err)\.write|\bconsole\b", re.IGNORECASE)
+    loud = [f"bisectkit.{m}:{n}: {line.strip()}" for m, p in _modules().items()
+            if _matches(m, SILENT)
+            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if printing.search(line.split("#")[0])]
+    assert loud == []
+
+
+def _sources() -> list[Path]:
+    return sorted([*PACKAGE.rglob("*.py"), *(ROOT / "plugins").glob("*.py")])
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_modules_and_functions_are_small(path: Path) -> None:
+    rel = str(path.relative_to(ROOT))
+    text = path.read_text(encoding="utf-8")
+    problems = []
+    lines = len(text.splitlines())
+    if lines > MAX_MODULE_LINES and rel not in DATA_FILES:
+        problems.append(f"{rel}: {lines} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            size = (node.end_lineno or node.lineno) - node.lineno + 1
+            if size > MAX_FUNCTION_LINES:
+                problems.append(f"{rel}:{node.lineno}: {node.name}() has {size} lines "
+                                f"(at most {MAX_FUNCTION_LINES})")
+    assert problems == []
+
+
+def test_bundled_plugins_use_only_the_public_api() -> None:
+    """Plugins import ``bisectkit`` (the facade), never its modules: those may move."""
+    import bisectkit
+
+    private = []
+    for path in sorted((ROOT / "plugins").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.startswith("bisectkit."):
+                    private.append(f"{path.name}: from {node.module} import ...")
+                elif node.module == "bisectkit":
+                    private += [f"{path.name}: bisectkit.{a.name} is not public"
+                                for a in node.names if a.name not in bisectkit.__all__]
+            elif isinstance(node, ast.Import):
+                private += [f"{path.name}: import {a.name}" for a in node.names
+                            if a.name.startswith("bisectkit.")]
+    assert private == []
