@@ -3,8 +3,7 @@
 Plugin authors import from here: ``from bisectkit import hookimpl, Outcome, Step``.
 """
 
+from bisectkit.model import VERSION as __version__
 from bisectkit.model import Outcome, Step, hookimpl
-
-__version__ = "0.1.0"
 
 __all__ = ["Outcome", "Step", "__version__", "hookimpl"]

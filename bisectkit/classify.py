@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from bisectkit.model import Outcome, Rules, Step, Verdict, hookimpl
@@ -60,15 +59,3 @@ class ExitStatusPlugin:
         if status == 125:
             return "skip"
         return "bad"
-
-
-def validate_rules(rules: Rules) -> str | None:
-    """Error message for the first invalid regex, or ``None``."""
-    for name, patterns in (("good-if", rules.good_if), ("bad-if", rules.bad_if),
-                           ("skip-if", rules.skip_if)):
-        for p in patterns:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                return f"invalid --{name} regex {p!r}: {exc}"
-    return None

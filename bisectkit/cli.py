@@ -1,9 +1,8 @@
-"""Command line: ``bisectkit`` and ``git bisect-patched``.
+"""The ``bisectkit`` and ``git-bisect-patched`` entry points.
 
-``build_parser()`` + ``main(argv=None) -> int``. Plugins are found first
-(they add options), then the command line is parsed and the command from
-:mod:`bisectkit.commands` runs; domain errors become exit codes in
-:func:`_dispatch` only.
+``main(argv) -> int``: load plugins, parse the command line (with their
+options), translate it into typed values (:mod:`bisectkit.requests`), run the
+command, and map every error to its exit code in one place.
 """
 
 from __future__ import annotations
@@ -11,20 +10,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import hashlib
 import os
 import shlex
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pluggy
 
-from bisectkit import __version__, commands, plugins, signals
-from bisectkit.argtypes import byte_size, positive_float, whole_number
+from bisectkit import plugins, replaylog, requests, signals
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
-from bisectkit.commands import Context
+from bisectkit.commands import manual, running
+from bisectkit.commands.context import Context
 from bisectkit.console import Console
 from bisectkit.errors import (
     EXIT_GIT_FAILURE,
@@ -35,216 +35,12 @@ from bisectkit.errors import (
 )
 from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
-from bisectkit.model import DEFAULT_KEEP, DEFAULT_MAX_ENV_SKIPS, ON_CONFLICT, VERDICTS, Config
-from bisectkit.observers import ConsoleObserver, StepLogWriter
-from bisectkit.pipeline import GIT_PROG
+from bisectkit.hooks import Hooks
+from bisectkit.model import GIT_PROG, Config, RunOptions, StartRequest
+from bisectkit.observers import ConsoleObserver
+from bisectkit.parser import build_parser
 from bisectkit.session import SessionStore
-from bisectkit.upstream import CONFIG_KEY
-
-#: Shared by every command that takes --upstream (the guess lives in upstream.py).
-UPSTREAM_HELP = (f"upstream ref in the submodule (default: git config {CONFIG_KEY}, else guessed "
-                 "from the remote-tracking branches: the nearest merge-base with HEAD, "
-                 "printed with the reason)")
-
-
-# -- parsers --------------------------------------------------------------------
-def _add_target_options(p: argparse.ArgumentParser) -> None:
-    """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
-    p.add_argument("--submodule", action="append", default=[], metavar="PATH",
-                   help="the patched submodule to bisect, relative to the superproject root "
-                        "(default: git config bisectkit.submodule); with --integrate: a "
-                        "submodule to update at each step (repeatable; default: all)")
-    p.add_argument("--integrate", action="store_true",
-                   help="bisect superproject commits (the integrate branch) instead, "
-                        "updating submodules at every step")
-    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
-    p.add_argument("--first-parent", action="store_true",
-                   help="follow first parents only (the default)")
-    p.add_argument("--on-conflict", choices=ON_CONFLICT, default=None,
-                   help="when a local patch (not a revert or cherry-pick) conflicts at a "
-                        "candidate: skip the step (the default), or drop the patch, test the "
-                        "rest and flag the step 'tested without <patch>'")
-    p.add_argument("--stack", action="store_true",
-                   help="bisect the submodule's local patch stack on top of --at REV instead "
-                        "(candidate k = the first k patches applied)")
-    p.add_argument("--at", metavar="REV", help="with --stack: the upstream commit to patch")
-    p.add_argument("--find-fix", action="store_true",
-                   help="find the first commit where the repro starts passing")
-    p.add_argument("--term-old", metavar="WORD",
-                   help="word for the old side (default: good, or broken with --find-fix)")
-    p.add_argument("--term-new", metavar="WORD",
-                   help="word for the new side (default: bad, or fixed with --find-fix)")
-    _add_force_ignored(p)
-
-
-def _add_force_ignored(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument("--force-ignored", action="store_true",
-                   help="when an untracked or ignored file sits where a candidate tracks one, "
-                        "set it aside (in the git dir) and put it back at the end, instead of "
-                        "refusing")
-
-
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("run options")
-    g.add_argument("--build", metavar="CMD",
-                   help="shell command run in the superproject root before the repro at every "
-                        "step; a failing build marks the step skip (default: git config "
-                        "bisectkit.build)")
-    g.add_argument("--good-if", action="append", default=[], metavar="REGEX",
-                   help="mark good when REGEX matches the repro's output "
-                        "(overrides the exit status)")
-    g.add_argument("--bad-if", action="append", default=[], metavar="REGEX",
-                   help="mark bad when REGEX matches (beats --skip-if and --good-if)")
-    g.add_argument("--skip-if", action="append", default=[], metavar="REGEX",
-                   help="mark skip when REGEX matches (beats --good-if)")
-    g.add_argument("--timeout", type=positive_float, metavar="SECONDS",
-                   help="kill a build or repro running longer than this (its process group)")
-    g.add_argument("--timeout-verdict", choices=VERDICTS, default="skip",
-                   help="verdict of a repro that timed out (default: skip); a timed-out "
-                        "build is always skip")
-    g.add_argument("--keep-output", type=byte_size, default=DEFAULT_KEEP, metavar="BYTES",
-                   help="keep at most this much of each build's and repro's output (its head "
-                        "and tail; lines matching the rules are kept from the middle); "
-                        "suffixes K, M, G (default: 8M)")
-    g.add_argument("--json", metavar="FILE",
-                   help="write the result as JSON (atomically); '-' writes it to stdout and "
-                        "everything else to stderr")
-    g.add_argument("--no-cache", action="store_true",
-                   help="do not reuse verdicts of trees already tested with the same commands")
-    g.add_argument("--cache-input", action="append", default=[], metavar="PATH",
-                   help="a file or directory (hashed recursively) the verdict depends on that "
-                        "no command names: changing it invalidates cached verdicts "
-                        "(repeatable)")
-    g.add_argument("--verify-range", action="store_true",
-                   help="test the good and bad ends first; stop (exit 5) if they are not")
-    g.add_argument("--no-verify", action="store_true",
-                   help="do not test an untested end that the answer rests on (by default "
-                        "it is tested, and one that does not test as claimed exits 5)")
-    g.add_argument("--max-env-skips", type=whole_number(0), default=DEFAULT_MAX_ENV_SKIPS,
-                   metavar="N",
-                   help="stop (exit 3) after N consecutive steps skipped for the machine's "
-                        "sake: a timeout, a command that cannot run, a driver the machine "
-                        f"should have (default {DEFAULT_MAX_ENV_SKIPS}; 0: never stop)")
-    g.add_argument("--check-stack", action="store_true",
-                   help="once found, test the first bad commit without the patch stack (one "
-                        "more build) and print the --stack command if the stack is implicated")
-    g.add_argument("--trace", metavar="FILE",
-                   help="write a Chrome trace-event JSON of every step (Perfetto)")
-    g.add_argument("--report", metavar="FILE",
-                   help="write a Markdown report ready to paste into an issue")
-    _add_plugin_option(g)
-
-
-def _add_plugin_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    # Read before parsing by plugins.scan_argv; declared here for --help and validation.
-    p.add_argument("-p", "--plugin", action="append", default=[], metavar="NAME|PATH",
-                   help="load a plugin: a bundled one (iree_devices, flaky, cmake_ninja), a "
-                        "module, or a .py file; no:NAME blocks one (repeatable; before the "
-                        "repro)")
-
-
-def _add_repro(p: argparse.ArgumentParser) -> None:
-    p.add_argument("repro", nargs=argparse.REMAINDER, metavar="[--] REPRO [ARGS...]",
-                   help="command that exits 0 when good, 1-127 (not 125) when bad, 125 to skip")
-
-
-def build_parser(git_mode: bool = False,
-                 pm: pluggy.PluginManager | None = None) -> argparse.ArgumentParser:
-    """Parser for ``git bisect-patched`` (``git_mode``) or for ``bisectkit``.
-
-    With ``pm``, plugins add their options to ``run`` (``bisectkit_addoption``).
-    """
-    parser = argparse.ArgumentParser(
-        prog=GIT_PROG if git_mode else "bisectkit",
-        description="Bisect regressions in a project that pins a patched submodule: the "
-                    "submodule's upstream commits (re-applying the local patch stack at "
-                    "every step), the superproject's integrate branch (--integrate), or the "
-                    "patch stack itself (--stack).",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    if not git_mode:
-        p = sub.add_parser("run", help="start, run, report and reset in one go")
-        _add_target_options(p)
-        p.add_argument("--good", "--old", dest="good", action="append", default=[],
-                       metavar="REV", help="a revision on the old side: good (repeatable; "
-                       "with --find-fix: still broken; not with --stack)")
-        p.add_argument("--bad", "--new", dest="bad", metavar="REV",
-                       help="a revision on the new side: bad (with --find-fix: already fixed)")
-        _add_run_options(p)
-        _add_plugin_group(p, pm)
-        _add_repro(p)
-        p.set_defaults(func=commands.cmd_oneshot)
-        p = sub.add_parser(
-            "status", help="show a patched submodule against its upstream",
-            usage="bisectkit status [--submodule PATH] [--upstream REF] [--json] [--limit N] "
-                  "[-- PATHSPEC...]")
-        p.add_argument("--submodule", metavar="PATH",
-                       help="default: git config bisectkit.submodule, or the only submodule")
-        p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
-        p.add_argument("--json", action="store_true", help="print JSON instead")
-        p.add_argument("--limit", type=int, default=20, metavar="N",
-                       help="show the newest N affecting upstream commits (0: all; default 20)")
-        p.add_argument("pathspec", nargs="*", metavar="PATHSPEC",
-                       help="count only upstream commits touching these path prefixes")
-        p.set_defaults(func=commands.cmd_stack_status)
-        p = sub.add_parser("plugins", help="list loaded plugins, their origin and hooks")
-        _add_plugin_option(p)
-        p.set_defaults(func=commands.cmd_plugins)
-        _add_show_step(sub)
-        return parser
-
-    p = sub.add_parser(
-        "start", help="start a session and check out the first candidate",
-        usage=f"{GIT_PROG} start (--submodule PATH [--upstream REF] | --integrate "
-              "[--submodule PATH]...) [--first-parent] [--on-conflict skip|drop] [--find-fix] "
-              "BAD GOOD... "
-              "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
-        epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
-    _add_target_options(p)
-    p.add_argument("bad", nargs="?", metavar="BAD", help="a known bad revision")
-    p.add_argument("good", nargs="*", metavar="GOOD", help="known good revisions")
-    p.set_defaults(func=commands.cmd_start, pathspec=[])
-    for verdict in (*VERDICTS, "old", "new"):
-        what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
-                else f"{verdict} (the repro's outcome)")
-        p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
-        p.add_argument("revs", nargs="*", metavar="REV")
-        _add_force_ignored(p)
-        p.set_defaults(func=commands.cmd_mark, verdict=verdict)
-    p = sub.add_parser("run", help="build and test candidates automatically until done")
-    _add_run_options(p)
-    _add_force_ignored(p)
-    _add_plugin_group(p, pm)
-    _add_repro(p)
-    p.set_defaults(func=commands.cmd_run)
-    sub.add_parser("status", help="show the session").set_defaults(func=commands.cmd_status)
-    sub.add_parser("log", help="print a log that 'replay' accepts").set_defaults(
-        func=commands.cmd_log)
-    p = sub.add_parser("replay", help="start over from a log")
-    p.add_argument("file")
-    p.set_defaults(func=commands.cmd_replay)
-    sub.add_parser("reset", help="restore every HEAD and end the session").set_defaults(
-        func=commands.cmd_reset)
-    _add_show_step(sub)
-    return parser
-
-
-def _add_show_step(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("show-step", help="print the kept build and repro output of step N")
-    p.add_argument("index", type=int, metavar="N")
-    p.set_defaults(func=commands.cmd_show_step)
-
-
-def _add_plugin_group(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
-    if pm is None:
-        return
-    group = p.add_argument_group("plugin options")
-    plugins.call(pm, "bisectkit_addoption", historic=True, parser=group)
-    # Remember the options plugins added: their values are part of the cache key
-    # and of follow-up commands.
-    p.set_defaults(plugin_actions=list(group._group_actions))
+from bisectkit.steplog import StepLogWriter
 
 
 # -- entry points ---------------------------------------------------------------
@@ -264,8 +60,8 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
     console = Console()
     try:
         with signals.as_interrupt():
-            ctx = _prepare(argv, git_mode, console)
-            return int(ctx.args.func(ctx))
+            ctx, args = _prepare(argv, git_mode, console)
+            return _HANDLERS[args.handler](ctx, args)
     except BisectkitError as exc:
         # One line, always: messages from git or pluggy may span several.
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
@@ -306,15 +102,8 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
-    """Load plugins, parse the command line with their options, configure them."""
-    original = list(argv)
-    try:
-        sp: Repo | None = find_superproject(Path.cwd())
-    except BadInput:
-        sp = None  # reported by the commands that need a repository
-    from_config = sp.config_get_all("bisectkit.plugins") if sp else []
-    req = plugins.request(plugins.scan_argv(argv), dict(os.environ), from_config)
+def _builtins(console: Console, sp: Repo | None) -> list[tuple[str, object]]:
+    """The built-in plugins, by the names ``-p no:NAME`` blocks."""
     builtins: list[tuple[str, object]] = [
         ("exit-status", ExitStatusPlugin()),
         ("rules", RulesPlugin()),
@@ -324,8 +113,43 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
     ]
     if sp is not None:
         builtins.append(("step-log", StepLogWriter(SessionStore(sp.git_dir).logs_dir)))
-    pm, origins = plugins.make_plugin_manager(builtins, req, dict(os.environ))
-    parser = build_parser(git_mode, pm)
+    return builtins
+
+
+#: Names of the built-in plugins (never part of the cache key: they are bisectkit itself).
+BUILTIN_NAMES = frozenset(name for name, _ in _builtins(Console(), None)) | {"step-log"}
+
+
+def _prepare(argv: list[str], git_mode: bool,
+             console: Console) -> tuple[Context, argparse.Namespace]:
+    """Load plugins, parse the command line with their options, configure them."""
+    original = list(argv)
+    try:
+        sp: Repo | None = find_superproject(Path.cwd())
+    except BadInput:
+        sp = None  # reported by the commands that need a repository
+    from_config = sp.config_get_all("bisectkit.plugins") if sp else []
+    req = plugins.request(plugins.scan_argv(argv), dict(os.environ), from_config)
+    pm, origins = plugins.make_plugin_manager(_builtins(console, sp), req, dict(os.environ))
+    args = _parse(build_parser(git_mode, pm), argv)
+    if getattr(args, "json", None) == "-":
+        console.to_stderr()  # stdout holds nothing but the JSON result
+    is_run = args.handler in ("run", "oneshot")
+    run = _run_options(args, sp, pm) if is_run else None
+    config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
+                    console=console, run=run, origins=origins)
+    Hooks(pm).configure(config)
+    prog = GIT_PROG if git_mode else "bisectkit"
+    ctx = Context(console=console, pm=pm, config=config, superproject=sp,
+                  command=shlex.join([*prog.split(), *original]),
+                  force_ignored=bool(getattr(args, "force_ignored", False)),
+                  plugin_specs=tuple(getattr(args, "plugin", ())),
+                  typed_repro=tuple(getattr(args, "repro", ())),
+                  flags=requests.run_flags(args) if is_run else requests.RunFlags())
+    return ctx, args
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     pathspec: list[str] = []
     if argv[:1] == ["start"] and "--" in argv:
         # `start <bad> <good>... -- <pathspec>...`: argparse cannot tell the
@@ -335,18 +159,67 @@ def _prepare(argv: list[str], git_mode: bool, console: Console) -> Context:
     args = parser.parse_args(argv)
     if pathspec:
         args.pathspec = pathspec
-    if getattr(args, "json", None) == "-":
-        console.to_stderr()  # stdout holds nothing but the JSON result
-    run = None
-    if args.func in (commands.cmd_run, commands.cmd_oneshot):
-        run = commands.run_options(args, sp, pm, getattr(args, "plugin_actions", []))
-    config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
-                            console=console, run=run, origins=origins)
-    plugins.call(pm, "bisectkit_configure", config=config)
-    prog = GIT_PROG if git_mode else "bisectkit"
-    command = shlex.join([*prog.split(), *original])
-    return Context(args=args, console=console, pm=pm, config=config, superproject=sp,
-                   command=command)
+    return args
+
+
+def _run_options(args: argparse.Namespace, sp: Repo | None,
+                 pm: pluggy.PluginManager) -> RunOptions:
+    loaded = tuple((name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
+                   if name not in BUILTIN_NAMES and plugin is not None)
+    state = requests.PluginState(loaded, tuple(getattr(args, "plugin_actions", ())))
+    return requests.run_options(
+        args, sp.workdir if sp is not None else Path.cwd(),
+        sp.config_get("bisectkit.build") if sp is not None else None,
+        Hooks(pm).has_repro_plugin(), state)
+
+
+def _source_digest(plugin: object) -> str:
+    """Hash of a plugin's source file, so editing a plugin invalidates cached verdicts."""
+    path = getattr(plugin, "__file__", None) or getattr(
+        sys.modules.get(type(plugin).__module__), "__file__", None)
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
+    except OSError:
+        return ""
+
+
+def _start_request(ctx: Context, args: argparse.Namespace) -> StartRequest:
+    sp = ctx.superproject
+    return requests.start_request(args, sp.config_get("bisectkit.submodule") if sp else None)
+
+
+def _replay(ctx: Context, args: argparse.Namespace) -> int:
+    """``replay FILE``: the log is read and its start line parsed before anything ends."""
+    path = Path(args.file)
+    log = replaylog.parse_log(manual.read_log(path), path)
+    try:
+        start, unknown = build_parser(git_mode=True).parse_known_args(log.start)
+    except SystemExit as exc:
+        raise BadInput(f"{path}: its 'start' line does not parse: {shlex.join(log.start)}"
+                       ) from exc
+    if unknown:
+        raise BadInput(f"{path}: unknown words in its 'start' line: {' '.join(unknown)}")
+    start.pathspec = log.pathspec
+    ctx.superproject = ctx.open()[0]
+    return manual.cmd_replay(ctx, log, _start_request(ctx, start))
+
+
+Handler = Callable[[Context, argparse.Namespace], int]
+#: The parser's ``handler`` names -> the commands, with their typed arguments.
+_HANDLERS: dict[str, Handler] = {
+    "oneshot": lambda ctx, a: running.cmd_oneshot(ctx, _start_request(ctx, a)),
+    "run": lambda ctx, a: running.cmd_run(ctx),
+    "start": lambda ctx, a: manual.cmd_start(ctx, _start_request(ctx, a)),
+    "mark": lambda ctx, a: manual.cmd_mark(ctx, a.verdict, a.revs),
+    "status": lambda ctx, a: manual.cmd_status(ctx),
+    "stack_status": lambda ctx, a: manual.cmd_stack_status(
+        ctx, a.submodule, a.upstream, a.pathspec, a.json, a.limit),
+    "log": lambda ctx, a: manual.cmd_log(ctx),
+    "replay": _replay,
+    "reset": lambda ctx, a: manual.cmd_reset(ctx),
+    "show_step": lambda ctx, a: manual.cmd_show_step(ctx, a.index),
+    "plugins": lambda ctx, a: manual.cmd_plugins(ctx),
+}
 
 
 if __name__ == "__main__":  # pragma: no cover

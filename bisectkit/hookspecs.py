@@ -10,21 +10,19 @@ something other than ``None``.
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING, Any
 
 from bisectkit.model import hookspec
 
 if TYPE_CHECKING:
-    from bisectkit.model import Config, Outcome, Step, Verdict
-
-
+    from bisectkit.model import CommitInfo, Config, OptionGroup, Outcome, Step, Verdict
 
 @hookspec(historic=True)
-def bisectkit_addoption(parser: argparse._ArgumentGroup) -> None:
+def bisectkit_addoption(parser: OptionGroup) -> None:
     """Add command-line options to ``run`` (both ``bisectkit run`` and ``git bisect-patched run``).
 
-    :param parser: an argparse argument group; call ``parser.add_argument``.
+    :param parser: the plugins' option group; call ``parser.add_argument`` as with
+        argparse.
         Options must come before the repro on the command line (or before
         ``--``), because plugins are found before the rest is parsed.
 
@@ -117,4 +115,36 @@ def bisectkit_session_finish(result: dict[str, Any]) -> None:
 
     :param result: the JSON result (as written by ``--json``): ``status``,
         ``first_bad``, ``candidates``, ``steps``...
+    """
+
+
+@hookspec
+def bisectkit_candidate(index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
+    """Step ``index`` will test ``info`` (before it is materialised and checked out).
+
+    :param index: the step number (1-based).
+    :param info: the candidate commit.
+    :param remaining: candidates still undecided, this one included.
+    :param steps_left: roughly how many steps remain.
+    """
+
+
+@hookspec
+def bisectkit_prepared(index: int, details: dict[str, Any], files_written: int | None) -> None:
+    """Step ``index``'s candidate was materialised (and checked out, unless it needs no test).
+
+    :param details: what the strategy did: ``patches`` (per-patch action) or
+        ``submodules`` (moves), as in the JSON result.
+    :param files_written: files the checkout wrote; ``None`` when nothing was
+        checked out (a conflict skip or a cached verdict).
+    """
+
+
+@hookspec
+def bisectkit_message(text: str, kind: str) -> None:
+    """A line for the user from the pipeline (it never prints itself).
+
+    :param text: one line, plain text.
+    :param kind: ``"progress"`` (what is being done now), ``"note"`` (a side
+        remark), ``"warning"`` (something the user should act on) or ``"info"``.
     """

@@ -193,7 +193,7 @@ class IntegrateStrategy(Strategy):
         tracked = ", ".join(self.paths) or "none"
         lines = [
             "bisecting the superproject's integrate history",
-            f"  range: {s.terms['old']} {goods} .. {s.terms['new']} {s.bad[:12]}: "
+            f"  range: {s.terms.old} {goods} .. {s.terms.new} {s.bad[:12]}: "
             f"{len(s.candidates)} candidates{where}",
             f"  submodules updated at each step: {tracked}",
         ]

@@ -1,12 +1,14 @@
-"""Built-in observers: the console's step lines and summary, and per-step output logs."""
+"""The built-in console observer: step lines, patch actions, messages and the summary."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from bisectkit.console import Console
-from bisectkit.model import Step, Verdict, hookimpl
+from bisectkit.model import CommitInfo, Step, Verdict, hookimpl
+
+#: How each kind of ``bisectkit_message`` is shown.
+_STYLE = {"progress": "bold", "note": "dim", "warning": "yellow", "info": None}
 
 
 class ConsoleObserver:
@@ -23,28 +25,16 @@ class ConsoleObserver:
     def bisectkit_session_finish(self, result: dict[str, Any]) -> None:
         self.console.summary(result["steps"], result.get("terms"))
 
-
-class StepLogWriter:
-    """Keeps the build and repro output of every step in ``<git dir>/bisectkit/logs/``."""
-
-    def __init__(self, logs_dir: Path) -> None:
-        self.logs_dir = logs_dir
-
-    @staticmethod
-    def path_for(logs_dir: Path, index: int) -> Path:
-        return logs_dir / f"step-{index}.log"
+    @hookimpl
+    def bisectkit_candidate(self, index: int, info: CommitInfo, remaining: int,
+                            steps_left: int) -> None:
+        self.console.step_start(index, info, remaining, steps_left)
 
     @hookimpl
-    def bisectkit_step_done(self, step: Step, verdict: Verdict) -> None:
-        if not step.outputs:
-            return
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
-        path = self.path_for(self.logs_dir, step.index)
-        shown = step.record.get("term", verdict)  # --find-fix / --term-*: the session's words
-        parts = [f"# step {step.index}: {step.commit} {shown} ({step.record.get('reason')})\n"]
-        for phase, text in step.outputs.items():
-            parts.append(f"# --- {phase} ---\n{text}")
-            if text and not text.endswith("\n"):
-                parts.append("\n")
-        path.write_text("".join(parts), encoding="utf-8")
-        step.record["log"] = str(path)
+    def bisectkit_prepared(self, index: int, details: dict[str, Any],
+                           files_written: int | None) -> None:
+        self.console.details(details, files_written)
+
+    @hookimpl
+    def bisectkit_message(self, text: str, kind: str) -> None:
+        self.console.line(text, style=_STYLE.get(kind))

@@ -18,17 +18,16 @@ import importlib.util
 import os
 import re
 import sys
-import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from bisectkit import hookspecs
-from bisectkit.errors import BadInput, BisectkitError, PluginFailed
+from bisectkit.errors import BadInput
 from bisectkit.model import PROJECT
 
 if TYPE_CHECKING:
@@ -182,55 +181,3 @@ def describe(pm: pluggy.PluginManager, origins: dict[str, str]) -> list[tuple[st
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         rows.append((name, origins.get(name, "?"), ", ".join(hooks)))
     return rows
-
-
-def call(pm: pluggy.PluginManager, hook: str, *, historic: bool = False, **kwargs: Any) -> Any:
-    """Call ``hook``; an exception from a plugin's implementation becomes :class:`PluginFailed`.
-
-    A user's plugin that raises must not look like a bisectkit bug (exit 70
-    and a traceback): the run stops with one line naming the plugin and the
-    hook, and everything is restored. bisectkit's own errors pass through, and
-    so do exceptions from bisectkit's built-in implementations (those are bugs).
-    """
-    caller = getattr(pm.hook, hook)
-    try:
-        if historic:  # bisectkit_addoption: later registrations get it too
-            return caller.call_historic(kwargs=kwargs)
-        return caller(**kwargs)
-    except BisectkitError:
-        raise
-    except Exception as exc:
-        culprit = _raising_impl(pm, exc)
-        if culprit is None:
-            raise
-        name, where = culprit
-        text = "".join(traceback.format_exception(exc))
-        raise PluginFailed(name, where, exc, text) from exc
-
-
-def _raising_impl(pm: pluggy.PluginManager, exc: BaseException) -> tuple[str, str] | None:
-    """(plugin, hook) of the innermost hook implementation in ``exc``'s traceback.
-
-    Innermost: a plugin that calls hooks itself (``-p flaky`` classifies each
-    run) is not blamed for the plugin it called. ``None`` for a built-in.
-    """
-    owners: dict[object, tuple[str, str, object]] = {}
-    for plugin in pm.get_plugins():
-        for caller in pm.get_hookcallers(plugin) or []:
-            for impl in caller.get_hookimpls():
-                code = getattr(impl.function, "__code__", None)
-                if code is not None:
-                    owners[code] = (impl.plugin_name, caller.name, impl.plugin)
-    found: tuple[str, str, object] | None = None
-    tb = exc.__traceback__
-    while tb is not None:
-        found = owners.get(tb.tb_frame.f_code, found)
-        tb = tb.tb_next
-    if found is None or _is_builtin(found[2]):
-        return None
-    return found[0], found[1]
-
-
-def _is_builtin(plugin: object) -> bool:
-    module = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
-    return module == "bisectkit" or module.startswith("bisectkit.")

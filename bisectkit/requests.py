@@ -8,7 +8,23 @@ again (follow-up commands, the replay log). Nothing else sees argparse.
 
 from __future__ import annotations
 
-from bisectkit.model import DEFAULT_KEEP, DEFAULT_MAX_ENV_SKIPS, RunOptions
+from argparse import Action, Namespace
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisectkit import precheck
+from bisectkit.errors import BadInput
+from bisectkit.model import (
+    DEFAULT_KEEP,
+    DEFAULT_MAX_ENV_SKIPS,
+    IntegrateRequest,
+    Rules,
+    RunOptions,
+    StackRequest,
+    StartRequest,
+    SubmoduleRequest,
+    Terms,
+)
 
 
 def run_options_argv(opts: RunOptions) -> list[str]:
@@ -33,3 +49,130 @@ def run_options_argv(opts: RunOptions) -> list[str]:
     words += [f"--cache-input={p}" for p in opts.cache_inputs]
     words += opts.plugin_argv
     return [*words, "--", *opts.repro] if opts.repro else words
+
+
+def terms_argv(terms: Terms) -> list[str]:
+    """``--find-fix`` and ``--term-old/--term-new`` as given, to run the same search again."""
+    words = ["--find-fix"] if terms.find_fix else []
+    default = Terms.of(terms.find_fix)
+    for side, word, usual in (("old", terms.old, default.old), ("new", terms.new, default.new)):
+        if word != usual:
+            words += [f"--term-{side}", word]
+    return words
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """What a ``run`` writes and checks besides testing candidates."""
+
+    json: str | None = None
+    report: str | None = None
+    trace: str | None = None
+    verify_range: bool = False
+    check_stack: bool = False
+
+    def output_files(self) -> list[str]:
+        """The files this run writes (never inputs of the verdict cache)."""
+        return [f for f in (self.json, self.report, self.trace) if f and f != "-"]
+
+
+def run_flags(args: Namespace) -> RunFlags:
+    """The ``run`` flags of a parsed command line, output paths checked (exit 2 if unwritable)."""
+    flags = RunFlags(json=args.json, report=args.report, trace=args.trace,
+                     verify_range=args.verify_range, check_stack=args.check_stack)
+    for flag in ("json", "report", "trace"):
+        value = getattr(flags, flag)
+        if value and not (flag == "json" and value == "-"):  # --json -: stdout
+            precheck.output_path(f"--{flag}", value)
+    return flags
+
+
+def start_request(args: Namespace, default_submodule: str | None) -> StartRequest:
+    """What ``start``/``bisectkit run`` asks to bisect; bad option combinations refused."""
+    terms = _terms(args)
+    pathspec = tuple(getattr(args, "pathspec", ()))
+    if args.on_conflict is not None and (args.stack or args.integrate):
+        raise BadInput("--on-conflict goes with a submodule bisect (not --stack or --integrate): "
+                       "only it replays the patch stack onto upstream candidates")
+    if args.stack:
+        if args.integrate or args.good or args.bad or not args.at or len(args.submodule) > 1:
+            raise BadInput("--stack takes one --submodule and --at REV (no good/bad: the "
+                           "candidates are the stack's patches), and not --integrate")
+        path = args.submodule[0] if args.submodule else default_submodule
+        if not path:
+            raise BadInput("--stack needs --submodule PATH (or git config bisectkit.submodule)")
+        return StackRequest(path, args.at, args.upstream, terms)
+    if args.at:
+        raise BadInput("--at goes with --stack")
+    if not args.bad or not args.good:
+        raise BadInput(f"give a {terms.new} revision and at least one {terms.old} one")
+    if args.integrate:
+        return IntegrateRequest(args.bad, tuple(args.good), tuple(args.submodule),
+                                args.upstream, pathspec, terms)
+    if len(args.submodule) > 1:
+        raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
+                       "or several with --integrate")
+    path = args.submodule[0] if args.submodule else default_submodule
+    if not path:
+        raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
+                       "git config bisectkit.submodule PATH")
+    return SubmoduleRequest(path, args.bad, tuple(args.good), args.upstream, pathspec,
+                            args.on_conflict or "skip", terms)
+
+
+def _terms(args: Namespace) -> Terms:
+    terms = Terms.of(bool(args.find_fix), args.term_old, args.term_new)
+    if terms.old == terms.new or "skip" in (terms.old, terms.new):
+        raise BadInput(f"--term-old and --term-new must differ and not be 'skip' "
+                       f"({terms.old}/{terms.new})")
+    return terms
+
+
+def run_options(args: Namespace, root: Path, build_default: str | None, has_repro_plugin: bool,
+                plugins: PluginState) -> RunOptions:
+    """The run options of a parsed command line, validated before anything is touched."""
+    repro = list(args.repro)
+    if repro[:1] == ["--"]:
+        repro = repro[1:]
+    if repro:
+        repro[0] = precheck.resolve_command(repro[0])
+    elif not has_repro_plugin:
+        raise BadInput("no repro command given (and no plugin implements bisectkit_repro)")
+    rules = Rules(tuple(args.good_if), tuple(args.bad_if), tuple(args.skip_if))
+    problem = precheck.rules_problem(rules)
+    if problem:
+        raise BadInput(problem)
+    build = args.build if args.build is not None else build_default
+    precheck.commands(build, repro, root)
+    # Verdicts depend on which plugins ran and with which options.
+    options = [(a.dest, repr(getattr(args, a.dest, None))) for a in plugins.actions]
+    plugin_argv = [w for spec in args.plugin for w in ("-p", spec)]
+    plugin_argv += [w for a in plugins.actions for w in _option_words(a, getattr(args, a.dest))]
+    inputs = tuple(precheck.cache_input(p) for p in args.cache_input)
+    return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
+                      timeout=args.timeout, timeout_verdict=args.timeout_verdict,
+                      use_cache=not args.no_cache,
+                      plugin_options=tuple([*plugins.loaded, *options]),
+                      plugin_argv=tuple(plugin_argv), keep_output=args.keep_output,
+                      verify_ends=not args.no_verify, max_env_skips=args.max_env_skips,
+                      cache_inputs=tuple(dict.fromkeys(inputs)))
+
+
+@dataclass(frozen=True)
+class PluginState:
+    """The plugins a command line loaded: (name, source digest) pairs, and the options
+    they added to the parser (their values are part of the cache key)."""
+
+    loaded: tuple[tuple[str, str], ...] = ()
+    actions: tuple[Action, ...] = ()
+
+
+def _option_words(action: Action, value: object) -> list[str]:
+    """A plugin option as it would be typed again (``--opt=value``, safe for ``-D...``)."""
+    if value == action.default or not action.option_strings:
+        return []
+    flag = action.option_strings[-1]
+    if action.nargs == 0:
+        return [flag]
+    values = value if isinstance(value, list) else [value]
+    return [f"{flag}={v}" for v in values]

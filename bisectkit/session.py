@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bisectkit import steplog
 from bisectkit.errors import BadInput
-from bisectkit.model import HeadState, Verdict
+from bisectkit.model import HeadState, StepRecord, Terms, Verdict
 
 SESSION_VERSION = 3
 
@@ -102,12 +103,10 @@ class Session:
     #: Strategy-specific settings (submodule path, upstream, patch stack...).
     params: dict[str, Any]
     start_argv: list[str]
-    #: Words for the two sides: old (before the change) and new (after it).
-    terms: dict[str, str] = field(default_factory=lambda: {"old": "good", "new": "bad"})
-    #: Looking for the commit that fixed something: a passing repro is "new".
-    find_fix: bool = False
+    #: Words for the two sides, and whether a passing repro is the new side (find-fix).
+    terms: Terms = field(default_factory=Terms)
     verdicts: list[VerdictEntry] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
     current: str | None = None
     #: Step details of the checked-out candidate (patches, files_written, prepare_s).
     current_step: dict[str, Any] = field(default_factory=dict)
@@ -135,10 +134,10 @@ class Session:
             "orig": {k: v.to_json() for k, v in self.orig.items()},
             "params": self.params,
             "start_argv": self.start_argv,
-            "terms": self.terms,
-            "find_fix": self.find_fix,
+            "terms": self.terms.as_dict(),
+            "find_fix": self.terms.find_fix,
             "verdicts": [vars(v) for v in self.verdicts],
-            "steps": self.steps,
+            "steps": [st.to_json() for st in self.steps],
             "current": self.current,
             "current_step": self.current_step,
         }
@@ -158,10 +157,10 @@ class Session:
             orig={k: HeadState.from_json(v) for k, v in data["orig"].items()},
             params=dict(data["params"]),
             start_argv=list(data["start_argv"]),
-            terms=dict(data["terms"]),
-            find_fix=bool(data["find_fix"]),
+            terms=Terms(str(data["terms"]["old"]), str(data["terms"]["new"]),
+                        bool(data["find_fix"])),
             verdicts=[VerdictEntry(**v) for v in data["verdicts"]],
-            steps=list(data["steps"]),
+            steps=[StepRecord.from_json(st) for st in data["steps"]],
             current=data.get("current"),
             current_step=dict(data.get("current_step", {})),
         )
@@ -219,9 +218,7 @@ class SessionStore:
 
     def clear_logs(self) -> None:
         """Forget the previous session's step outputs (a new session numbers from 1)."""
-        if self.logs_dir.is_dir():
-            for path in self.logs_dir.glob("step-*.log"):
-                path.unlink()
+        steplog.clear(self.logs_dir)
 
     def load_cache(self) -> dict[str, dict[str, Any]]:
         try:

@@ -15,7 +15,7 @@ from typing import Any
 from bisectkit import patchstack, upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
-from bisectkit.model import ON_CONFLICT, SUPERPROJECT, CommitInfo, OnConflict, Upstream
+from bisectkit.model import ON_CONFLICT, SUPERPROJECT, CommitInfo, OnConflict, StepRecord, Upstream
 from bisectkit.patchstack import Stack
 from bisectkit.session import Session
 from bisectkit.strategy import Prepared, Strategy, head_states, resolve_range
@@ -227,8 +227,8 @@ class SubmoduleStrategy(PatchedSubmodule):
         cmd = ["bisectkit", "run", "--submodule", self.path, "--upstream",
                self.session.params["upstream_ref"], "--stack", "--at", first_bad, *rerun]
         terms = self.session.terms
-        return [f"{first_bad[:12]} is {terms['old']} without the local patch stack and "
-                f"{terms['new']} with it: one of our patches is the culprit; to find which, "
+        return [f"{first_bad[:12]} is {terms.old} without the local patch stack and "
+                f"{terms.new} with it: one of our patches is the culprit; to find which, "
                 "run:", shlex.join(cmd)]
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
@@ -240,8 +240,8 @@ class SubmoduleStrategy(PatchedSubmodule):
         lines = [entry["message"] for entry in self.stops_applying()]
         if self.on_conflict == "skip":
             local = {p.sha for p in self.stack.patches if p.kind == "local"}
-            skipped = sum(1 for step in self.session.steps if step["source"] == "auto" and any(
-                p["action"] == "conflict" and p["commit"] in local for p in step["patches"]))
+            skipped = sum(1 for step in self.session.steps if step.source == "auto" and any(
+                p["action"] == "conflict" and p["commit"] in local for p in step.patches))
             if skipped:
                 lines.append(f"{skipped} step{'s were' if skipped != 1 else ' was'} skipped "
                              "because a local patch conflicts; --on-conflict drop tests such "
@@ -369,7 +369,7 @@ class SubmoduleStrategy(PatchedSubmodule):
             f"  upstream {p['upstream_ref']} at {p['upstream'][:12]}, merge-base "
             f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
             *guess_lines(p),
-            f"  range: {s.terms['old']} {goods} .. {s.terms['new']} {s.bad[:12]}: "
+            f"  range: {s.terms.old} {goods} .. {s.terms.new} {s.bad[:12]}: "
             f"{len(s.candidates)} candidates{where}",
         ]
         patches = stack["patches"]
@@ -387,7 +387,7 @@ class SubmoduleStrategy(PatchedSubmodule):
         return lines
 
 
-def _local_patch_states(steps: Sequence[dict[str, Any]],
+def _local_patch_states(steps: Sequence[StepRecord],
                         positions: dict[str, int]) -> dict[str, dict[int, bool]]:
     """Per local patch: candidate position -> whether it conflicted there, from step records.
 
@@ -396,10 +396,10 @@ def _local_patch_states(steps: Sequence[dict[str, Any]],
     """
     states: dict[str, dict[int, bool]] = {}
     for step in steps:
-        pos = positions.get(step["commit"])
+        pos = positions.get(step.commit)
         if pos is None:  # the good end (--verify-range) or not a candidate
             continue
-        for p in step.get("patches") or ():
+        for p in step.patches:
             if p["kind"] != "local":
                 continue
             if p["action"] in ("applied", "empty"):

@@ -34,10 +34,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
                     "worktree")),
     ("state", ("engine", "git", "merge", "runner", "execution", "session", "journal", "lock",
+               "fingerprint",
                "cache")),
-    ("hooks", ("plugins", "classify")),
+    ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "trace", "report", "report.*", "steplog")),
-    ("base", ("model", "hookspecs", "errors", "signals", "fileio")),
+    ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio")),
 ]
 
 #: Modules that must never print: everything the user sees goes through observers.

@@ -288,6 +288,6 @@ def test_follow_up_commands_repeat_cache_input(integrate_world: World, tmp_path:
 ])
 def test_shell_words_tell_inputs_from_outputs(command: str, inputs: list[str],
                                               outputs: list[str]):
-    from bisectkit.runopts import _shell_words
+    from bisectkit.cache import shell_words
 
-    assert _shell_words(command) == (inputs, outputs)
+    assert shell_words(command) == (inputs, outputs)

@@ -15,36 +15,33 @@ import contextlib
 from pathlib import Path
 from types import TracebackType
 
-import pluggy
-
 from bisectkit import journal as journal_mod
 from bisectkit import recovery, signals
-from bisectkit.console import Console
-from bisectkit.driver import Bisector
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
+from bisectkit.hooks import Hooks
 from bisectkit.journal import Journal, Origin
 from bisectkit.lock import RunLock
+from bisectkit.model import GIT_PROG
+from bisectkit.pipeline.bisection import Bisection
+from bisectkit.replaylog import log_lines
 from bisectkit.session import Session, SessionStore
 from bisectkit.worktree import Mover
-
-GIT_PROG = "git bisect-patched"
 
 
 class Run:
     """Owns the lock, the journal and the restore of one superproject for one command."""
 
-    def __init__(self, superproject: Repo, console: Console, pm: pluggy.PluginManager,
-                 command: str, force_ignored: bool = False) -> None:
+    def __init__(self, superproject: Repo, hooks: Hooks, command: str,
+                 force_ignored: bool = False) -> None:
         self.superproject = superproject
-        self.console = console
-        self.pm = pm
+        self.hooks = hooks
         self.command = command
         self.store = SessionStore(superproject.git_dir)
         self.lock = RunLock(self.store.lock_path)
         self.journal = Journal(self.store.journal_path)
         self.force_ignored = force_ignored
-        self.bisector: Bisector | None = None
+        self.bisection: Bisection | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Run:
@@ -68,7 +65,7 @@ class Run:
             raise BadInput(f"an interrupted bisection left changes to undo "
                            f"({self.journal.path}); run '{GIT_PROG} reset' first")
 
-    def begin(self, session: Session) -> Bisector:
+    def begin(self, session: Session) -> Bisection:
         """Journal the starting HEADs, then save the session: from here, ``end`` undoes all."""
         origins = {key: Origin(head, len(recovery.open_repo(self.superproject, key).head_reflog()))
                    for key, head in session.orig.items()}
@@ -80,7 +77,7 @@ class Run:
             self.store.save(session)
         return self._bisector(session)
 
-    def resume(self) -> Bisector:
+    def resume(self) -> Bisection:
         """The session in progress, with any move a kill left half done settled."""
         session = self.store.load()
         state = journal_mod.load(self.journal.path)
@@ -122,7 +119,7 @@ class Run:
             lines += recovery.restore(self.superproject, mover, state)
         if session is not None:
             with contextlib.suppress(Exception):  # a log is a nicety; the restore is not
-                log = self._bisector(session).log_lines()
+                log = log_lines(self._bisector(session))
                 self.store.last_log_path.write_text("\n".join(log) + "\n", encoding="utf-8")
         self.store.delete()
         self.journal.delete()
@@ -181,16 +178,15 @@ class Run:
         except BadInput as exc:
             return None, str(exc)
 
-    def _bisector(self, session: Session) -> Bisector:
+    def _bisector(self, session: Session) -> Bisection:
         force = self.force_ignored or bool(session.params.get("force_ignored"))
         mover = Mover(self.journal, self.store.backups_dir, force_ignored=force,
                       note=self._note)
-        self.bisector = Bisector(self.superproject, self.store, session, self.console, self.pm,
-                                 mover)
-        return self.bisector
+        self.bisection = Bisection(self.superproject, self.store, session, self.hooks, mover)
+        return self.bisection
 
     def _note(self, text: str) -> None:
-        self.console.line(text, style="dim")
+        self.hooks.message(text, "note")
 
 
 def _remove_empty_tree(path: Path) -> None:

@@ -1,0 +1,1 @@
+"""The commands behind ``bisectkit`` and ``git bisect-patched`` (the CLI maps them)."""

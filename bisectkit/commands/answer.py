@@ -1,0 +1,134 @@
+"""Showing an answer: the result block, follow-up commands, ``--json``, ``--report``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bisectkit import engine, report, requests, results
+from bisectkit.cache import VerdictCache
+from bisectkit.commands.context import Context
+from bisectkit.engine import Decision, Found, Inconclusive, Next
+from bisectkit.git import Repo
+from bisectkit.pipeline.bisection import Bisection
+from bisectkit.session import write_json_atomic
+
+
+def header(ctx: Context, b: Bisection) -> None:
+    """What is bisected and roughly how many steps it takes."""
+    ctx.console.header(b.strategy.header_lines(),
+                       engine.steps_estimate(len(b.session.candidates) - 1))
+
+
+def finish(ctx: Context, b: Bisection, decision: Decision) -> int:
+    """Exit 0 while candidates remain; else show the answer and exit as it says."""
+    if isinstance(decision, Next):
+        return 0
+    return show_result(ctx, b, decision)
+
+
+def show_result(ctx: Context, b: Bisection, decision: Decision,
+                rerun: Sequence[str] | None = None) -> int:
+    """Print the outcome; exit code 0 when found, 1 when only skips are left.
+
+    ``rerun`` (run options and repro) completes follow-up commands.
+    """
+    console = ctx.console
+    if isinstance(decision, Found):
+        sha = decision.first_bad
+        console.found(b.strategy.describe(sha), results.details_at(b, sha), b.terms.new)
+        _closing_lines(ctx, b, sha)
+        lines = followup_lines(b, decision, rerun or ["--", "REPRO"])
+        if lines:
+            console.line("")
+        for line in lines:
+            console.line(line)
+    elif isinstance(decision, Inconclusive):
+        console.inconclusive([b.strategy.describe(c) for c in decision.candidates],
+                             b.terms.new)
+        _closing_lines(ctx, b, None)
+    return results.exit_code(decision)
+
+
+def _closing_lines(ctx: Context, b: Bisection, first_bad: str | None) -> None:
+    lines = b.strategy.closing_lines(first_bad)
+    if lines:
+        ctx.console.line("")
+    for line in lines:
+        ctx.console.line(line, style="yellow")
+
+
+def followup_lines(b: Bisection, decision: Decision, rerun: Sequence[str]) -> list[str]:
+    """Commands to run next (chained bisects), when found."""
+    if not isinstance(decision, Found):
+        return []
+    return b.strategy.followup(decision.first_bad,
+                               [*requests.terms_argv(b.terms), *rerun])
+
+
+def write_result(target: str, result: dict[str, Any]) -> None:
+    """``--json FILE``: the result, atomically; ``--json -``: on stdout (the console
+    then writes to stderr, so stdout parses as JSON)."""
+    if target != "-":
+        write_json_atomic(Path(target), result)
+        return
+    with contextlib.suppress(OSError, ValueError):  # a reader gone: nothing to tell it
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.flush()
+
+
+def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:
+    """``--report FILE``: Markdown for an issue, and its short version on the terminal."""
+    sp = ctx.superproject
+    url = sp.config_get("bisectkit.commit-url") if sp else None
+    fork_url = sp.config_get("bisectkit.fork-url") if sp else None
+    path.write_text(report.render_markdown(result, url, fork_url=fork_url), encoding="utf-8")
+    ctx.console.line("")
+    for line in report.render_terminal(result, url, fork_url):
+        ctx.console.line(line)
+    ctx.console.line(f"report written to {path}", style="dim")
+
+
+def note_changed_inputs(ctx: Context, sp: Repo, cache: VerdictCache) -> None:
+    """Say so when the run changed files of the next run's cache key (a build output left
+    in the work tree that git does not ignore): the next run would test everything again."""
+    changed = cache.identity.changed_local_files(sp)
+    if not changed:
+        return
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    ctx.console.line(
+        f"note: {len(changed)} untracked or edited file(s) of the superproject changed during "
+        f"this run ({', '.join(changed[:3])}{more}); they are part of the verdict cache's key, "
+        "so the next run will test again: write build outputs outside the work tree or ignore "
+        "them (.gitignore, .git/info/exclude)", style="yellow")
+
+
+def check_stack_conclusion(b: Bisection, first_bad: str,
+                           checked_verdict: str | None, checked_reason: str | None,
+                           nothing_to_check: str | None) -> dict[str, Any]:
+    """``--check-stack``'s conclusion: ``stack_implicated`` is True or False only when the
+    test gave a side; None (with the reason) when there was nothing to check or the test
+    could not tell (a failed build is a skip, not an acquittal)."""
+    old, new = b.terms.old, b.terms.new
+    short = first_bad[:12]
+    implicated: bool | None = None
+    conclusion = nothing_to_check or ""
+    if checked_verdict == "good":
+        # Old side without the stack, new side with it: our patches are implicated.
+        implicated = True
+        conclusion = (f"the patch stack is implicated: {short} is {old} without it and {new} "
+                      "with it")
+    elif checked_verdict == "bad":
+        implicated = False
+        conclusion = (f"the patch stack is not implicated: {short} is {new} without it too "
+                      "(the upstream commit itself)")
+    elif checked_verdict is not None:
+        conclusion = (f"could not be checked: {short} without the patch stack tested skip "
+                      f"({checked_reason})")
+    b.session.params["stack_implicated"] = bool(implicated)
+    return {"check_stack": {"verdict": checked_verdict, "reason": checked_reason,
+                            "stack_implicated": implicated, "conclusion": conclusion}}

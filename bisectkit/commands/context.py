@@ -1,0 +1,64 @@
+"""What every command gets from the CLI: typed, no argparse."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pluggy
+
+from bisectkit.console import Console
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo
+from bisectkit.hooks import Hooks
+from bisectkit.model import GIT_PROG, Config, RunOptions
+from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.lifecycle import Run
+from bisectkit.requests import RunFlags
+from bisectkit.session import SessionStore
+
+
+@dataclass
+class Context:
+    """Everything a command needs, prepared by the CLI."""
+
+    console: Console
+    pm: pluggy.PluginManager
+    config: Config
+    superproject: Repo | None
+    #: The command line as typed (for "reproduce with" in reports).
+    command: str = ""
+    #: ``--force-ignored``: set aside untracked files in a candidate's way.
+    force_ignored: bool = False
+    #: ``-p`` specs given on the command line.
+    plugin_specs: tuple[str, ...] = ()
+    #: The repro's words as typed (before the repro was resolved to a path).
+    typed_repro: tuple[str, ...] = ()
+    #: ``run``'s output files and extra checks.
+    flags: RunFlags = field(default_factory=RunFlags)
+
+    @property
+    def hooks(self) -> Hooks:
+        return Hooks(self.pm)
+
+    @property
+    def options(self) -> RunOptions:
+        """The run options (``run`` commands only)."""
+        assert self.config.run is not None
+        return self.config.run
+
+    def open(self) -> tuple[Repo, SessionStore]:
+        if self.superproject is None:
+            raise BadInput(f"not inside a git repository: {Path.cwd()}")
+        return self.superproject, SessionStore(self.superproject.git_dir)
+
+    def run(self, sp: Repo) -> Run:
+        """The owner of this command's changes (enter it to take the lock)."""
+        return Run(sp, self.hooks, self.command, force_ignored=self.force_ignored)
+
+    def reader(self, sp: Repo, store: SessionStore) -> Bisection:
+        """The session, for commands that only read it (no lock, moves nothing)."""
+        if not store.exists() and store.journal_path.exists():
+            raise BadInput(f"an interrupted bisection left changes to undo ({store.dir}); "
+                           f"run '{GIT_PROG} reset'")
+        return Bisection(sp, store, store.load(), self.hooks, None)

@@ -1,0 +1,82 @@
+""""Reproduce with": one command line that runs a bisection again, on another machine too."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from pathlib import Path
+
+from bisectkit import plugins, requests
+from bisectkit.commands.context import Context
+from bisectkit.model import GIT_PROG
+from bisectkit.pipeline.bisection import Bisection
+
+
+def reproduce_command(ctx: Context, b: Bisection) -> str:
+    """One command line that runs this bisection again, on another machine too.
+
+    Built from the session and the run options rather than from the words
+    typed: full shas for every end, and the settings this run took from git
+    config (``bisectkit.submodule``, ``.upstream``, ``.build``, ``.plugins``)
+    or from ``BISECTKIT_PLUGINS`` written out as options. Run it in the
+    superproject root. A range limited by a pathspec needs ``start``, so it
+    is ``git bisect-patched start ... && git bisect-patched run ...``.
+    """
+    s, opts = b.session, ctx.options
+    target = [*_target(b), *requests.terms_argv(b.terms)]
+    run_words = [flag for flag, on in (("--verify-range", ctx.flags.verify_range),
+                                       ("--check-stack", ctx.flags.check_stack)) if on]
+    run_words += [w for spec in _plugins_from_elsewhere(ctx) for w in ("-p", spec)]
+    words = requests.run_options_argv(opts)
+    if opts.repro:
+        words = [*words[:len(words) - len(opts.repro)], *_portable_repro(ctx, opts.repro)]
+    run_words += words
+    if s.pathspec:
+        start = [*GIT_PROG.split(), "start", *target, s.bad, *s.good, "--", *s.pathspec]
+        return f"{shlex.join(start)} && {shlex.join([*GIT_PROG.split(), 'run', *run_words])}"
+    ends = [] if s.strategy == "stack" else [
+        *(w for g in s.good for w in ("--good", g)), "--bad", s.bad]
+    return shlex.join(["bisectkit", "run", *target, *ends, *run_words])
+
+
+def _target(b: Bisection) -> list[str]:
+    """What is bisected, as options (the submodule and upstream written out)."""
+    s, p = b.session, b.session.params
+    target: list[str] = []
+    if s.strategy == "integrate":
+        target.append("--integrate")
+        for path in p.get("submodules", []):
+            target += ["--submodule", path]
+        if p.get("upstream_ref"):
+            target += ["--upstream", p["upstream_ref"]]
+    else:
+        target += ["--submodule", p["submodule"], "--upstream", p["upstream_ref"]]
+    if s.strategy == "stack":
+        target += ["--stack", "--at", p["at"]]
+    return target
+
+
+def _plugins_from_elsewhere(ctx: Context) -> list[str]:
+    """Plugin specs this run loaded from ``BISECTKIT_PLUGINS`` or git config, not from ``-p``."""
+    sp = ctx.superproject
+    from_config = sp.config_get_all("bisectkit.plugins") if sp else []
+    req = plugins.request([], dict(os.environ), from_config)
+    given = set(ctx.plugin_specs)
+    specs = [spec for spec, _ in req.names] + [f"no:{name}" for name in req.blocked]
+    return [spec for spec in dict.fromkeys(specs) if spec not in given]
+
+
+def _portable_repro(ctx: Context, repro: tuple[str, ...]) -> list[str]:
+    """The repro as it runs from the superproject root on any machine: a script of the
+    superproject as ``./path``, a command found on PATH by its name."""
+    typed = list(ctx.typed_repro)
+    typed = typed[1:2] if typed[:1] == ["--"] else typed[:1]
+    first = repro[0]
+    if typed and os.sep not in typed[0]:
+        first = typed[0]
+    elif ctx.superproject is not None:
+        root = ctx.superproject.workdir.resolve()
+        with contextlib.suppress(ValueError):
+            first = "./" + Path(first).relative_to(root).as_posix()
+    return [first, *repro[1:]]

@@ -1,0 +1,173 @@
+"""``bisectkit run`` (start + run + report + reset) and ``git bisect-patched run``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+from bisectkit import requests, results, signals
+from bisectkit.cache import VerdictCache, run_identity
+from bisectkit.commands import answer
+from bisectkit.commands.context import Context
+from bisectkit.commands.reproduce import reproduce_command
+from bisectkit.commands.starting import new_session
+from bisectkit.engine import Decision, Found
+from bisectkit.errors import Aborted
+from bisectkit.model import GIT_PROG, SUPERPROJECT, StartRequest
+from bisectkit.pipeline import verify
+from bisectkit.pipeline.bisection import Bisection
+from bisectkit.trace import Tracer
+
+
+def cmd_oneshot(ctx: Context, request: StartRequest) -> int:
+    """``bisectkit run``: start + run + report + reset; always restores."""
+    sp, _ = ctx.open()
+    with ctx.run(sp) as run:
+        run.require_idle()
+        session = new_session(sp, request)  # validates; nothing touched yet
+
+        def restore() -> None:
+            for line in run.end():
+                ctx.console.line(line, style="dim")
+
+        try:
+            try:
+                b = run.begin(session)
+                answer.header(ctx, b)
+                return run_with(ctx, b)
+            finally:
+                signals.run_shielded(restore)
+        except Aborted:
+            ctx.console.error("aborted; the superproject and the submodules were restored")
+            raise
+
+
+def cmd_run(ctx: Context) -> int:
+    """``git bisect-patched run``: test until done; on abort the session is kept."""
+    sp, _ = ctx.open()
+    with ctx.run(sp) as run:
+        b = run.resume()
+        try:
+            return run_with(ctx, b)
+        except (Aborted, KeyboardInterrupt):
+            ctx.console.error(f"stopped; the session is kept: fix things, then '{GIT_PROG} run' "
+                              f"again or '{GIT_PROG} reset'")
+            raise
+
+
+def _cache(ctx: Context, b: Bisection) -> VerdictCache | None:
+    if not ctx.options.use_cache:
+        return None
+    # Read once, before the first step: what the build writes during the run
+    # does not change the key; the run's own output files are not inputs.
+    moved = [p for p in b.session.orig if p != SUPERPROJECT]
+    outputs = [os.path.realpath(f) for f in ctx.flags.output_files()]
+    return VerdictCache(b.store, run_identity(ctx.options, b.superproject, moved, outputs))
+
+
+def run_with(ctx: Context, b: Bisection) -> int:
+    """Run the loop; report, write the JSON result and the trace however it ends."""
+    opts, flags = ctx.options, ctx.flags
+    cache = _cache(ctx, b)
+    if flags.trace:
+        b.tracer = Tracer()
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    b.commands = {"build": opts.build or "", "repro": shlex.join(opts.repro)}
+    try:
+        if flags.verify_range:
+            verify.verify_range(b, cache)
+        decision = b.run(cache, max_env_skips=opts.max_env_skips)
+        result = _result(ctx, b, decision, cache)
+        return _show(ctx, b, decision, result, cache)
+    except KeyboardInterrupt:
+        error = "interrupted"
+        raise
+    except Exception as exc:
+        error = str(exc)
+        raise
+    finally:
+        if result is None:
+            _wrap_up_aborted(ctx, b, error)
+        elif flags.trace:
+            signals.run_shielded(lambda: b.tracer.write(flags.trace or ""))
+
+
+def _result(ctx: Context, b: Bisection, decision: Decision,
+            cache: VerdictCache | None) -> dict[str, Any]:
+    """The answer checked (ends, stack, boundary) and written as the JSON result."""
+    extra: dict[str, Any] = {}
+    if isinstance(decision, Found):
+        if ctx.options.verify_ends:
+            unconfirmed = verify.confirm_ends(b, decision, cache)
+            if unconfirmed is not None:
+                extra["unconfirmed"] = unconfirmed
+                ctx.console.line(f"warning: the answer is not confirmed: {unconfirmed}",
+                                 style="yellow")
+        if ctx.flags.check_stack:
+            extra.update(_check_stack(b, decision.first_bad, cache))
+        if any("runs" in step.extra for step in b.session.steps):
+            extra["confidence"] = verify.confirm_boundary(b, decision)
+    result = results.result_json(b, results.status_word(decision), decision)
+    result.update(extra)
+    result["command"] = ctx.command
+    result["reproduce"] = reproduce_command(ctx, b)
+    result["followup"] = answer.followup_lines(b, decision, _rerun(ctx))
+    return result
+
+
+def _rerun(ctx: Context) -> list[str]:
+    return requests.run_options_argv(ctx.options)
+
+
+def _show(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any],
+          cache: VerdictCache | None) -> int:
+    """Write and print the result; the exit code."""
+    if ctx.flags.json:
+        answer.write_result(ctx.flags.json, result)
+    ctx.hooks.session_finish(result)
+    code = answer.show_result(ctx, b, decision, _rerun(ctx))
+    if "check_stack" in result:
+        ctx.console.line(f"check-stack: {result['check_stack']['conclusion']}", style="bold")
+    if "confidence" in result:
+        ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
+    if cache is not None:
+        answer.note_changed_inputs(ctx, b.superproject, cache)
+    if ctx.flags.report:
+        answer.write_report(ctx, result, Path(ctx.flags.report))
+    return code
+
+
+def _wrap_up_aborted(ctx: Context, b: Bisection, error: str | None) -> None:
+    """An aborted run still writes its JSON (status aborted) and trace, and tells plugins."""
+    flags = ctx.flags
+
+    def wrap_up() -> None:
+        if flags.json:
+            answer.write_result(flags.json, results.result_json(b, "aborted", None, error))
+        if flags.trace:
+            b.tracer.write(flags.trace)
+
+    signals.run_shielded(wrap_up)
+    with contextlib.suppress(Exception):
+        ctx.hooks.session_finish(results.result_json(b, "aborted", None, error))
+
+
+def _check_stack(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dict[str, Any]:
+    """``--check-stack``: test ``first_bad`` without the patch stack; what that concluded."""
+    patches = (b.session.params.get("stack") or {}).get("patches")
+    nothing = None
+    if b.strategy.name == "stack":
+        nothing = "not checked: the candidates already are the patch stack's patches"
+    elif b.strategy.name != "submodule":
+        nothing = (f"not checked: an {b.strategy.name} bisect has no patch stack to take "
+                   "away (bisect the submodule move it found, with --check-stack)")
+    elif not patches:
+        nothing = f"not checked: submodule {b.session.params['submodule']} has no local patches"
+    checked = None if nothing else verify.check_stack(b, first_bad, cache)
+    return answer.check_stack_conclusion(
+        b, first_bad, checked.verdict if checked else None,
+        checked.reason if checked else None, nothing)

@@ -1,0 +1,117 @@
+"""The typed facade over the plugin manager: one method per hook (as tox 4 does).
+
+Everything that calls a hook calls it here, so a plugin that raises is
+reported the same way from every hook (:class:`~bisectkit.errors.PluginFailed`:
+one line naming the plugin and the hook, exit 3), and the hook's signature is
+checked by mypy at every call site.
+"""
+
+from __future__ import annotations
+
+import traceback
+from types import ModuleType
+from typing import Any, cast
+
+import pluggy
+
+from bisectkit.errors import BisectkitError, PluginFailed
+from bisectkit.model import CommitInfo, Config, OptionGroup, Outcome, Step, Verdict
+
+
+class Hooks:
+    """Calls bisectkit's hooks on one plugin manager."""
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self.pm = pm
+
+    def addoption(self, group: OptionGroup) -> None:
+        self._call("bisectkit_addoption", historic=True, parser=group)
+
+    def configure(self, config: Config) -> None:
+        self._call("bisectkit_configure", config=config)
+
+    def step_start(self, step: Step) -> None:
+        self._call("bisectkit_step_start", step=step)
+
+    def build(self, step: Step) -> Outcome | None:
+        return cast(Outcome | None, self._call("bisectkit_build", step=step))
+
+    def repro(self, step: Step) -> Outcome | None:
+        return cast(Outcome | None, self._call("bisectkit_repro", step=step))
+
+    def classify(self, step: Step, outcome: Outcome) -> Verdict | None:
+        return cast(Verdict | None, self._call("bisectkit_classify", step=step, outcome=outcome))
+
+    def step_done(self, step: Step, verdict: Verdict) -> None:
+        self._call("bisectkit_step_done", step=step, verdict=verdict)
+
+    def session_finish(self, result: dict[str, Any]) -> None:
+        self._call("bisectkit_session_finish", result=result)
+
+    def candidate(self, index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
+        self._call("bisectkit_candidate", index=index, info=info, remaining=remaining,
+                   steps_left=steps_left)
+
+    def prepared(self, index: int, details: dict[str, Any], files_written: int | None) -> None:
+        self._call("bisectkit_prepared", index=index, details=details,
+                   files_written=files_written)
+
+    def message(self, text: str, kind: str = "info") -> None:
+        self._call("bisectkit_message", text=text, kind=kind)
+
+    def has_repro_plugin(self) -> bool:
+        """Does a plugin besides the built-in one implement ``bisectkit_repro``?"""
+        return any(impl.plugin_name != "repro"
+                   for impl in self.pm.hook.bisectkit_repro.get_hookimpls())
+
+    def _call(self, hook: str, *, historic: bool = False, **kwargs: Any) -> Any:
+        """Call ``hook``; an exception from a plugin's implementation becomes
+        :class:`PluginFailed`.
+
+        A user's plugin that raises must not look like a bisectkit bug (exit 70
+        and a traceback): the run stops with one line naming the plugin and the
+        hook, and everything is restored. bisectkit's own errors pass through, and
+        so do exceptions from bisectkit's built-in implementations (those are bugs).
+        """
+        caller = getattr(self.pm.hook, hook)
+        try:
+            if historic:  # bisectkit_addoption: later registrations get it too
+                return caller.call_historic(kwargs=kwargs)
+            return caller(**kwargs)
+        except BisectkitError:
+            raise
+        except Exception as exc:
+            culprit = _raising_impl(self.pm, exc)
+            if culprit is None:
+                raise
+            name, where = culprit
+            text = "".join(traceback.format_exception(exc))
+            raise PluginFailed(name, where, exc, text) from exc
+
+
+def _raising_impl(pm: pluggy.PluginManager, exc: BaseException) -> tuple[str, str] | None:
+    """(plugin, hook) of the innermost hook implementation in ``exc``'s traceback.
+
+    Innermost: a plugin that calls hooks itself (``-p flaky`` classifies each
+    run) is not blamed for the plugin it called. ``None`` for a built-in.
+    """
+    owners: dict[object, tuple[str, str, object]] = {}
+    for plugin in pm.get_plugins():
+        for caller in pm.get_hookcallers(plugin) or []:
+            for impl in caller.get_hookimpls():
+                code = getattr(impl.function, "__code__", None)
+                if code is not None:
+                    owners[code] = (impl.plugin_name, caller.name, impl.plugin)
+    found: tuple[str, str, object] | None = None
+    tb = exc.__traceback__
+    while tb is not None:
+        found = owners.get(tb.tb_frame.f_code, found)
+        tb = tb.tb_next
+    if found is None or _is_builtin(found[2]):
+        return None
+    return found[0], found[1]
+
+
+def _is_builtin(plugin: object) -> bool:
+    module = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
+    return module == "bisectkit" or module.startswith("bisectkit.")

@@ -1,0 +1,74 @@
+"""Pure shared values: what the layers of bisectkit hand each other.
+
+Nothing here does I/O or imports another bisectkit module: every module may
+import this package, so the types that cross layers live here rather than in
+the module that happens to produce them. Plugin authors get the public ones
+from :mod:`bisectkit`.
+
+- :mod:`.values`: verdicts and terms, commits, outcomes, steps and step records;
+- :mod:`.requests`: start requests, run options, follow-ups, plugin configuration.
+"""
+
+from bisectkit.model.requests import (
+    Config,
+    FollowUp,
+    IntegrateRequest,
+    OptionGroup,
+    RunOptions,
+    StackRequest,
+    StartRequest,
+    SubmoduleRequest,
+)
+from bisectkit.model.values import (
+    DEFAULT_KEEP,
+    DEFAULT_MAX_ENV_SKIPS,
+    GIT_PROG,
+    ON_CONFLICT,
+    PROJECT,
+    SUPERPROJECT,
+    VERDICTS,
+    VERSION,
+    CommitInfo,
+    HeadState,
+    OnConflict,
+    Outcome,
+    Rules,
+    Step,
+    StepRecord,
+    Terms,
+    Upstream,
+    Verdict,
+    hookimpl,
+    hookspec,
+)
+
+__all__ = [
+    "CommitInfo",
+    "Config",
+    "DEFAULT_KEEP",
+    "DEFAULT_MAX_ENV_SKIPS",
+    "FollowUp",
+    "GIT_PROG",
+    "HeadState",
+    "IntegrateRequest",
+    "ON_CONFLICT",
+    "OnConflict",
+    "OptionGroup",
+    "Outcome",
+    "PROJECT",
+    "Rules",
+    "RunOptions",
+    "SUPERPROJECT",
+    "StackRequest",
+    "StartRequest",
+    "Step",
+    "StepRecord",
+    "SubmoduleRequest",
+    "Terms",
+    "Upstream",
+    "VERDICTS",
+    "VERSION",
+    "Verdict",
+    "hookimpl",
+    "hookspec",
+]

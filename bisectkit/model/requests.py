@@ -1,0 +1,119 @@
+"""Pure shared values: what to bisect (the start requests), how to test (run options),
+follow-ups, and what plugins are configured with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pluggy
+
+from bisectkit.model.values import (
+    DEFAULT_KEEP,
+    DEFAULT_MAX_ENV_SKIPS,
+    OnConflict,
+    Rules,
+    Terms,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+# -- what to bisect ------------------------------------------------------------------
+@dataclass(frozen=True)
+class SubmoduleRequest:
+    """Bisect upstream commits of a patched submodule, the stack replayed at each."""
+
+    submodule: str
+    bad: str
+    good: tuple[str, ...]
+    upstream: str | None = None
+    pathspec: tuple[str, ...] = ()
+    on_conflict: OnConflict = "skip"
+    terms: Terms = Terms()
+
+
+@dataclass(frozen=True)
+class IntegrateRequest:
+    """Bisect the superproject's own commits, submodules updated at each."""
+
+    bad: str
+    good: tuple[str, ...]
+    #: Submodules to update at each step; empty means every initialised one.
+    submodules: tuple[str, ...] = ()
+    upstream: str | None = None
+    pathspec: tuple[str, ...] = ()
+    terms: Terms = Terms()
+
+
+@dataclass(frozen=True)
+class StackRequest:
+    """Bisect a submodule's own patch stack at one upstream commit."""
+
+    submodule: str
+    at: str
+    upstream: str | None = None
+    terms: Terms = Terms()
+
+
+#: What ``start`` (or ``bisectkit run``) was asked to bisect, before validation.
+StartRequest = SubmoduleRequest | IntegrateRequest | StackRequest
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How each step is built and tested."""
+
+    repro: tuple[str, ...]
+    build: str | None = None
+    rules: Rules = Rules()
+    timeout: float | None = None
+    timeout_verdict: Verdict = "skip"
+    use_cache: bool = True
+    #: Plugin-added option values that change verdicts (part of the cache key).
+    plugin_options: tuple[tuple[str, str], ...] = ()
+    #: ``-p`` plugins and their options as command-line words (for follow-up commands).
+    plugin_argv: tuple[str, ...] = ()
+    #: Characters of each command's output kept (``--keep-output``); not part of the cache
+    #: key: the lines the rules match are kept whatever the limit.
+    keep_output: int = DEFAULT_KEEP
+    #: Test an untested end the answer rests on (``--no-verify`` turns it off).
+    verify_ends: bool = True
+    #: Consecutive steps skipped for the machine's sake that stop the run (0: never).
+    max_env_skips: int = DEFAULT_MAX_ENV_SKIPS
+    #: ``--cache-input`` paths (absolute): more files or directories the verdict depends on.
+    cache_inputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A bisection to run next (e.g. the submodule move an integrate bisect found)."""
+
+    request: StartRequest
+    #: Why, in one line, shown above the command.
+    note: str
+
+
+class OptionGroup(Protocol):
+    """What ``bisectkit_addoption`` gets: add options as with argparse's ``add_argument``."""
+
+    def add_argument(self, *flags: str, **settings: Any) -> Any:
+        """Declare an option (``"--my-opt", type=int, default=1, help=...``)."""
+
+
+@dataclass
+class Config:
+    """What ``bisectkit_configure`` gets: parsed options and the run's context."""
+
+    #: The parsed options (an attribute per option, plugins' own included).
+    option: Any
+    pluginmanager: pluggy.PluginManager
+    root: Path | None = None
+    #: The console to print to (:class:`bisectkit.console.Console`).
+    console: Any = None
+    #: How steps are built and tested (``run`` commands only).
+    run: RunOptions | None = None
+    #: name -> where it came from, for ``bisectkit plugins``.
+    origins: dict[str, str] = field(default_factory=dict)

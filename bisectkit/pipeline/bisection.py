@@ -1,0 +1,293 @@
+"""One session's steps: engine decision -> materialise -> build -> repro -> classify -> record.
+
+Shared by the manual flow (``start``/``good``/``bad``/``skip``), ``git
+bisect-patched run`` and the one-shot ``bisectkit run``. It saves the session
+after every change and tells observers what happens through the hooks; it
+never prints.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from bisectkit import engine
+from bisectkit.cache import VerdictCache
+from bisectkit.engine import Decision, Next
+from bisectkit.errors import Aborted, BadInput, PluginFailed
+from bisectkit.git import Repo
+from bisectkit.hooks import Hooks
+from bisectkit.model import Step, StepRecord, Terms, Verdict
+from bisectkit.pipeline.testing import StepTester, Tested
+from bisectkit.session import Session, SessionStore, VerdictEntry
+from bisectkit.strategies import make_strategy
+from bisectkit.strategies.base import Prepared
+from bisectkit.trace import NullTracer, Tracer
+from bisectkit.worktree import Mover
+
+T = TypeVar("T")
+#: Record fields a strategy's or a test's details may fill (the rest goes to ``extra``).
+_CORE = ("patches", "files_written", "prepare_s", "build_s", "repro_s")
+
+
+class Bisection:
+    """One session's pipeline, saving the session after every change."""
+
+    def __init__(self, superproject: Repo, store: SessionStore, session: Session,
+                 hooks: Hooks, mover: Mover | None) -> None:
+        self.superproject = superproject
+        self.store = store
+        self.session = session
+        self.hooks = hooks
+        self.mover = mover
+        self.strategy = make_strategy(superproject, session, mover)
+        self.tracer: Tracer = NullTracer()
+        #: The build and repro commands as shown to the user (set by the run command).
+        self.commands: dict[str, str] = {}
+        self.tester = StepTester(self)
+        # The checked-out candidate as prepared, when this process prepared it.
+        self._prepared: Prepared | None = None
+        self._step_started: dict[int, float] = {}
+
+    @property
+    def terms(self) -> Terms:
+        return self.session.terms
+
+    # -- engine ------------------------------------------------------------
+    def decide(self) -> Decision:
+        return engine.decide(self.session.candidates, self.session.verdict_map())
+
+    def advance(self, cache: VerdictCache | None = None) -> Decision:
+        """Move to the next candidate that needs a real test (checked out), or the result.
+
+        Candidates whose patch stack conflicts are skipped without a build;
+        candidates with a cached verdict are recorded without a checkout.
+        """
+        while True:
+            decision = self.decide()
+            if not isinstance(decision, Next):
+                self.session.current = None
+                self.store.save(self.session)
+                return decision
+            if self._checked_out(decision, cache):
+                return decision
+
+    def _checked_out(self, decision: Next, cache: VerdictCache | None) -> bool:
+        """Materialise ``decision``'s candidate: checked out (True) or decided unbuilt."""
+        started = time.perf_counter()
+        cand = decision.commit
+        index = self.session.next_step_index()
+        info = self.strategy.describe(cand)
+        self.hooks.candidate(index, info, decision.remaining, decision.steps_left)
+        self.tracer.name_track(index, f"step {index}: {cand[:12]} {info.subject[:40]}")
+        self._step_started[index] = self.tracer.now()
+        prep = self._materialise(cand, index)
+        if prep.skip_reason is not None:
+            self.hooks.prepared(index, prep.details, None)
+            self.record(cand, "skip", prep.skip_reason, "auto", **prep.details,
+                        prepare_s=_since(started))
+            return False
+        hit = cache.get(cache.key(prep.trees)) if cache is not None else None
+        if hit is not None:
+            self.hooks.prepared(index, prep.details, None)
+            step = Step(index=index, commit=cand, strategy=self.strategy.name,
+                        workdir=self.session.root, flags=list(hit.get("flags", [])),
+                        extra=dict(hit.get("extra", {})))
+            verdict, reason = self.engine_verdict(hit["verdict"], hit["reason"])
+            self.record(cand, verdict, f"cached: {reason}", "cache", step=step,
+                        **prep.details, prepare_s=_since(started))
+            return False
+        # Always check out, even when resuming on the same candidate: the user
+        # may have moved a work tree between commands, and a checkout onto
+        # the same tree writes nothing.
+        with self.tracer.span("checkout", index) as span:
+            written = self.strategy.checkout(prep)
+            span["files_written"] = written
+        if self.session.current == cand:
+            written += self.session.current_step.get("files_written", 0)
+        self.hooks.prepared(index, prep.details, written)
+        self._prepared = prep
+        self.session.current = cand
+        self.session.current_step = {**prep.details, "files_written": written,
+                                     "prepare_s": _since(started)}
+        self.store.save(self.session)
+        return True
+
+    def _materialise(self, commit: str, track: int) -> Prepared:
+        """``strategy.prepare`` inside a trace span, with one sub-span per patch."""
+        start = self.tracer.now()
+        prep = self.strategy.prepare(commit)
+        end = self.tracer.now()
+        at = start
+        for patch in prep.details.get("patches", ()):
+            took = patch.get("seconds", 0.0) * 1e6
+            self.tracer.complete(f"patch {patch['commit'][:12]}", track, at, at + took,
+                                 kind=patch["kind"], action=patch["action"], why=patch["why"])
+            at += took
+        self.tracer.complete("materialise", track, start, max(end, at), commit=commit,
+                             skip=prep.skip_reason)
+        return prep
+
+    def engine_verdict(self, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
+        """The repro's verdict (good = passes) as the engine's old/new side.
+
+        Looking for a fix, a passing repro is the new side: the engine's
+        "bad" (the side the first commit of which is reported).
+        """
+        side = self.terms.side(verdict)
+        return (side, reason) if side == verdict else (side, f"{reason} -> {self.term(side)}")
+
+    def term(self, verdict: str) -> str:
+        """The word shown for an engine verdict (``--term-old/--term-new``)."""
+        return self.terms.word(verdict)
+
+    # -- recording ----------------------------------------------------------------
+    def record(self, commit: str, verdict: Verdict, reason: str, source: str,
+               step: Step | None = None, affects: bool = True,
+               **details: Any) -> StepRecord:
+        """Append a step record (and, when it ``affects`` the bisection, its verdict);
+        tell the observers; save."""
+        if step is None:
+            step = Step(index=self.session.next_step_index(), commit=commit,
+                        strategy=self.strategy.name, workdir=self.session.root)
+        # Flags of how the candidate was prepared ("tested without <patch>") join the
+        # plugins' flags in the record only: the verdict cache keeps the plugins' own.
+        flags = list(dict.fromkeys([*details.pop("flags", ()), *step.flags]))
+        core = {k: details.pop(k) for k in _CORE if k in details}
+        record = StepRecord(
+            index=step.index, commit=commit, verdict=verdict, reason=reason, source=source,
+            term=None if self.terms.is_default else self.term(verdict), flags=flags,
+            environment=step.environment if verdict == "skip" else None,
+            extra={**details, **{k: v for k, v in step.extra.items() if k not in details}},
+            **core)
+        # Observers see (and may add to) the JSON record: the step log adds its path.
+        step.record = record.to_json()
+        self.call_step_hook(step, lambda: self.hooks.step_done(step, verdict))
+        record.extra.update({k: v for k, v in step.record.items()
+                             if k not in record.to_json()})
+        self.tracer.instant(f"verdict: {self.term(verdict)}", step.index, reason=reason,
+                            source=source)
+        self.tracer.complete("step", step.index, self._step_started.pop(step.index, 0.0),
+                             self.tracer.now(), commit=commit, verdict=verdict)
+        if affects:
+            self.session.verdicts.append(VerdictEntry(commit, verdict, reason, source))
+        self.session.steps.append(record)
+        if commit == self.session.current:
+            self.session.current = None
+        self.store.save(self.session)
+        return record
+
+    def call_step_hook(self, step: Step, call: Callable[[], T]) -> T:
+        """Call a step hook; a plugin that raises stops the run, its traceback in the step log."""
+        try:
+            return call()
+        except PluginFailed as exc:
+            raise self.tester.hook_failed(exc, step) from exc.cause
+
+    def new_step(self, index: int, commit: str, prep: Prepared) -> Step:
+        """Step ``index`` testing ``commit``: the build/repro environment is ours plus the
+        strategy's (``prep.env``) plus ``BISECTKIT_STEP``."""
+        env = {**os.environ, **prep.env, "BISECTKIT_STEP": str(index)}
+        return Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
+                    workdir=self.session.root)
+
+    # -- manual marking ------------------------------------------------------
+    def mark(self, word: str, revs: Sequence[str], source: str = "manual") -> None:
+        """``good``/``bad``/``skip`` (the repro's outcome) or ``old``/``new`` (the sides).
+
+        With no revs, the commit under test now. Looking for a fix, ``good``
+        (the repro passes) means the new side.
+        """
+        s = self.session
+        side = self.terms.mark(word)
+        if not revs:
+            if s.current is None:
+                raise BadInput("no commit is under test; name the revision to mark")
+            shas = [s.current]
+        else:
+            shas = [self.strategy.resolve(r) for r in revs]
+        for rev, sha in zip(revs or shas, shas, strict=True):
+            if sha not in s.candidates:
+                raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
+        trial = s.verdict_map()
+        trial.update(dict.fromkeys(shas, side))
+        try:
+            engine.bounds(s.candidates, trial)
+        except engine.ContradictoryVerdicts as exc:
+            raise BadInput(f"cannot mark {self.term(side)}: "
+                           f"{self.contradiction(exc)}") from exc
+        for sha in shas:
+            details = dict(s.current_step) if sha == s.current else {}
+            reason = "marked by hand" if source == "manual" else f"from {source}"
+            self.record(sha, side, reason, source, **details)
+
+    def contradiction(self, exc: engine.ContradictoryVerdicts) -> str:
+        """The engine's complaint in the session's words (``--find-fix``, ``--term-*``)."""
+        return (f"{exc.old[:12]} is marked {self.term('good')} but is not older than "
+                f"{exc.new[:12]}, which is {self.term('bad')}")
+
+    # -- automatic testing -----------------------------------------------------
+    def test_current(self, cache: VerdictCache | None) -> StepRecord:
+        """Build and run the repro on the checked-out candidate (through the plugin hooks)."""
+        s = self.session
+        assert s.current is not None
+        cand = s.current
+        prep = self._prepared
+        if prep is None or prep.candidate != cand:
+            prep = self.strategy.prepare(cand)
+        return self._recorded(cand, prep, cache, self.tester.test(
+            cand, prep, dict(s.current_step)), "run", affects=True)
+
+    def test_commit(self, commit: str, prep: Prepared, cache: VerdictCache | None,
+                    source: str) -> StepRecord:
+        """Check out ``prep`` and test it as an extra step (verify, check-stack, confirm):
+        recorded, but no verdict on a candidate."""
+        index = self.session.next_step_index()
+        self.tracer.name_track(index, f"{source}: {commit[:12]}")
+        self._step_started[index] = self.tracer.now()
+        started = time.perf_counter()
+        hit = cache.get(cache.key(prep.trees)) if cache is not None and prep.trees else None
+        if hit is not None:
+            verdict, reason = self.engine_verdict(hit["verdict"], hit["reason"])
+            return self.record(commit, verdict, f"cached: {reason}", source, affects=False,
+                               **prep.details, prepare_s=_since(started))
+        self.session.current = None  # the work tree will hold this commit, not a candidate
+        self.store.save(self.session)
+        written = self.strategy.checkout(prep)
+        details = {**prep.details, "files_written": written, "prepare_s": _since(started)}
+        return self._recorded(commit, prep, cache, self.tester.test(commit, prep, details),
+                              source, affects=False)
+
+    def _recorded(self, commit: str, prep: Prepared, cache: VerdictCache | None,
+                  tested: Tested, source: str, affects: bool) -> StepRecord:
+        """Remember a test's verdict in the cache, then record it as the engine's side."""
+        step, verdict, reason, details = tested
+        if cache is not None:
+            cache.put(cache.key(prep.trees), verdict, reason, step)
+        verdict, reason = self.engine_verdict(verdict, reason)
+        return self.record(commit, verdict, reason, source, step=step, affects=affects,
+                           **details)
+
+    def run(self, cache: VerdictCache | None, max_env_skips: int = 0) -> Decision:
+        """Test candidates until the first bad commit is found or only skips are left.
+
+        ``max_env_skips`` consecutive steps skipped because of the machine
+        (``step.environment``) stop the run: the next ones would fail the same.
+        """
+        decision = self.advance(cache)
+        streak = 0  # consecutive steps skipped for the machine's sake
+        while isinstance(decision, Next):
+            record = self.test_current(cache)
+            streak = streak + 1 if record.environment else 0
+            if max_env_skips and streak >= max_env_skips:
+                raise Aborted(f"stopped after {streak} consecutive steps skipped for the "
+                              f"machine, not the commit (last: {record.reason}); fix the "
+                              "machine or the command, or raise --max-env-skips")
+            decision = self.advance(cache)
+        return decision
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 4)

@@ -1,0 +1,201 @@
+"""Testing one checked-out candidate: build, repro, classify, through the hooks.
+
+Exit 126/127 ("cannot execute", "not found") is double-checked where the
+answer is known (the good end), as git >= 2.36 does: a command that cannot
+run must never name a culprit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from bisectkit.errors import Aborted, BadInput, PluginFailed
+from bisectkit.hooks import Hooks
+from bisectkit.model import Outcome, Step, Verdict
+from bisectkit.runner import clean_output
+from bisectkit.session import Session, SessionStore
+from bisectkit.steplog import step_log_path
+from bisectkit.strategies.base import Prepared, Strategy
+from bisectkit.trace import Tracer
+
+T = TypeVar("T")
+
+
+class Host(Protocol):
+    """What a :class:`StepTester` needs of the bisection it tests for."""
+
+    session: Session
+    store: SessionStore
+    strategy: Strategy
+    hooks: Hooks
+    tracer: Tracer
+    commands: dict[str, str]
+
+    def new_step(self, index: int, commit: str, prep: Prepared) -> Step: ...
+
+    def call_step_hook(self, step: Step, call: Callable[[], T]) -> T: ...
+
+#: What shells and ``env`` print when a command cannot run (dash, bash, zsh, busybox).
+_CANNOT_RUN = re.compile(
+    r"^(?P<line>.*(?:"
+    r": (?:command )?not found"
+    r"|: command not found: \S+"
+    r"|: (?:cannot execute: )?[Pp]ermission denied(?:: \S+)?"
+    r"|: bad interpreter: .*"
+    r"|: cannot execute(?: binary file)?(?:: .*)?"
+    r"|: No such file or directory"
+    r"))[ \t]*$", re.MULTILINE)
+
+
+def cannot_run(output: str) -> str | None:
+    """The shell's "not found" / "Permission denied" line in ``output``, if any."""
+    m = _CANNOT_RUN.search(output)
+    return m.group("line").strip()[:300] if m else None
+
+
+#: A test's result: the step (outputs, flags), the repro's verdict, why, record details.
+Tested = tuple[Step, Verdict, str, dict[str, Any]]
+
+
+class StepTester:
+    """Builds, runs and classifies candidates for one bisection (its :class:`Host`)."""
+
+    def __init__(self, bisection: Host) -> None:
+        self.b = bisection
+        # Phases ("build", "repro") whose command was seen to run at the good end
+        # after exiting 126/127 somewhere: checked once per run, as git does.
+        self._runs_at_good_end: set[str] = set()
+        self._double_checking = False
+
+    def hook_failed(self, exc: PluginFailed, step: Step) -> PluginFailed:
+        """A plugin raised at ``step``: the error to raise, its traceback in the step log."""
+        path = step_log_path(self.b.store.logs_dir, step.index)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as log:
+                log.write(f"# step {step.index}: {step.commit}: {exc}\n{exc.traceback_text}")
+        except OSError:
+            return exc  # the one line is what matters; the log is a bonus
+        return PluginFailed(exc.plugin, exc.hook, exc.cause, exc.traceback_text, log=str(path))
+
+    def _build(self, step: Step) -> Outcome | None:
+        return _cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.build(step)))
+
+    def _repro(self, step: Step) -> Outcome | None:
+        return _cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.repro(step)))
+
+    def test(self, commit: str, prep: Prepared, details: dict[str, Any]) -> Tested:
+        """Build, repro, classify the checked-out ``commit``; the repro's verdict."""
+        b = self.b
+        index = b.session.next_step_index()
+        step = b.new_step(index, commit, prep)
+        b.call_step_hook(step, lambda: b.hooks.step_start(step))
+        with b.tracer.span("build", index):
+            built = self._build(step)
+        if built is not None:
+            step.outputs["build"] = built.output
+            details["build_s"] = round(built.duration, 3)
+            if built.exit_status in (126, 127):
+                self._double_check("build", built, step, details)
+            if not built.ok:
+                return step, "skip", f"build failed ({_why(built)})", details
+        with b.tracer.span("repro", index):
+            outcome = self._repro(step)
+        if outcome is None:
+            raise BadInput("nothing runs the repro: give a repro command or a plugin that "
+                           "implements bisectkit_repro")
+        return self._judge(step, outcome, details)
+
+    def _judge(self, step: Step, outcome: Outcome, details: dict[str, Any]) -> Tested:
+        """Classify the repro's ``outcome`` (after the cannot-run double check)."""
+        step.outputs["repro"] = outcome.output
+        details["repro_s"] = round(outcome.duration, 3)
+        if outcome.exit_status in (126, 127):
+            self._double_check("repro", outcome, step, details)
+            line = cannot_run(outcome.output)
+            if line is not None:
+                # It runs at the good end, not here: the commit left something
+                # unrunnable. Not the regression the repro looks for.
+                step.environment = "a command cannot run"
+                return step, "skip", f"{outcome.describe()}, a command cannot run: {line!r}", \
+                    details
+        with self.b.tracer.span("classify", step.index):
+            verdict = self.b.call_step_hook(step, lambda: self.b.hooks.classify(step, outcome))
+        if verdict is None:
+            raise Aborted(f"repro {outcome.describe()} at {step.commit[:12]}: exit codes >= 128 "
+                          "and signals abort the bisection")
+        return step, verdict, step.reason or outcome.describe(), details
+
+    def _double_check(self, phase: str, outcome: Outcome, step: Step,
+                      details: dict[str, Any]) -> None:
+        """Exit 126/127: is the command itself broken? Run it at the good end.
+
+        If it cannot run there either, abort naming it. Once per phase and run.
+        """
+        if self._double_checking or phase in self._runs_at_good_end:
+            return
+        commit, good = step.commit, self.b.session.good[0]
+        said = cannot_run(outcome.output)
+        what = f"the {phase} command ({self.b.commands.get(phase) or 'given by a plugin'})"
+        if commit in self.b.session.good:
+            raise Aborted(f"{what} cannot run: {outcome.describe()} at the good end "
+                          f"{commit[:12]}{f': {said}' if said else ''}")
+        checked, result = self._run_at_good_end(phase, what, outcome, step)
+        details["double_check"] = checked
+        if result is None or phase not in checked:
+            raise Aborted(f"{what} {outcome.describe()} at {commit[:12]}, and cannot be "
+                          f"checked at the good end {good[:12]}: its build "
+                          f"{checked.get('build', 'did not run')}")
+        if result.exit_status in (126, 127):
+            said = cannot_run(result.output) or said
+            raise Aborted(f"{what} cannot run: {result.describe()} at the good end "
+                          f"{good[:12]} too{f': {said}' if said else ''}")
+        self._runs_at_good_end.add(phase)
+
+    def _run_at_good_end(self, phase: str, what: str, outcome: Outcome, step: Step
+                         ) -> tuple[dict[str, Any], Outcome | None]:
+        """Check the good end out and run ``phase`` (its build first) there."""
+        b, good = self.b, self.b.session.good[0]
+        prep = b.strategy.prepare(good)
+        if prep.skip_reason is not None:
+            raise Aborted(f"{what} {outcome.describe()} at {step.commit[:12]}, "
+                          f"and the good end {good[:12]} cannot be prepared to check whether "
+                          f"the command runs at all ({prep.skip_reason})")
+        b.hooks.message(f"{phase} {outcome.describe()} at {step.commit[:12]}: checking that it "
+                        f"runs at the good end {good[:12]}", "progress")
+        b.session.current = None  # the work tree will hold the good end
+        b.store.save(b.session)
+        self._double_checking = True
+        try:
+            b.strategy.checkout(prep)
+            at_good = b.new_step(step.index, good, prep)
+            checked: dict[str, Any] = {"commit": good}
+            result = self._build(at_good)
+            if result is not None:
+                step.outputs["build at the good end"] = result.output
+                checked["build"] = result.describe()
+            if phase == "repro" and (result is None or result.ok):
+                result = self._repro(at_good)
+                if result is not None:
+                    step.outputs["repro at the good end"] = result.output
+                    checked["repro"] = result.describe()
+        finally:
+            self._double_checking = False
+        return checked, result
+
+
+def _cleaned(outcome: Outcome | None) -> Outcome | None:
+    """A plugin's outcome with terminal escapes removed: rules see text, not escapes."""
+    if outcome is None:
+        return None
+    text = clean_output(outcome.output)
+    return outcome if text == outcome.output else dataclasses.replace(outcome, output=text)
+
+
+def _why(outcome: Outcome) -> str:
+    """``exit 127: sh: 1: make: not found`` when the shell said why, else ``exit 127``."""
+    said = cannot_run(outcome.output) if outcome.exit_status in (126, 127) else None
+    return f"{outcome.describe()}: {said}" if said else outcome.describe()

@@ -1,0 +1,91 @@
+"""The result of a bisection as data: the JSON document ``--json`` writes, and exit codes.
+
+Built from the session and the strategy (what it did at the first bad commit
+and the one before it); printed by the CLI, written by ``--json``, handed to
+``bisectkit_session_finish``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bisectkit.engine import Decision, Found, Inconclusive
+from bisectkit.errors import EXIT_FOUND, EXIT_INCONCLUSIVE
+from bisectkit.pipeline.bisection import Bisection
+
+
+def status_word(decision: Decision | None) -> str:
+    """``found``, ``inconclusive`` or ``aborted`` (no decision)."""
+    if isinstance(decision, Found):
+        return "found"
+    if isinstance(decision, Inconclusive):
+        return "inconclusive"
+    return "aborted"
+
+
+def exit_code(decision: Decision) -> int:
+    """0 when found, 1 when only skipped commits are left (as ``git bisect run``)."""
+    if isinstance(decision, Found):
+        return EXIT_FOUND
+    if isinstance(decision, Inconclusive):
+        return EXIT_INCONCLUSIVE
+    raise AssertionError(decision)
+
+
+def details_at(b: Bisection, sha: str) -> dict[str, Any]:
+    """What the strategy did at ``sha`` (patch actions, submodule moves)."""
+    for step in reversed(b.session.steps):
+        if step.commit == sha and step.source not in ("manual", "check-stack"):
+            data = step.to_json()
+            return {k: data[k] for k in ("patches", "submodules") if data.get(k)}
+    # The bad end is never tested, so compute it.
+    details = b.strategy.prepare(sha).details
+    return {k: details[k] for k in ("patches", "submodules") if details.get(k)}
+
+
+def result_json(b: Bisection, status: str, decision: Decision | None,
+                error: str | None = None) -> dict[str, Any]:
+    """The ``--json`` document (see DESIGN.md for the fields)."""
+    s = b.session
+    data: dict[str, Any] = {
+        "status": status,
+        "strategy": b.strategy.name,
+        "terms": s.terms.as_dict(),
+        "find_fix": s.terms.find_fix,
+        "good": s.good,
+        "bad": s.bad,
+        "range_size": len(s.candidates),
+        "first_bad": None,
+        "candidates": [],
+        "steps": [st.to_json() for st in s.steps],
+    }
+    if isinstance(decision, Found):
+        data.update(_found(b, decision.first_bad))
+    elif isinstance(decision, Inconclusive):
+        data["candidates"] = list(decision.candidates)
+    first_bad = decision.first_bad if isinstance(decision, Found) else None
+    data.update(b.strategy.result_extra(first_bad))
+    if error is not None:
+        data["error"] = error
+    return data
+
+
+def _found(b: Bisection, first: str) -> dict[str, Any]:
+    info = b.strategy.describe(first)
+    data: dict[str, Any] = {
+        "first_bad": first,
+        "first_bad_subject": info.subject,
+        "first_bad_info": {"sha": info.sha, "subject": info.subject, "author": info.author,
+                           "date": info.date, "message": info.message},
+    }
+    data.update({f"{k}_at_first_bad": v for k, v in details_at(b, first).items()})
+    data["previous"] = _previous(b, first)
+    return data
+
+
+def _previous(b: Bisection, first_bad: str) -> dict[str, Any]:
+    """The commit just before the first bad one, and what the strategy did there."""
+    i = b.session.candidates.index(first_bad)
+    prev = b.session.candidates[i - 1] if i > 0 else b.session.good[0]
+    info = b.strategy.describe(prev)
+    return {"sha": prev, "subject": info.subject, **details_at(b, prev)}

@@ -1,0 +1,57 @@
+"""Per-step output logs (``<git dir>/bisectkit/logs/step-N.log``): written and read here.
+
+``show-step N`` prints one; a plugin that raises appends its traceback to the
+step's log. The file name format lives only in this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bisectkit.model import Step, Verdict, hookimpl
+
+_PREFIX = "step-"
+
+
+def step_log_path(logs_dir: Path, index: int) -> Path:
+    """Where step ``index``'s output is kept."""
+    return logs_dir / f"{_PREFIX}{index}.log"
+
+
+def kept_steps(logs_dir: Path) -> list[int]:
+    """The steps whose output is kept, in order."""
+    found = []
+    for path in logs_dir.glob(f"{_PREFIX}*.log"):
+        number = path.stem.removeprefix(_PREFIX)
+        if number.isdigit():
+            found.append(int(number))
+    return sorted(found)
+
+
+def clear(logs_dir: Path) -> None:
+    """Forget the previous session's step outputs (a new session numbers from 1)."""
+    if logs_dir.is_dir():
+        for path in logs_dir.glob(f"{_PREFIX}*.log"):
+            path.unlink()
+
+
+class StepLogWriter:
+    """Keeps the build and repro output of every step (the built-in ``step-log`` plugin)."""
+
+    def __init__(self, logs_dir: Path) -> None:
+        self.logs_dir = logs_dir
+
+    @hookimpl
+    def bisectkit_step_done(self, step: Step, verdict: Verdict) -> None:
+        if not step.outputs:
+            return
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        path = step_log_path(self.logs_dir, step.index)
+        shown = step.record.get("term", verdict)  # --find-fix / --term-*: the session's words
+        parts = [f"# step {step.index}: {step.commit} {shown} ({step.record.get('reason')})\n"]
+        for phase, text in step.outputs.items():
+            parts.append(f"# --- {phase} ---\n{text}")
+            if text and not text.endswith("\n"):
+                parts.append("\n")
+        path.write_text("".join(parts), encoding="utf-8")
+        step.record["log"] = str(path)

@@ -1,0 +1,4 @@
+"""TEMPORARY."""
+from bisectkit.strategy import Prepared, Strategy
+
+__all__ = ["Prepared", "Strategy"]
