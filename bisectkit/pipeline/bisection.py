@@ -23,7 +23,7 @@ from bisectkit.model import Step, StepRecord, Terms, Verdict
 from bisectkit.pipeline.testing import StepTester, Tested
 from bisectkit.session import Session, SessionStore, VerdictEntry
 from bisectkit.strategies import make_strategy
-from bisectkit.strategies.base import Prepared
+from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.trace import NullTracer, Tracer
 from bisectkit.worktree import Mover
 
@@ -36,13 +36,14 @@ class Bisection:
     """One session's pipeline, saving the session after every change."""
 
     def __init__(self, superproject: Repo, store: SessionStore, session: Session,
-                 hooks: Hooks, mover: Mover | None) -> None:
+                 hooks: Hooks, mover: Mover | None, strategy: Strategy | None = None) -> None:
         self.superproject = superproject
         self.store = store
         self.session = session
         self.hooks = hooks
         self.mover = mover
-        self.strategy = make_strategy(superproject, session, mover)
+        # ``strategy``: the session's own unless given (the pipeline's unit tests).
+        self.strategy = strategy or make_strategy(superproject, session, mover)
         self.tracer: Tracer = NullTracer()
         #: The build and repro commands as shown to the user (set by the run command).
         self.commands: dict[str, str] = {}
