@@ -100,8 +100,12 @@ class Repro:
         self.seen.append(("done", step.record["verdict"]))
 
 
-def _bisection(tmp_path: Path, repro: Repro, terms: Terms = Terms(),
-               conflicts: frozenset[str] = frozenset(), rules: Rules = Rules(),
+PLAIN = Terms()
+NO_RULES = Rules()
+
+
+def _bisection(tmp_path: Path, repro: Repro, terms: Terms = PLAIN,
+               conflicts: frozenset[str] = frozenset(), rules: Rules = NO_RULES,
                extra: tuple[object, ...] = ()) -> Bisection:
     builtins = [("exit-status", ExitStatusPlugin()), ("rules", RulesPlugin()),
                 ("repro-stub", repro), *((f"extra{i}", p) for i, p in enumerate(extra))]
@@ -186,8 +190,6 @@ def test_cached_verdicts_are_reused_without_a_checkout(tmp_path: Path) -> None:
 
 
 def test_consecutive_environment_skips_stop_the_run(tmp_path: Path) -> None:
-    b = _bisection(tmp_path, Repro(3), rules=Rules(skip_if=("output",)))
-
     class Machine:
         @hookimpl
         def bisectkit_classify(self, step: Step, outcome: Outcome) -> Verdict:
