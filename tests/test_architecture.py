@@ -81,14 +81,19 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "bisectkit" and \
+                node.level == 0:
+            # ``from bisectkit import engine`` imports a module; ``from bisectkit import
+            # Outcome`` uses the facade, which internal modules must not.
+            names = [f"bisectkit.{a.name}" for a in node.names if a.name in modules]
+            if len(names) < len(node.names):
+                found.add("")
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         else:
             continue
         for name in names:
-            if name == "bisectkit" or not name.startswith("bisectkit."):
-                if name == "bisectkit":
-                    found.add("")  # the facade: internal modules must not use it
+            if not name.startswith("bisectkit."):
                 continue
             mod = name.removeprefix("bisectkit.")
             while mod and mod not in modules:
