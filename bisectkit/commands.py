@@ -38,12 +38,13 @@ from bisectkit.console import Console
 from bisectkit.driver import Bisector
 from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import Aborted, BadInput, BisectkitError
+from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT, VERDICTS, Config, Rules, RunOptions
 from bisectkit.observers import StepLogWriter
 from bisectkit.pipeline import GIT_PROG, Run
 from bisectkit.runopts import VerdictCache, run_identity
-from bisectkit.session import Session, SessionStore, write_json_atomic
+from bisectkit.session import Session, SessionStore
 from bisectkit.trace import Tracer
 
 

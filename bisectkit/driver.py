@@ -28,6 +28,7 @@ from bisectkit.errors import (
     PluginFailed,
     RangeNotVerified,
 )
+from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
 from bisectkit.integrate import IntegrateStrategy
 from bisectkit.model import Outcome, Step, Terms, Verdict
@@ -35,7 +36,7 @@ from bisectkit.observers import StepLogWriter
 from bisectkit.patchstack import TESTED_WITHOUT
 from bisectkit.runner import clean_output
 from bisectkit.runopts import VerdictCache
-from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
+from bisectkit.session import Session, SessionStore, VerdictEntry
 from bisectkit.stackbisect import StackStrategy
 from bisectkit.strategy import Prepared, Strategy
 from bisectkit.submodule import SubmoduleStrategy
