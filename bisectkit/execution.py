@@ -7,8 +7,8 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bisectkit import runner
 from bisectkit.model import Outcome, Step, hookimpl
+from bisectkit.runner import run as run_command
 
 if TYPE_CHECKING:
     from bisectkit.model import Config
@@ -29,8 +29,8 @@ class _CommandPlugin:
         config = self._config
         assert config is not None and config.run is not None
         config.console.phase(phase, shown)
-        return runner.run(argv, cwd=step.workdir, env=step.env, timeout=config.run.timeout,
-                          echo=config.console.file, keep=config.run.keep_output, watch=watch)
+        return run_command(argv, cwd=step.workdir, env=step.env, timeout=config.run.timeout,
+                           echo=config.console.file, keep=config.run.keep_output, watch=watch)
 
 
 class BuildPlugin(_CommandPlugin):

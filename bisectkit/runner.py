@@ -22,7 +22,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import Any, TextIO, cast
 
 import pexpect
 
@@ -33,8 +33,6 @@ _POLL_S = 0.1
 #: At most this many lines of the dropped middle are kept for matching the rules.
 _MAX_KEPT_LINES = 200
 _MAX_LINE = 4096
-
-
 
 
 #: Terminal control sequences: CSI (colours, cursor moves, ``\x1b[K``), OSC (titles,
@@ -161,14 +159,17 @@ def run(
 ) -> Outcome:
     """Run ``argv`` to completion (or ``timeout`` seconds) and return its :class:`Outcome`.
 
-    Everything is streamed to ``echo``; at most ``keep`` characters are kept
-    (see :class:`_Kept`). A ``KeyboardInterrupt`` while waiting kills the
-    child's process group before it propagates.
+    Everything is streamed to ``echo`` (default: stdout); at most ``keep``
+    characters are kept (see :class:`_Kept`), plus the dropped lines that
+    match a ``watch`` pattern. A ``KeyboardInterrupt`` while waiting kills
+    the child's process group before it propagates.
+
+    Plugins get this as :func:`bisectkit.run_command`.
     """
     echo = sys.stdout if echo is None else echo
     start = time.monotonic()
     command, args = pexpect_command(argv)
-    child = pexpect.spawn(
+    child: pexpect.spawn[str] = pexpect.spawn(
         command,
         args,
         cwd=cwd,
@@ -179,32 +180,13 @@ def run(
         dimensions=(50, 200),
     )
     kept = _Kept(keep, watch)
-    timed_out = False
     try:
-        while True:
-            if timeout is not None and time.monotonic() - start > timeout:
-                timed_out = True
-                _kill_group(child)
-                break
-            try:
-                data = child.read_nonblocking(_CHUNK, timeout=_POLL_S)
-            except pexpect.TIMEOUT:
-                continue
-            except pexpect.EOF:
-                timed_out = _wait_exit(child, start, timeout)
-                break
-            text = data.replace("\r\n", "\n")
-            kept.add(text)
-            echo.write(text)
-            echo.flush()
+        timed_out = _stream(child, kept, echo, start, timeout)
     except BaseException:
         _kill_group(child)
         raise
     finally:
-        # The child has exited or been killed by now; pexpect's default 0.1 s
-        # grace sleep would only add latency to every build and repro.
-        child.ptyproc.delayafterclose = 0
-        child.close(force=True)
+        _close(child)
     duration = time.monotonic() - start
     return Outcome(
         exit_status=None if timed_out else child.exitstatus,
@@ -216,7 +198,34 @@ def run(
     )
 
 
-def _wait_exit(child: pexpect.spawn, start: float, timeout: float | None) -> bool:
+def _stream(child: pexpect.spawn[str], kept: _Kept, echo: TextIO, start: float,
+            timeout: float | None) -> bool:
+    """Copy the child's output to ``echo`` and ``kept`` until it exits; True on a timeout."""
+    while True:
+        if timeout is not None and time.monotonic() - start > timeout:
+            _kill_group(child)
+            return True
+        try:
+            data = child.read_nonblocking(_CHUNK, timeout=_POLL_S)
+        except pexpect.TIMEOUT:
+            continue
+        except pexpect.EOF:
+            return _wait_exit(child, start, timeout)
+        text = data.replace("\r\n", "\n")
+        kept.add(text)
+        echo.write(text)
+        echo.flush()
+
+
+def _close(child: pexpect.spawn[str]) -> None:
+    """Close the pty of a child that has exited or been killed."""
+    # pexpect's default 0.1 s grace sleep would only add latency to every build
+    # and repro. cast: types-pexpect does not declare spawn.ptyproc.
+    cast(Any, child).ptyproc.delayafterclose = 0
+    child.close(force=True)
+
+
+def _wait_exit(child: pexpect.spawn[str], start: float, timeout: float | None) -> bool:
     """Reap a child whose output has closed; True if it had to be killed for the timeout."""
     while child.isalive():
         if timeout is not None and time.monotonic() - start > timeout:
@@ -226,7 +235,9 @@ def _wait_exit(child: pexpect.spawn, start: float, timeout: float | None) -> boo
     return False
 
 
-def _kill_group(child: pexpect.spawn) -> None:
+def _kill_group(child: pexpect.spawn[str]) -> None:
     # pexpect makes the child a session leader, so its pid is the group id.
+    if child.pid is None:
+        return  # never started: nothing to kill
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)

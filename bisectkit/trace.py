@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bisectkit.session import write_json_atomic
+from bisectkit.fileio import write_json_atomic
 
 
 class Tracer:

@@ -62,13 +62,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bisectkit import hookimpl, runner
-from bisectkit.argtypes import whole_number
-from bisectkit.errors import BadInput
-from bisectkit.model import Outcome
+from bisectkit import BadInput, Outcome, hookimpl, run_command, whole_number
 
 if TYPE_CHECKING:
-    from bisectkit.model import Config, Step
+    from bisectkit import Config, Step
 
 #: Inside the build directory: the configure arguments of the last successful configure.
 STAMP = ".bisectkit-cmake-args"
@@ -106,7 +103,7 @@ class Settings:
         if not (self.build_dir / "build.ninja").is_file():
             return True
         try:
-            last = json.loads((self.build_dir / STAMP).read_text(encoding="utf-8"))
+            last: object = json.loads((self.build_dir / STAMP).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return True  # configured by hand or by an older run: adopt it once
         return last != self.configure_args()
@@ -217,8 +214,8 @@ def bisectkit_build(step: Step) -> Outcome | None:
         settings.forget_configure()
         cmd = [settings.cmake, *settings.configure_args()]
         console.phase("configure", _shown(cmd))
-        configured = runner.run(cmd, cwd=step.workdir, env=step.env, timeout=total,
-                                echo=console.file, keep=config.run.keep_output)
+        configured = run_command(cmd, cwd=step.workdir, env=step.env, timeout=total,
+                                 echo=console.file, keep=config.run.keep_output)
         step.extra["cmake_configure_s"] = round(configured.duration, 3)
         if not configured.ok:
             return configured
@@ -229,8 +226,8 @@ def bisectkit_build(step: Step) -> Outcome | None:
         return _combine(done, total, timed_out=True)
     cmd = [settings.ninja, *settings.build_args()]
     console.phase("build", _shown(cmd))
-    done.append(runner.run(cmd, cwd=step.workdir, env=step.env, timeout=left,
-                           echo=console.file, keep=config.run.keep_output))
+    done.append(run_command(cmd, cwd=step.workdir, env=step.env, timeout=left,
+                            echo=console.file, keep=config.run.keep_output))
     return _combine(done, total)
 
 

@@ -36,11 +36,10 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from bisectkit import hookimpl
-from bisectkit.argtypes import whole_number
+from bisectkit import hookimpl, whole_number
 
 if TYPE_CHECKING:
-    from bisectkit.model import Config, Outcome, Step, Verdict
+    from bisectkit import Config, Outcome, Step, Verdict
 
 POLICIES = ("any-bad", "majority", "all-bad")
 
@@ -98,11 +97,12 @@ def bisectkit_repro(step: Step) -> Outcome | None:
     step.env["BISECTKIT_RUNS"] = str(repeat)
     for i in range(1, repeat + 1):
         step.env["BISECTKIT_RUN"] = str(i)
-        outcome = repro(step=step)
+        # pluggy's hook callers are untyped: say what the hooks return.
+        outcome: Outcome | None = repro(step=step)
         if outcome is None:
             return None  # nothing runs the repro: let the driver say so
         step.reason = None  # a run's reason must not leak into the next one
-        verdict = classify(step=step, outcome=outcome)
+        verdict: Verdict | None = classify(step=step, outcome=outcome)
         if verdict is None:
             return outcome  # an abort: the driver classifies it again and stops
         counts[verdict] += 1

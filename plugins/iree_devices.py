@@ -210,7 +210,7 @@ from typing import TYPE_CHECKING, Any
 from bisectkit import Outcome, Step, hookimpl
 
 if TYPE_CHECKING:
-    from bisectkit.model import Config, Verdict
+    from bisectkit import Config, Verdict
 
 DEVICE_ERROR_VERDICTS = ("good", "skip")
 
@@ -598,28 +598,45 @@ def bisectkit_classify(step: Step, outcome: Outcome) -> Verdict | None:
     if finding is None:
         return None
     if finding.kind == "crash":
-        record: dict[str, Any] = {"kind": "crash", "driver": None, "match": finding.match,
-                                  "code": finding.code}
-        if sig is not None:
-            record["signal"] = sig
-        step.extra["iree"] = record
-        what = f": {_short(finding.message)!r}" if finding.message else ""
-        step.reason = f"{status}, crash{what} -> bad"
-        return "bad"
+        return _crash_verdict(step, finding, sig, status)
     if outcome.exit_status in (None, 0, 125):
         return None  # the repro passed, chose skip itself, or died of a non-crash signal
     step.extra["iree"] = {"kind": finding.kind, "driver": finding.driver, "match": finding.match,
                           "code": finding.code}
-    message = repr(_short(finding.message or ""))
     if finding.kind == "unknown-driver":
-        # Not a missing device: no commit can pass with this name, so "good" would be wrong
-        # for every commit. Skip, and say so in the final report.
-        names = ", ".join(repr(n) for n in (finding.driver or "").split("/"))
-        step.reason = (f"{status}, unknown driver name {names} (IREE has no such driver; a "
-                       f"typo in --device?): {message} -> skip")
-        step.flags.append(f"driver name {names} unknown to IREE (a typo in --device?)")
-        step.environment = "unknown driver name"  # the same at every commit: feeds the breaker
-        return "skip"
+        return _unknown_driver_verdict(step, finding, status)
+    return _missing_verdict(step, finding, status, have)
+
+
+def _crash_verdict(step: Step, finding: Finding, sig: str | None, status: str) -> Verdict:
+    """A crash signature or a crash signal: bad, whatever the exit status."""
+    record: dict[str, Any] = {"kind": "crash", "driver": None, "match": finding.match,
+                              "code": finding.code}
+    if sig is not None:
+        record["signal"] = sig
+    step.extra["iree"] = record
+    what = f": {_short(finding.message)!r}" if finding.message else ""
+    step.reason = f"{status}, crash{what} -> bad"
+    return "bad"
+
+
+def _unknown_driver_verdict(step: Step, finding: Finding, status: str) -> Verdict:
+    """A driver name IREE never had: a typo in ``--device``, the same at every commit."""
+    # Not a missing device: no commit can pass with this name, so "good" would be wrong
+    # for every commit. Skip, and say so in the final report.
+    message = repr(_short(finding.message or ""))
+    names = ", ".join(repr(n) for n in (finding.driver or "").split("/"))
+    step.reason = (f"{status}, unknown driver name {names} (IREE has no such driver; a "
+                   f"typo in --device?): {message} -> skip")
+    step.flags.append(f"driver name {names} unknown to IREE (a typo in --device?)")
+    step.environment = "unknown driver name"  # the same at every commit: feeds the breaker
+    return "skip"
+
+
+def _missing_verdict(step: Step, finding: Finding, status: str, have: dict[str, str]) -> Verdict:
+    """A missing device or driver: good (or ``--device-errors skip``), but skip on a machine
+    that should have it (``--have-driver``)."""
+    message = repr(_short(finding.message or ""))
     who = (f"{finding.driver} {finding.missing} missing" if finding.driver
            else f"{finding.missing} missing (driver unknown)")
     said = f"{status}, {who}: {message}"

@@ -203,20 +203,43 @@ def test_modules_and_functions_are_small(path: Path) -> None:
     assert problems == []
 
 
-def test_bundled_plugins_use_only_the_public_api() -> None:
-    """Plugins import ``bisectkit`` (the facade), never its modules: those may move."""
+def _non_public_imports(source: str, where: str) -> list[str]:
+    """Imports in ``source`` of anything but the public names of ``bisectkit`` (its ``__all__``)."""
     import bisectkit
 
     private = []
-    for path in sorted((ROOT / "plugins").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module.startswith("bisectkit."):
-                    private.append(f"{path.name}: from {node.module} import ...")
-                elif node.module == "bisectkit":
-                    private += [f"{path.name}: bisectkit.{a.name} is not public"
-                                for a in node.names if a.name not in bisectkit.__all__]
-            elif isinstance(node, ast.Import):
-                private += [f"{path.name}: import {a.name}" for a in node.names
-                            if a.name.startswith("bisectkit.")]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("bisectkit."):
+                private.append(f"{where}: from {node.module} import ...")
+            elif node.module == "bisectkit":
+                private += [f"{where}: bisectkit.{a.name} is not public"
+                            for a in node.names if a.name not in bisectkit.__all__]
+        elif isinstance(node, ast.Import):
+            private += [f"{where}: import {a.name}" for a in node.names
+                        if a.name.startswith("bisectkit.")]
+    return private
+
+
+def test_bundled_plugins_use_only_the_public_api() -> None:
+    """Plugins import ``bisectkit`` (the facade), never its modules: those may move."""
+    private = [problem for path in sorted((ROOT / "plugins").glob("*.py"))
+               for problem in _non_public_imports(path.read_text(encoding="utf-8"), path.name)]
     assert private == []
+
+
+def test_readme_examples_use_only_the_public_api() -> None:
+    """What README.md shows plugin authors is the public API, and each example parses."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, re.MULTILINE | re.DOTALL)
+    assert any("bisectkit" in block for block in blocks), "README has no python example"
+    private = [problem for i, block in enumerate(blocks, 1)
+               for problem in _non_public_imports(block, f"README.md python block {i}")]
+    assert private == []
+
+
+def test_the_public_api_is_importable() -> None:
+    """Every name in ``bisectkit.__all__`` exists (a typo there would break every plugin)."""
+    import bisectkit
+
+    assert [name for name in bisectkit.__all__ if not hasattr(bisectkit, name)] == []

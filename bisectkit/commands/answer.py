@@ -13,9 +13,9 @@ from bisectkit import engine, report, requests, results
 from bisectkit.cache import VerdictCache
 from bisectkit.commands.context import Context
 from bisectkit.engine import Decision, Found, Inconclusive, Next
+from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
 from bisectkit.pipeline.bisection import Bisection
-from bisectkit.session import write_json_atomic
 
 
 def header(ctx: Context, b: Bisection) -> None:

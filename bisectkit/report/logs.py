@@ -1,0 +1,82 @@
+"""The evidence of a report: error lines from the step log that shows the failure."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from bisectkit.report.text import (
+    Result,
+    cut,
+    error_lines,
+    fence,
+    md_text,
+    result_steps,
+    result_terms,
+    verdict_word,
+)
+
+_SECTION_RE = re.compile(r"^# --- (.+) ---$")
+
+
+def _log_sections(path: str | None) -> dict[str, str] | None:
+    """The ``# --- phase ---`` sections of a step log; None if it cannot be read."""
+    if not path:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        header = _SECTION_RE.match(line)
+        if header:
+            current = sections.setdefault(header.group(1), [])
+        elif current is not None:
+            current.append(line)
+    return {phase: "\n".join(lines) for phase, lines in sections.items()}
+
+
+def _evidence_step(result: Result) -> tuple[dict[str, Any] | None, bool]:
+    """The step whose log shows the failure, and whether it tested the culprit itself."""
+    # A --check-stack step tested the culprit without the patch stack: not the failure.
+    steps = [s for s in result_steps(result) if s.get("log") and s.get("source") != "check-stack"]
+    first_bad = result.get("first_bad")
+    own = [s for s in steps if s.get("commit") == first_bad]
+    if own:
+        return own[-1], True
+    bad = [s for s in steps if s.get("verdict") == "bad"]
+    return (bad[0], False) if bad else (None, False)
+
+
+def error_block(result: Result, limit: int) -> list[str]:
+    """The "error lines" section: repro first, then build, capped at ``limit`` lines."""
+    step, own = _evidence_step(result)
+    if step is None:
+        return []
+    _, new = result_terms(result)
+    label = f"step {step.get('index')} (`{str(step.get('commit', ''))[:12]}`"
+    label += f", {verdict_word(step.get('verdict', ''), result)}: {md_text(step.get('reason'))})"
+    if not own:
+        label += f"; the first {new} commit is the {new} end and was not tested itself"
+    sections = _log_sections(step.get("log"))
+    if sections is None:
+        return ["#### Error lines", "", f"_The log of {label} is missing: `{step['log']}`._"]
+    order = sorted(sections, key=lambda p: (not p.startswith("repro"), p != "build", p))
+    body: list[str] = []
+    room = limit
+    for phase in order:
+        lines = error_lines(sections[phase], room) if room > 0 else []
+        if lines:
+            body += [f"# --- {phase} ---", *lines]
+            room -= len(lines)
+    heading = [f"#### Error lines from {label}", ""]
+    if body:
+        return heading + fence(body, "text")
+    tail = [cut(line.strip()) for line in sections.get("repro", "").splitlines() if line.strip()]
+    if not tail:
+        return heading + ["_No error lines in its log._"]
+    return heading + ["No error lines; the last lines of its repro output:", ""] + fence(
+        ["# --- repro ---", *tail[-min(5, limit) :]], "text")
