@@ -24,13 +24,11 @@ import pluggy
 
 from bisectkit import (
     engine,
-    integrate,
     plugins,
     report,
     requests,
     signals,
-    stackbisect,
-    submodule,
+    strategies,
 )
 from bisectkit import status as stack_status
 from bisectkit.classify import validate_rules
@@ -39,7 +37,18 @@ from bisectkit.driver import Bisector
 from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import Aborted, BadInput, BisectkitError
 from bisectkit.git import Repo
-from bisectkit.model import SUPERPROJECT, VERDICTS, Config, Rules, RunOptions
+from bisectkit.model import (
+    SUPERPROJECT,
+    VERDICTS,
+    Config,
+    IntegrateRequest,
+    Rules,
+    RunOptions,
+    StackRequest,
+    StartRequest,
+    SubmoduleRequest,
+    Terms,
+)
 from bisectkit.observers import StepLogWriter
 from bisectkit.pipeline import GIT_PROG, Run
 from bisectkit.runopts import VerdictCache, run_identity
@@ -268,7 +277,20 @@ BUILTIN_NAMES = ("exit-status", "rules", "build", "repro", "console", "step-log"
 
 def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
     """Validate the target options against the repositories; a new session (nothing touched)."""
-    pathspec = list(getattr(args, "pathspec", []))
+    request = _start_request(args, sp)
+    session = strategies.start(sp, request)
+    old, new = request.terms.old, request.terms.new
+    if old == new or "skip" in (old, new):
+        raise BadInput(f"--term-old and --term-new must differ and not be 'skip' ({old}/{new})")
+    # The log's first line: full shas, so that a replay means the same range.
+    session.start_argv = requests.start_argv(strategies.settled(request, session))
+    return session
+
+
+def _start_request(args: argparse.Namespace, sp: Repo) -> StartRequest:
+    """What the target options ask to bisect, checked for consistency only."""
+    pathspec = tuple(getattr(args, "pathspec", ()))
+    terms = Terms.of(bool(args.find_fix), args.term_old, args.term_new)
     if args.on_conflict is not None and (args.stack or args.integrate):
         raise BadInput("--on-conflict goes with a submodule bisect (not --stack or --integrate): "
                        "only it replays the patch stack onto upstream candidates")
@@ -279,17 +301,15 @@ def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
         path = args.submodule[0] if args.submodule else sp.config_get("bisectkit.submodule")
         if not path:
             raise BadInput("--stack needs --submodule PATH (or git config bisectkit.submodule)")
-        session = stackbisect.start(sp, stackbisect.StackRequest(path, args.upstream, args.at))
-        return _with_terms(session, args)
+        return StackRequest(submodule=path, at=args.at, upstream=args.upstream, terms=terms)
     if args.at:
         raise BadInput("--at goes with --stack")
     if not args.bad or not args.good:
-        old, new = _term_pair(args)
-        raise BadInput(f"give a {new} revision and at least one {old} one")
+        raise BadInput(f"give a {terms.new} revision and at least one {terms.old} one")
     if args.integrate:
-        return _with_terms(integrate.start(sp, integrate.IntegrateRequest(
-            bad=args.bad, good=list(args.good), submodules=list(args.submodule),
-            upstream=args.upstream, pathspec=pathspec, terms=_term_pair(args))), args)
+        return IntegrateRequest(bad=args.bad, good=tuple(args.good),
+                                submodules=tuple(args.submodule), upstream=args.upstream,
+                                pathspec=pathspec, terms=terms)
     if len(args.submodule) > 1:
         raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
                        "or several with --integrate")
@@ -297,26 +317,9 @@ def _start_session(args: argparse.Namespace, sp: Repo) -> Session:
     if not path:
         raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
                        "git config bisectkit.submodule PATH")
-    return _with_terms(submodule.start(sp, submodule.StartRequest(
-        submodule=path, upstream=args.upstream, bad=args.bad, good=list(args.good),
-        pathspec=pathspec, terms=_term_pair(args),
-        on_conflict=args.on_conflict or "skip")), args)
-
-
-def _with_terms(session: Session, args: argparse.Namespace) -> Session:
-    """Apply ``--find-fix`` and ``--term-old/--term-new`` (and keep them in the log)."""
-    old, new = _term_pair(args)
-    if old == new or "skip" in (old, new):
-        raise BadInput(f"--term-old and --term-new must differ and not be 'skip' ({old}/{new})")
-    session.terms = {"old": old, "new": new}
-    session.find_fix = bool(args.find_fix)
-    extra = ["--find-fix"] if args.find_fix else []
-    if args.term_old:
-        extra += ["--term-old", old]
-    if args.term_new:
-        extra += ["--term-new", new]
-    session.start_argv[1:1] = extra
-    return session
+    return SubmoduleRequest(submodule=path, bad=args.bad, good=tuple(args.good),
+                            upstream=args.upstream, pathspec=pathspec,
+                            on_conflict=args.on_conflict or "skip", terms=terms)
 
 
 def _term_pair(args: argparse.Namespace) -> tuple[str, str]:

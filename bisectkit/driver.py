@@ -17,7 +17,7 @@ from typing import Any
 
 import pluggy
 
-from bisectkit import engine, plugins
+from bisectkit import engine, plugins, requests
 from bisectkit.console import Console
 from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.errors import (
@@ -29,34 +29,16 @@ from bisectkit.errors import (
     RangeNotVerified,
 )
 from bisectkit.git import Repo
-from bisectkit.integrate import IntegrateStrategy
 from bisectkit.model import Outcome, Step, Terms, Verdict
 from bisectkit.observers import StepLogWriter
 from bisectkit.patchstack import TESTED_WITHOUT
 from bisectkit.runner import clean_output
 from bisectkit.runopts import VerdictCache
 from bisectkit.session import Session, SessionStore, VerdictEntry, write_json_atomic
-from bisectkit.stackbisect import StackStrategy
-from bisectkit.strategy import Prepared, Strategy
-from bisectkit.submodule import SubmoduleStrategy
+from bisectkit.strategies import Prepared, make_strategy
+from bisectkit.strategies.common import step_env
 from bisectkit.trace import NullTracer, Tracer
 from bisectkit.worktree import Mover
-
-_STRATEGIES: dict[str, type[Strategy]] = {
-    SubmoduleStrategy.name: SubmoduleStrategy,
-    IntegrateStrategy.name: IntegrateStrategy,
-    StackStrategy.name: StackStrategy,
-}
-
-
-def make_strategy(superproject: Repo, session: Session, mover: Mover | None = None) -> Strategy:
-    """The strategy object a session was started with (``mover``: to check candidates out)."""
-    try:
-        kind = _STRATEGIES[session.strategy]
-    except KeyError:
-        raise BadInput(f"the session uses an unknown strategy {session.strategy!r}; run "
-                       "'git bisect-patched reset'") from None
-    return kind(superproject, session, mover)
 
 
 class Bisector:
@@ -286,7 +268,7 @@ class Bisector:
     def _new_step(self, index: int, commit: str, prep: Prepared) -> Step:
         """Step ``index`` testing ``commit``: the build/repro environment is ours plus the
         strategy's (``prep.env``) plus ``BISECTKIT_STEP``."""
-        env = {**os.environ, **prep.env, "BISECTKIT_STEP": str(index)}
+        env = {**os.environ, **prep.env, **step_env(step=index)}
         return Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
                     workdir=self.session.root)
 
@@ -563,17 +545,12 @@ class Bisector:
         """Commands to run next (chained bisects), when found."""
         if not isinstance(decision, Found):
             return []
-        return self.strategy.followup(decision.first_bad, [*self.term_argv(), *rerun])
+        return [line for followup in self.strategy.followup(decision.first_bad)
+                for line in requests.followup_lines(followup, rerun)]
 
     def term_argv(self) -> list[str]:
         """``--find-fix`` and ``--term-old/--term-new`` as given, to run the same search again."""
-        s = self.session
-        words = ["--find-fix"] if s.find_fix else []
-        default = {"old": "broken", "new": "fixed"} if s.find_fix else {"old": "good", "new": "bad"}
-        for side in ("old", "new"):
-            if s.terms[side] != default[side]:
-                words += [f"--term-{side}", s.terms[side]]
-        return words
+        return requests.terms_argv(self.strategy.terms)
 
     def _details_at(self, sha: str) -> dict[str, Any]:
         """What the strategy did at ``sha`` (patch actions, submodule moves)."""

@@ -1,4 +1,4 @@
-"""What a bisection strategy provides to the pipeline, and the shared restore logic.
+"""What a bisection strategy provides to the pipeline: the :class:`Strategy` interface.
 
 A strategy turns candidates into trees on disk: ``prepare`` works in memory
 (and may say the candidate cannot be tested), ``checkout`` writes it with as
@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
-from bisectkit.model import SUPERPROJECT, CommitInfo, HeadState
+from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms
 from bisectkit.session import Session
 from bisectkit.worktree import Mover
 
@@ -79,9 +79,15 @@ class Strategy(ABC):
         """``commit`` without any local patches (``--check-stack``); None if not meaningful."""
         return None
 
-    def followup(self, first_bad: str, rerun: Sequence[str]) -> list[str]:
-        """Commands to run next once ``first_bad`` is known (``rerun``: the run options)."""
+    def followup(self, first_bad: str) -> list[FollowUp]:
+        """Bisections to run next once ``first_bad`` is known (the caller words them)."""
         return []
+
+    @property
+    def terms(self) -> Terms:
+        """The session's words for its two sides, for the requests it suggests."""
+        s = self.session
+        return Terms(s.terms["old"], s.terms["new"], s.find_fix)
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         """Strategy-specific fields of the JSON result (``first_bad`` when found)."""
@@ -101,12 +107,12 @@ def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState
 
 
 def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str],
-                  terms: tuple[str, str] = ("good", "bad")) -> tuple[str, list[str]]:
+                  terms: Terms) -> tuple[str, list[str]]:
     """Full shas of the bad and good revisions, each good an ancestor of bad (else BadInput).
 
     ``terms``: the words of the old and new sides in messages (``--find-fix``).
     """
-    old, new = terms
+    old, new = terms.old, terms.new
     if not good_revs:
         raise BadInput(f"at least one {old} revision is needed")
     bad = repo.resolve(bad_rev)
