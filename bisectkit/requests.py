@@ -8,7 +8,9 @@ again (follow-up commands, the replay log). Nothing else sees argparse.
 
 from __future__ import annotations
 
+import shlex
 from argparse import Action, Namespace
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from bisectkit.errors import BadInput
 from bisectkit.model import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    FollowUp,
     IntegrateRequest,
     Rules,
     RunOptions,
@@ -52,13 +55,67 @@ def run_options_argv(opts: RunOptions) -> list[str]:
 
 
 def terms_argv(terms: Terms) -> list[str]:
-    """``--find-fix`` and ``--term-old/--term-new`` as given, to run the same search again."""
+    """``--find-fix`` and ``--term-old/--term-new`` where they differ from the defaults."""
     words = ["--find-fix"] if terms.find_fix else []
     default = Terms.of(terms.find_fix)
-    for side, word, usual in (("old", terms.old, default.old), ("new", terms.new, default.new)):
-        if word != usual:
-            words += [f"--term-{side}", word]
+    if terms.old != default.old:
+        words += ["--term-old", terms.old]
+    if terms.new != default.new:
+        words += ["--term-new", terms.new]
     return words
+
+
+def _target_argv(request: StartRequest) -> list[str]:
+    """What to bisect, the revisions aside: the words shared by ``start`` and ``run``."""
+    if isinstance(request, IntegrateRequest):
+        words = ["--integrate"]
+        for path in request.submodules:
+            words += ["--submodule", path]
+        return words + (["--upstream", request.upstream] if request.upstream else [])
+    words = ["--submodule", request.submodule]
+    if request.upstream:
+        words += ["--upstream", request.upstream]
+    if isinstance(request, StackRequest):
+        return words + ["--stack", "--at", request.at]
+    if request.on_conflict != "skip":
+        words += ["--on-conflict", request.on_conflict]
+    return words
+
+
+def start_argv(request: StartRequest) -> list[str]:
+    """``request`` as the words of ``git bisect-patched start`` (the replay log's first line).
+
+    Give it the request as the session settled it (full shas), so that a
+    replay means the same range.
+    """
+    words = ["start", *terms_argv(request.terms), *_target_argv(request)]
+    if isinstance(request, StackRequest):
+        return words
+    words += [request.bad, *request.good]
+    return words + (["--", *request.pathspec] if request.pathspec else [])
+
+
+def run_argv(request: StartRequest) -> list[str]:
+    """``request`` as the words of ``bisectkit run`` before the run options.
+
+    A pathspec needs ``start`` (``run`` takes its ``--`` for the repro), so a
+    request with one cannot be worded here.
+    """
+    words = _target_argv(request)
+    if isinstance(request, StackRequest):
+        return [*words, *terms_argv(request.terms)]
+    if request.pathspec:
+        raise ValueError("a request with a pathspec needs 'start', not 'run'")
+    for good in request.good:
+        words += ["--good", good]
+    return [*words, "--bad", request.bad, *terms_argv(request.terms)]
+
+
+def followup_lines(followup: FollowUp, rerun: Sequence[str]) -> list[str]:
+    """The note and the command line of a follow-up bisection (``rerun``: the run options
+    and the repro, as :func:`run_options_argv` words them)."""
+    command = shlex.join(["bisectkit", "run", *run_argv(followup.request), *rerun])
+    return [followup.note, command]
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bisectkit import patchstack, upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
+from bisectkit.patchstack import analyse, replay
+from bisectkit.strategies.common import resolve_upstream
 
 
 def default_submodule(superproject: Repo, given: str | None) -> str:
@@ -34,11 +35,11 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
             pathspec: Sequence[str]) -> dict[str, Any]:
     """Everything ``status`` shows, as JSON-ready data."""
     path, sub = open_submodule(superproject, default_submodule(superproject, submodule))
-    up = upstream.find(superproject, path, sub, given_upstream)
+    up = resolve_upstream(superproject, path, sub, given_upstream)
     upstream_sha = up.sha
     head = sub.head_state()
-    stack = patchstack.analyse(sub, head.sha, upstream_sha)
-    at_upstream = patchstack.replay(sub, stack, upstream_sha)
+    stack = analyse(sub, head.sha, upstream_sha)
+    at_upstream = replay(sub, stack, upstream_sha)
     fate = {a.patch.sha: a for a in at_upstream.actions}
     patches = []
     for p in stack.patches:

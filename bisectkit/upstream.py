@@ -1,7 +1,8 @@
 """Which ref of a patched submodule is its upstream.
 
 Given (``--upstream REF`` or git config ``bisectkit.upstream``), a ref is
-used as it is. Otherwise it is guessed from the submodule's remote-tracking
+used as it is (:func:`bisectkit.strategies.common.resolve_upstream`, which
+refuses one that names nothing). Otherwise it is guessed from the submodule's remote-tracking
 branches by the graph, and the guess says why (:meth:`Upstream.note`):
 
 1. Branches of the remote the superproject fetches the submodule from (its
@@ -30,10 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bisectkit import patchstack
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.model import Upstream
+from bisectkit.patchstack import trailer
 
 #: The git config key that names the upstream ref for every command.
 CONFIG_KEY = "bisectkit.upstream"
@@ -45,25 +46,9 @@ TRAILER_DEPTH = 50
 SHOWN = 6
 
 
-
-
-def find(superproject: Repo, path: str, sub: Repo, given: str | None,
-         contains: Sequence[str] = ()) -> Upstream:
-    """The upstream of submodule ``path``: ``given``, the config, or a guess (see module doc).
-
-    ``contains`` are the revisions about to be bisected: among equally near
-    branches, those holding them are preferred. :class:`BadInput` when a
-    given ref names nothing or the guess is ambiguous or refused.
-    """
-    ref = given or superproject.config_get(CONFIG_KEY)
-    if ref:
-        sha = sub.try_resolve(ref)
-        if sha is None:
-            source = "--upstream" if given else f"git config {CONFIG_KEY}"
-            raise BadInput(f"unknown revision '{ref}' in {sub.workdir} (the upstream given by "
-                           f"{source})")
-        return Upstream(ref, sha)
-    return guess(superproject, path, sub, contains)
+class GuessRefused(BadInput):
+    """No upstream could be guessed (none given): a submodule bisect stops, an integrate
+    bisect goes on without that submodule's follow-up."""
 
 
 def guess(superproject: Repo, path: str, sub: Repo, contains: Sequence[str] = ()) -> Upstream:
@@ -87,7 +72,7 @@ def guess(superproject: Repo, path: str, sub: Repo, contains: Sequence[str] = ()
         if related:
             return _choose(sub, path, head, {b: branches[b] for b in related}, related,
                            contains, fork_remotes)
-    raise BadInput(f"cannot guess the upstream of {path}: no remote-tracking branch shares "
+    raise GuessRefused(f"cannot guess the upstream of {path}: no remote-tracking branch shares "
                    f"history with HEAD {head[:12]}; fetch the upstream remote, then "
                    f"{HOW_TO_CHOOSE}")
 
@@ -103,7 +88,7 @@ def _choose(sub: Repo, path: str, head: str, shas: dict[str, str], bases: dict[s
     """
     outside = sorted(b for b in shas if bases[b] != head)
     if outside and fork_remotes:
-        raise BadInput(
+        raise GuessRefused(
             f"cannot guess the upstream of {path}: only {', '.join(fork_remotes)}, where the "
             f"superproject fetches the submodule from, has branches sharing history with HEAD "
             f"{head[:12]}, and those without HEAD ({_listed(outside)}) may be the fork's own; "
@@ -160,16 +145,16 @@ def _single(sub: Repo, path: str, tied: list[str], shas: dict[str, str],
     if len(by_commit) == 1:
         return next(iter(by_commit.values()))[0], picked
     names = sorted(n for group in by_commit.values() for n in group)
-    raise BadInput(f"cannot guess the upstream of {path}: {why_ambiguous}: {_listed(names)}; "
+    raise GuessRefused(f"cannot guess the upstream of {path}: {why_ambiguous}: {_listed(names)}; "
                    f"{HOW_TO_CHOOSE}")
 
 
 def _refuse_if_patched(sub: Repo, path: str, head: str, names: list[str]) -> None:
     """Refuse an empty stack when HEAD's recent history carries revert/cherry-pick trailers."""
     for sha in sub.first_parent_log(head, TRAILER_DEPTH):
-        found = patchstack.trailer(sub.commit_info(sha).message)
+        found = trailer(sub.commit_info(sha).message)
         if found is not None:
-            raise BadInput(
+            raise GuessRefused(
                 f"cannot guess the upstream of {path}: {_contain(names)} HEAD {head[:12]}, "
                 f"which would leave no local patches, yet HEAD's "
                 f"history has patches ({sha[:12]} says '{found}'); these look like the fork's "

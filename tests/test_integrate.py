@@ -137,3 +137,23 @@ def test_integrate_refuses_bad_input(integrate_world: World):
     assert r.returncode == 2 and "submodule third_party/llvm-project has uncommitted" in r.stderr
     w.git(w.submodule, "checkout", "--", "lib/bug.txt")
     assert snapshot(w) == before
+
+
+def test_integrate_refuses_an_upstream_that_names_nothing(integrate_world: World):
+    """A mistyped --upstream (or git config bisectkit.upstream) is refused as a submodule
+    bisect refuses it, never replaced by a guess."""
+    w = integrate_world
+    before = snapshot(w)
+    good_bad = ["--good", w.integrate["init"], "--bad", w.integrate["adv12"]]
+    r = cli(w, "run", "--integrate", "--upstream", "nope/main", *good_bad, "--", "./repro.sh")
+    assert r.returncode == 2, r.stderr + r.stdout
+    assert r.stderr.splitlines() == [
+        f"bisectkit: error: unknown revision 'nope/main' in {w.submodule} (the upstream given "
+        "by --upstream)"]
+    w.git(w.superproject, "config", "bisectkit.upstream", "nope/config")
+    r = git_cli(w, "start", "--integrate", w.integrate["adv12"], w.integrate["init"])
+    assert r.returncode == 2, r.stderr + r.stdout
+    assert "unknown revision 'nope/config'" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert "(the upstream given by git config bisectkit.upstream)" in r.stderr
+    assert snapshot(w) == before
+    assert not (w.superproject / ".git/bisectkit/session.json").exists()

@@ -66,8 +66,8 @@ def followup_lines(b: Bisection, decision: Decision, rerun: Sequence[str]) -> li
     """Commands to run next (chained bisects), when found."""
     if not isinstance(decision, Found):
         return []
-    return b.strategy.followup(decision.first_bad,
-                               [*requests.terms_argv(b.terms), *rerun])
+    return [line for followup in b.strategy.followup(decision.first_bad)
+            for line in requests.followup_lines(followup, rerun)]
 
 
 def write_result(target: str, result: dict[str, Any]) -> None:

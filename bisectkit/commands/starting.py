@@ -11,6 +11,6 @@ from bisectkit.session import Session
 def new_session(sp: Repo, request: StartRequest) -> Session:
     """Validate ``request`` against the repositories; a new session (nothing touched)."""
     session = strategies.start(sp, request)
-    session.terms = request.terms
-    session.start_argv[1:1] = requests.terms_argv(request.terms)
+    # The log's first line: full shas, so that a replay means the same range.
+    session.start_argv = requests.start_argv(strategies.settled(request, session))
     return session

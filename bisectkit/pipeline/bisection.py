@@ -24,6 +24,7 @@ from bisectkit.pipeline.testing import StepTester, Tested
 from bisectkit.session import Session, SessionStore, VerdictEntry
 from bisectkit.strategies import make_strategy
 from bisectkit.strategies.base import Prepared, Strategy
+from bisectkit.strategies.common import step_env
 from bisectkit.trace import NullTracer, Tracer
 from bisectkit.worktree import Mover
 
@@ -190,7 +191,7 @@ class Bisection:
     def new_step(self, index: int, commit: str, prep: Prepared) -> Step:
         """Step ``index`` testing ``commit``: the build/repro environment is ours plus the
         strategy's (``prep.env``) plus ``BISECTKIT_STEP``."""
-        env = {**os.environ, **prep.env, "BISECTKIT_STEP": str(index)}
+        env = {**os.environ, **prep.env, **step_env(step=index)}
         return Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
                     workdir=self.session.root)
 

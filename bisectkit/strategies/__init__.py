@@ -1,21 +1,35 @@
-"""TEMPORARY (replaced by the strategies package)."""
+"""The bisection strategies: what the candidates are and how one is put on disk.
+
+- :mod:`.submodule`: upstream commits of a patched submodule, the local
+  patch stack replayed onto each (:mod:`.stops`: where a patch stops applying);
+- :mod:`.integrate`: the superproject's own commits, submodules moved to their pins;
+- :mod:`.stack`: the local patch stack itself, at one upstream commit;
+- :mod:`.base`: the :class:`~.base.Strategy` interface; :mod:`.common`: what they share.
+
+Callers use three functions: :func:`start` validates a typed request into a
+new session, :func:`settled` gives the request back as the session
+understood it (full shas: what the replay log records), and
+:func:`make_strategy` reopens the strategy of a saved session.
+"""
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
-from bisectkit.integrate import IntegrateStrategy
-from bisectkit.model import StartRequest
+from bisectkit.model import IntegrateRequest, StackRequest, StartRequest, SubmoduleRequest
 from bisectkit.session import Session
-from bisectkit.stackbisect import StackStrategy
-from bisectkit.strategy import Strategy
-from bisectkit.submodule import SubmoduleStrategy
+from bisectkit.strategies import integrate, stack, submodule
+from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.worktree import Mover
 
+__all__ = ["Prepared", "Strategy", "make_strategy", "settled", "start"]
+
 _STRATEGIES: dict[str, type[Strategy]] = {
-    SubmoduleStrategy.name: SubmoduleStrategy,
-    IntegrateStrategy.name: IntegrateStrategy,
-    StackStrategy.name: StackStrategy,
+    submodule.SubmoduleStrategy.name: submodule.SubmoduleStrategy,
+    integrate.IntegrateStrategy.name: integrate.IntegrateStrategy,
+    stack.StackStrategy.name: stack.StackStrategy,
 }
 
 
@@ -29,19 +43,27 @@ def make_strategy(superproject: Repo, session: Session, mover: Mover | None = No
     return kind(superproject, session, mover)
 
 
-def start(superproject: Repo, req: StartRequest) -> Session:
-    """TEMPORARY dispatch to the old modules."""
-    from bisectkit import integrate, stackbisect, submodule
-    from bisectkit.model import IntegrateRequest, StackRequest
+def start(superproject: Repo, request: StartRequest) -> Session:
+    """Validate ``request`` against the repositories; a new session (nothing touched).
 
-    terms = (req.terms.old, req.terms.new)
-    if isinstance(req, StackRequest):
-        return stackbisect.start(superproject,
-                                 stackbisect.StackRequest(req.submodule, req.upstream, req.at))
-    if isinstance(req, IntegrateRequest):
-        return integrate.start(superproject, integrate.IntegrateRequest(
-            bad=req.bad, good=list(req.good), submodules=list(req.submodules),
-            upstream=req.upstream, pathspec=list(req.pathspec), terms=terms))
-    return submodule.start(superproject, submodule.StartRequest(
-        submodule=req.submodule, upstream=req.upstream, bad=req.bad, good=list(req.good),
-        pathspec=list(req.pathspec), terms=terms, on_conflict=req.on_conflict))
+    The session's ``start_argv`` is left empty: the command line is the caller's.
+    """
+    if isinstance(request, SubmoduleRequest):
+        return submodule.start(superproject, request)
+    if isinstance(request, IntegrateRequest):
+        return integrate.start(superproject, request)
+    if isinstance(request, StackRequest):
+        return stack.start(superproject, request)
+    assert_never(request)
+
+
+def settled(request: StartRequest, session: Session) -> StartRequest:
+    """``request`` as :func:`start` understood it into ``session``: revisions as full shas,
+    the submodule's path and the upstream found; replaying it means the same bisection."""
+    if isinstance(request, SubmoduleRequest):
+        return submodule.settled(request, session)
+    if isinstance(request, IntegrateRequest):
+        return integrate.settled(request, session)
+    if isinstance(request, StackRequest):
+        return stack.settled(request, session)
+    assert_never(request)

@@ -1,4 +1,125 @@
-"""TEMPORARY."""
-from bisectkit.strategy import Prepared, Strategy
+"""What a bisection strategy provides to the pipeline: the :class:`Strategy` interface.
 
-__all__ = ["Prepared", "Strategy"]
+A strategy turns candidates into trees on disk: ``prepare`` works in memory
+(and may say the candidate cannot be tested), ``checkout`` writes it with as
+few file writes as git allows, through the session's journaled
+:class:`~bisectkit.worktree.Mover` (which also restores everything at the end).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo
+from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms
+from bisectkit.session import Session
+from bisectkit.worktree import Mover
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate made ready in memory."""
+
+    candidate: str
+    #: What a verdict depends on (tree ids and pins), for the verdict cache.
+    trees: tuple[str, ...]
+    #: Merged into the step record (``patches`` and/or ``submodules``); a ``flags``
+    #: list is added to the step's flags.
+    details: dict[str, Any] = field(default_factory=dict)
+    #: Extra environment for the build and the repro.
+    env: dict[str, str] = field(default_factory=dict)
+    #: Set when the candidate cannot be tested; the step is skipped unbuilt.
+    skip_reason: str | None = None
+    #: Strategy-private description of what ``checkout`` writes.
+    target: Any = None
+
+
+class Strategy(ABC):
+    """Candidates of one kind (upstream submodule commits, superproject commits)."""
+
+    name: ClassVar[str]
+
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
+        self.superproject = superproject
+        self.session = session
+        self._mover = mover
+
+    @property
+    def mover(self) -> Mover:
+        """What checks candidates out (journaled); only commands that move things have one."""
+        if self._mover is None:
+            raise AssertionError("this command does not move repositories")
+        return self._mover
+
+    @abstractmethod
+    def describe(self, sha: str) -> CommitInfo:
+        """Subject, author, date of a candidate."""
+
+    @abstractmethod
+    def resolve(self, rev: str) -> str:
+        """Full sha of a revision given on the command line (``good <rev>``)."""
+
+    @abstractmethod
+    def prepare(self, candidate: str) -> Prepared:
+        """Compute, without touching any work tree, what testing ``candidate`` needs."""
+
+    @abstractmethod
+    def checkout(self, prepared: Prepared) -> int:
+        """Write ``prepared`` to the work tree(s); return the number of files written."""
+
+    @abstractmethod
+    def header_lines(self) -> list[str]:
+        """Lines describing the bisection, shown before the first step and by ``status``."""
+
+    def prepare_pristine(self, commit: str) -> Prepared | None:
+        """``commit`` without any local patches (``--check-stack``); None if not meaningful."""
+        return None
+
+    def followup(self, first_bad: str) -> list[FollowUp]:
+        """Bisections to run next once ``first_bad`` is known (the caller words them)."""
+        return []
+
+    @property
+    def terms(self) -> Terms:
+        """The session's words for its two sides, for the requests it suggests."""
+        return self.session.terms
+
+    def result_extra(self, first_bad: str | None) -> dict[str, Any]:
+        """Strategy-specific fields of the JSON result (``first_bad`` when found)."""
+        return {}
+
+    def closing_lines(self, first_bad: str | None) -> list[str]:
+        """Notes printed after the result (``first_bad`` when found), e.g. patches to rebase."""
+        return []
+
+
+def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState]:
+    """The HEADs to restore: the superproject's and those of ``paths``."""
+    states = {SUPERPROJECT: superproject.head_state()}
+    for p in paths:
+        states[p] = Repo(superproject.workdir / p).head_state()
+    return states
+
+
+def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str],
+                  terms: Terms) -> tuple[str, list[str]]:
+    """Full shas of the bad and good revisions, each good an ancestor of bad (else BadInput).
+
+    ``terms``: the words of the old and new sides in messages (``--find-fix``).
+    """
+    old, new = terms.old, terms.new
+    if not good_revs:
+        raise BadInput(f"at least one {old} revision is needed")
+    bad = repo.resolve(bad_rev)
+    goods = [repo.resolve(g) for g in good_revs]
+    for rev, sha in zip(good_revs, goods, strict=True):
+        if sha == bad:
+            raise BadInput(f"{old} revision '{rev}' is the {new} revision itself")
+        if not repo.is_ancestor(sha, bad):
+            raise BadInput(f"{old} revision '{rev}' ({sha[:12]}) is not an ancestor of "
+                           f"{new} '{bad_rev}' ({bad[:12]})")
+    return bad, goods

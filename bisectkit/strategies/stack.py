@@ -10,36 +10,34 @@ end is REV itself, pristine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 from typing import Any
 
-from bisectkit import patchstack, upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
-from bisectkit.patchstack import Stack
+from bisectkit.model import StackRequest
+from bisectkit.patchstack import Stack, analyse, replay
 from bisectkit.session import Session
-from bisectkit.strategy import Prepared, head_states
-from bisectkit.submodule import PatchedSubmodule, check_clean, guess_lines
+from bisectkit.strategies.base import Prepared, head_states
+from bisectkit.strategies.common import (
+    PatchedSubmodule,
+    check_clean,
+    conflict_reason,
+    guess_lines,
+    resolve_upstream,
+    step_env,
+)
 from bisectkit.worktree import Mover
-
-
-@dataclass(frozen=True)
-class StackRequest:
-    """What ``--stack`` was asked to bisect, before validation."""
-
-    submodule: str
-    upstream: str | None
-    at: str
 
 
 def start(superproject: Repo, req: StackRequest) -> Session:
     """Validate ``req`` and build a session over the stack's prefixes; touches nothing."""
     path, sub = open_submodule(superproject, req.submodule)
-    check_clean(superproject, sub, path)
+    check_clean(superproject, {path: sub})
     at = sub.resolve(req.at)
-    up = upstream.find(superproject, path, sub, req.upstream, contains=(at,))
+    up = resolve_upstream(superproject, path, sub, req.upstream, contains=(at,))
     head = sub.head_state()
-    stack = patchstack.analyse(sub, head.sha, up.sha, extra_upstream=(at,))
+    stack = analyse(sub, head.sha, up.sha, extra_upstream=(at,))
     if not stack.patches:
         raise BadInput(f"submodule {path} has no local patches on top of {up.ref}: "
                        "there is no stack to bisect")
@@ -58,9 +56,17 @@ def start(superproject: Repo, req: StackRequest) -> Session:
         orig=head_states(superproject, [path]),
         params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
                 "upstream_guessed": up.guessed, "stack": stack.to_json(), "at": at},
-        start_argv=["start", "--submodule", path, "--upstream", up.ref, "--stack",
-                    "--at", at],
+        start_argv=[],  # the caller words the request (it owns the command line)
+        terms=req.terms,
     )
+
+
+def settled(req: StackRequest, session: Session) -> StackRequest:
+    """``req`` as ``session`` understood it: the submodule's path, the upstream found and
+    ``--at`` as a full sha."""
+    return dataclasses.replace(req, submodule=session.params["submodule"],
+                               at=session.params["at"],
+                               upstream=session.params["upstream_ref"])
 
 
 class StackStrategy(PatchedSubmodule):
@@ -77,19 +83,15 @@ class StackStrategy(PatchedSubmodule):
         shas = [p.sha for p in self.stack.patches]
         k = shas.index(candidate) + 1 if candidate in shas else 0
         prefix = Stack(self.stack.head, self.stack.merge_base, self.stack.patches[:k])
-        replay = patchstack.replay(self.sub, prefix, self.at)
-        details: dict[str, Any] = {"patches": [a.to_json() for a in replay.actions]}
-        if replay.conflict is not None:
-            c = replay.conflict
-            return Prepared(candidate, (), details,
-                            skip_reason=f"conflict in {c.patch.sha[:12]} ({c.patch.subject}): "
-                                        f"{c.why.removeprefix('conflict in ')}")
-        details["patched"] = replay.commit
-        env = {"BISECTKIT_COMMIT": self.at, "BISECTKIT_SUBMODULE": self.path,
-               "BISECTKIT_PATCHED_COMMIT": str(replay.commit), "BISECTKIT_STRATEGY": self.name,
-               "BISECTKIT_STACK_PATCHES": str(k)}
-        return Prepared(candidate, (self._super_tree, str(replay.tree)), details, env,
-                        target=replay.commit)
+        replayed = replay(self.sub, prefix, self.at)
+        details: dict[str, Any] = {"patches": [a.to_json() for a in replayed.actions]}
+        if replayed.conflict is not None:
+            return Prepared(candidate, (), details, skip_reason=conflict_reason(replayed.conflict))
+        details["patched"] = replayed.commit
+        env = step_env(strategy=self.name, commit=self.at, submodule=self.path,
+                       patched=str(replayed.commit), stack_patches=k)
+        return Prepared(candidate, (self._super_tree, str(replayed.tree)), details, env,
+                        target=replayed.commit)
 
     def header_lines(self) -> list[str]:
         patches = self.session.params["stack"]["patches"]

@@ -8,35 +8,24 @@ paths only.
 
 from __future__ import annotations
 
-import json
-import re
-import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass
+import dataclasses
 from typing import Any
 
-from bisectkit import upstream
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
-from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
+from bisectkit.model import (
+    SUPERPROJECT,
+    CommitInfo,
+    FollowUp,
+    IntegrateRequest,
+    SubmoduleRequest,
+    Upstream,
+)
 from bisectkit.session import Session
-from bisectkit.strategy import Prepared, Strategy, head_states, resolve_range
-from bisectkit.submodule import dirty_message
+from bisectkit.strategies.base import Prepared, Strategy, head_states, resolve_range
+from bisectkit.strategies.common import check_clean, resolve_upstream, step_env
+from bisectkit.upstream import CONFIG_KEY, GuessRefused
 from bisectkit.worktree import Mover
-
-
-@dataclass(frozen=True)
-class IntegrateRequest:
-    """What ``start --integrate`` was asked to bisect, before validation."""
-
-    bad: str
-    good: Sequence[str]
-    #: Submodules to update at each step; empty means every initialised one.
-    submodules: Sequence[str] = ()
-    upstream: str | None = None
-    pathspec: Sequence[str] = ()
-    #: Words of the old and new sides, for messages (``--find-fix``, ``--term-*``).
-    terms: tuple[str, str] = ("good", "bad")
 
 
 def start(superproject: Repo, req: IntegrateRequest) -> Session:
@@ -46,29 +35,9 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
     else:
         paths = [p for p in sorted(superproject.gitlinks())
                  if (superproject.workdir / p / ".git").exists()]
-    dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
-    if dirty:
-        raise BadInput(dirty_message("superproject", superproject, dirty))
-    for p in paths:
-        sub = Repo(superproject.workdir / p)
-        dirty = sub.dirty_paths()
-        if dirty:
-            raise BadInput(dirty_message(f"submodule {p}", sub, dirty))
+    check_clean(superproject, {p: Repo(superproject.workdir / p) for p in paths})
     bad, goods = resolve_range(superproject, req.bad, req.good, req.terms)
-    given = req.upstream or superproject.config_get(upstream.CONFIG_KEY)
-    upstreams = {p: find_upstream(superproject, p, given) for p in paths}
-    if given and paths and not any(u["ref"] for u in upstreams.values()):
-        raise BadInput(f"unknown revision '{given}' in every submodule updated "
-                       f"({', '.join(paths)})")
-    argv = ["start", "--integrate"]
-    if req.submodules:
-        for p in paths:
-            argv += ["--submodule", p]
-    if req.upstream:
-        argv += ["--upstream", req.upstream]
-    argv += [bad, *goods]
-    if req.pathspec:
-        argv += ["--", *req.pathspec]
+    upstreams = {p: find_upstream(superproject, p, req.upstream) for p in paths}
     return Session(
         strategy="integrate",
         root=str(superproject.workdir),
@@ -77,27 +46,35 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
         pathspec=list(req.pathspec),
         candidates=superproject.first_parent_range(bad, goods, list(req.pathspec)),
         orig=head_states(superproject, paths),
-        params={"submodules": paths, "upstream_ref": given, "upstreams": upstreams},
-        start_argv=argv,
+        params={"submodules": paths,
+                "upstream_ref": req.upstream or superproject.config_get(CONFIG_KEY),
+                "upstreams": upstreams},
+        start_argv=[],  # the caller words the request (it owns the command line)
+        terms=req.terms,
     )
+
+
+def settled(req: IntegrateRequest, session: Session) -> IntegrateRequest:
+    """``req`` as ``session`` understood it: full shas, and the submodules' paths when they
+    were named (none named stays none: every initialised one)."""
+    paths = tuple(session.params["submodules"]) if req.submodules else ()
+    return dataclasses.replace(req, bad=session.bad, good=tuple(session.good), submodules=paths)
 
 
 def find_upstream(superproject: Repo, path: str, given: str | None) -> dict[str, Any]:
     """Submodule ``path``'s upstream as session data; ``ref`` None and ``why`` if there is none.
 
     Here the upstream only names the upstream span of each pin move and the
-    follow-up bisect command, so a submodule without one does not stop the
-    integrate bisect (it only loses those).
+    follow-up bisect command, so a submodule whose upstream cannot be guessed
+    does not stop the integrate bisect (it only loses those). A ref that was
+    given (``--upstream`` or git config) and names nothing is refused, as in a
+    submodule bisect.
     """
     try:
-        up = upstream.find(superproject, path, Repo(superproject.workdir / path), given)
-    except BadInput as exc:
+        up = resolve_upstream(superproject, path, Repo(superproject.workdir / path), given)
+    except GuessRefused as exc:
         return {"ref": None, "why": str(exc)}
     return {"ref": up.ref, "sha": up.sha, "guessed": up.guessed}
-
-
-def _env_name(path: str) -> str:
-    return "BISECTKIT_SUBMODULE_" + re.sub(r"[^A-Za-z0-9]", "_", path).upper()
 
 
 class IntegrateStrategy(Strategy):
@@ -137,12 +114,7 @@ class IntegrateStrategy(Strategy):
             reason = (f"{', '.join(missing)} missing from every remote of the submodule "
                       "(cannot update it)")
             return Prepared(candidate, (), details, skip_reason=reason)
-        env = {
-            "BISECTKIT_COMMIT": candidate,
-            "BISECTKIT_STRATEGY": self.name,
-            "BISECTKIT_SUBMODULES": json.dumps(pins, sort_keys=True),
-        }
-        env.update({_env_name(p): pin for p, pin in pins.items() if pin is not None})
+        env = step_env(strategy=self.name, commit=candidate, pins=pins)
         trees = (self.superproject.tree_of(candidate),
                  *(f"{p}={pin}" for p, pin in sorted(pins.items())))
         return Prepared(candidate, trees, details, env, target=pins)
@@ -172,10 +144,15 @@ class IntegrateStrategy(Strategy):
         known = self.session.params.get("upstreams")
         if known is not None and path in known:
             return dict(known[path])
-        # A session started before upstreams were recorded: find it now.
+        # A session started before upstreams were recorded: find it now, leniently
+        # (the refs may have moved since; the session must still finish).
         if path not in self._upstreams:
-            self._upstreams[path] = find_upstream(self.superproject, path,
-                                                  self.session.params.get("upstream_ref"))
+            try:
+                found = find_upstream(self.superproject, path,
+                                      self.session.params.get("upstream_ref"))
+            except BadInput as exc:
+                found = {"ref": None, "why": str(exc)}
+            self._upstreams[path] = found
         return self._upstreams[path]
 
     def checkout(self, prepared: Prepared) -> int:
@@ -211,18 +188,18 @@ class IntegrateStrategy(Strategy):
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         return {"submodules": self.paths}
 
-    def followup(self, first_bad: str, rerun: Sequence[str]) -> list[str]:
+    def followup(self, first_bad: str) -> list[FollowUp]:
         """The submodule bisect to run inside the range the culprit advanced."""
-        lines = []
+        found = []
         for move in self.prepare(first_bad).details["submodules"]:
             if not (move["old_base"] and move["new_base"]) or move["old_base"] == move["new_base"]:
                 continue
             upstream = self._upstream(move["path"])
             assert upstream is not None  # the bases were computed from it
-            cmd = ["bisectkit", "run", "--submodule", move["path"], "--upstream", upstream[0],
-                   "--good", move["old_base"], "--bad", move["new_base"], *rerun]
-            lines.append(f"{first_bad[:12]} advanced {move['path']} by "
-                         f"{move['upstream_commits']} upstream commits; to find the upstream "
-                         "culprit, run:")
-            lines.append(shlex.join(cmd))
-        return lines
+            request = SubmoduleRequest(submodule=move["path"], bad=move["new_base"],
+                                       good=(move["old_base"],), upstream=upstream[0],
+                                       terms=self.terms)
+            found.append(FollowUp(request, f"{first_bad[:12]} advanced {move['path']} by "
+                                           f"{move['upstream_commits']} upstream commits; to "
+                                           "find the upstream culprit, run:"))
+        return found

@@ -1,0 +1,174 @@
+"""What the strategies share: the one copy of each check and text they all need.
+
+The upstream (:func:`resolve_upstream`), the refusal of uncommitted changes
+(:func:`check_clean`), the ``BISECTKIT_*`` environment of the build and the
+repro (:func:`step_env`), the skip reason of a conflicting patch
+(:func:`conflict_reason`), and the base of the strategies that replay a
+submodule's patch stack (:class:`PatchedSubmodule`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo, open_submodule
+from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
+from bisectkit.patchstack import PatchAction, Stack
+from bisectkit.session import Session
+from bisectkit.strategies.base import Prepared, Strategy
+from bisectkit.upstream import CONFIG_KEY, guess
+from bisectkit.worktree import Mover
+
+
+def resolve_upstream(superproject: Repo, path: str, sub: Repo, given: str | None,
+                     contains: Sequence[str] = ()) -> Upstream:
+    """The upstream of submodule ``path``: ``given`` (``--upstream``), the git config, or a guess.
+
+    A ref that was given (either way) must name a commit of ``sub``: a typo is
+    refused (:class:`BadInput`), never replaced by a guess. ``contains`` are the
+    revisions about to be bisected (they break ties between guesses); a guess
+    that fails raises :class:`~bisectkit.upstream.GuessRefused`.
+    """
+    ref = given or superproject.config_get(CONFIG_KEY)
+    if not ref:
+        return guess(superproject, path, sub, contains)
+    sha = sub.try_resolve(ref)
+    if sha is None:
+        source = "--upstream" if given else f"git config {CONFIG_KEY}"
+        raise BadInput(f"unknown revision '{ref}' in {sub.workdir} (the upstream given by "
+                       f"{source})")
+    return Upstream(ref, sha)
+
+
+def check_clean(superproject: Repo, subs: Mapping[str, Repo]) -> None:
+    """Refuse (nothing touched) when the superproject or a submodule of ``subs`` (path ->
+    repository) has local edits: a checkout would carry them into every step."""
+    dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
+    if dirty:
+        raise BadInput(_dirty_message("superproject", superproject, dirty))
+    for path, sub in subs.items():
+        dirty = sub.dirty_paths()
+        if dirty:
+            raise BadInput(_dirty_message(f"submodule {path}", sub, dirty))
+
+
+def _dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
+    """The one-line refusal for a work tree with uncommitted changes."""
+    more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""
+    return (f"{what} has uncommitted changes ({dirty[0]}{more} in {repo.workdir}); "
+            "commit or stash them first")
+
+
+def step_env(*, strategy: str | None = None, commit: str | None = None,
+             submodule: str | None = None, patched: str | None = None,
+             stack_patches: int | None = None, pins: Mapping[str, str | None] | None = None,
+             step: int | None = None) -> dict[str, str]:
+    """The ``BISECTKIT_*`` variables the build and the repro see (README, "Environment").
+
+    Every name is spelt here and only here; a value left ``None`` is not set.
+    ``pins`` (integrate) gives ``BISECTKIT_SUBMODULES`` (JSON) and one
+    ``BISECTKIT_SUBMODULE_<PATH>`` per pinned submodule.
+    """
+    env: dict[str, str] = {}
+    for name, value in (("COMMIT", commit), ("SUBMODULE", submodule),
+                        ("PATCHED_COMMIT", patched), ("STRATEGY", strategy),
+                        ("STACK_PATCHES", stack_patches), ("STEP", step)):
+        if value is not None:
+            env[f"BISECTKIT_{name}"] = str(value)
+    if pins is not None:
+        env["BISECTKIT_SUBMODULES"] = json.dumps(dict(pins), sort_keys=True)
+        env.update({pin_variable(p): pin for p, pin in pins.items() if pin is not None})
+    return env
+
+
+def pin_variable(path: str) -> str:
+    """``BISECTKIT_SUBMODULE_<PATH>``: the path upper-cased, non-alphanumerics as ``_``."""
+    return "BISECTKIT_SUBMODULE_" + re.sub(r"[^A-Za-z0-9]", "_", path).upper()
+
+
+def conflict_reason(conflict: PatchAction) -> str:
+    """Why a step whose patch replay stopped at ``conflict`` is skipped unbuilt."""
+    where = conflict.why.removeprefix("conflict in ")
+    return f"conflict in {conflict.patch.sha[:12]} ({conflict.patch.subject}): {where}"
+
+
+def guess_lines(params: Mapping[str, Any]) -> list[str]:
+    """The header line saying the upstream was guessed, and why (none when it was given)."""
+    note = Upstream(params["upstream_ref"], params["upstream"],
+                    params.get("upstream_guessed")).note()
+    return [f"  {note}"] if note else []
+
+
+class LineAncestry:
+    """"Is U in candidate C?" for candidates on one first-parent line, mostly without git.
+
+    Along the line each candidate is an ancestor of the next, so the answer is
+    monotonic in C's position: it is enough to know, once per U, the first
+    candidate that contains it. A U on the line is its own answer; a U
+    outside the range costs one or two graph queries; only a U on a side
+    branch merged inside the range needs a binary search. On a history the
+    size of llvm-project each graph query can take tens of milliseconds.
+    """
+
+    def __init__(self, repo: Repo, candidates: Sequence[str]) -> None:
+        self.repo = repo
+        self.candidates = candidates
+        self.pos = {c: i for i, c in enumerate(candidates)}
+        self._first: dict[str, int] = {}
+
+    def __call__(self, ancestor: str, commit: str) -> bool:
+        i = self.pos.get(commit)
+        if i is None:
+            return self.repo.is_ancestor(ancestor, commit)
+        return i >= self.first_containing(ancestor)
+
+    def first_containing(self, ancestor: str) -> int:
+        """Index of the first candidate that has ``ancestor`` (``len`` if none has)."""
+        first = self._first.get(ancestor)
+        if first is None:
+            first = self._search(ancestor)
+            self._first[ancestor] = first
+        return first
+
+    def _search(self, ancestor: str) -> int:
+        c = self.candidates
+        if ancestor in self.pos:
+            return self.pos[ancestor]
+        if not self.repo.is_ancestor(ancestor, c[-1]):
+            return len(c)
+        if self.repo.is_ancestor(ancestor, c[0]):
+            return 0
+        lo, hi = 0, len(c) - 1  # c[lo] lacks it, c[hi] has it
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.repo.is_ancestor(ancestor, c[mid]):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+
+class PatchedSubmodule(Strategy):
+    """What the strategies that replay a submodule's patch stack share."""
+
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
+        super().__init__(superproject, session, mover)
+        self.path: str = session.params["submodule"]
+        _, self.sub = open_submodule(superproject, self.path)
+        self.stack = Stack.from_json(session.params["stack"])
+        # The superproject never moves in these strategies: its tree is fixed.
+        self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
+
+    def describe(self, sha: str) -> CommitInfo:
+        return self.sub.commit_info(sha)
+
+    def resolve(self, rev: str) -> str:
+        return self.sub.resolve(rev)
+
+    def checkout(self, prepared: Prepared) -> int:
+        """Write the patched commit to the submodule's work tree; files written."""
+        return self.mover.checkout(self.path, self.sub, prepared.target)

@@ -1,0 +1,182 @@
+"""Submodule strategy: bisect upstream commits of a patched submodule.
+
+At every candidate the submodule is moved to the pristine upstream commit
+plus the local patch stack, replayed in memory (:mod:`bisectkit.patchstack`)
+and written with one checkout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo, open_submodule
+from bisectkit.model import ON_CONFLICT, FollowUp, OnConflict, StackRequest, SubmoduleRequest
+from bisectkit.patchstack import analyse, replay
+from bisectkit.session import Session
+from bisectkit.strategies.base import Prepared, head_states, resolve_range
+from bisectkit.strategies.common import (
+    LineAncestry,
+    PatchedSubmodule,
+    check_clean,
+    conflict_reason,
+    guess_lines,
+    resolve_upstream,
+    step_env,
+)
+from bisectkit.strategies.stops import StopsApplying
+from bisectkit.worktree import Mover
+
+
+def start(superproject: Repo, req: SubmoduleRequest) -> Session:
+    """Validate ``req`` against the repositories and build a new session; touches nothing."""
+    path, sub = open_submodule(superproject, req.submodule)
+    check_clean(superproject, {path: sub})
+    bad, goods = resolve_range(sub, req.bad, req.good, req.terms)
+    up = resolve_upstream(superproject, path, sub, req.upstream, contains=(bad,))
+    sub_head = sub.head_state()
+    stack = analyse(sub, sub_head.sha, up.sha, extra_upstream=(bad,))
+    for patch in stack.patches:
+        if sub.is_ancestor(patch.sha, bad):
+            raise BadInput(f"{req.terms.new} revision '{req.bad}' contains local patch "
+                           f"{patch.sha[:12]} ({patch.subject}); pass upstream commits, e.g. "
+                           f"the merge-base {stack.merge_base[:12]}")
+    candidates = sub.first_parent_range(bad, goods, list(req.pathspec))
+    return Session(
+        strategy="submodule",
+        root=str(superproject.workdir),
+        bad=bad,
+        good=goods,
+        pathspec=list(req.pathspec),
+        candidates=candidates,
+        orig=head_states(superproject, [path]),
+        # on_conflict decides what is tested at a candidate, so it belongs to the
+        # session: later good/bad/run commands and the log's replay use it too.
+        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
+                "upstream_guessed": up.guessed, "stack": stack.to_json(),
+                "on_conflict": req.on_conflict},
+        start_argv=[],  # the caller words the request (it owns the command line)
+        terms=req.terms,
+    )
+
+
+def settled(req: SubmoduleRequest, session: Session) -> SubmoduleRequest:
+    """``req`` as ``session`` understood it: full shas, the submodule's path, the upstream
+    found; a replay of it means the same range."""
+    return dataclasses.replace(req, submodule=session.params["submodule"], bad=session.bad,
+                               good=tuple(session.good),
+                               upstream=session.params["upstream_ref"])
+
+
+class SubmoduleStrategy(PatchedSubmodule):
+    """Candidates are upstream commits of one submodule; materialised with the patch stack."""
+
+    name = "submodule"
+
+    def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
+        super().__init__(superproject, session, mover)
+        self.ancestry = LineAncestry(self.sub, session.candidates)
+        on_conflict = session.params.get("on_conflict", "skip")
+        if on_conflict not in ON_CONFLICT:
+            raise BadInput(f"the session has an unknown on_conflict {on_conflict!r}; run "
+                           "'git bisect-patched reset'")
+        self.on_conflict: OnConflict = on_conflict
+        # stops_applying() per number of steps it was computed from.
+        self._stops: tuple[int, list[dict[str, Any]]] | None = None
+
+    def prepare(self, candidate: str) -> Prepared:
+        """Replay the stack onto ``candidate`` in memory; a conflict makes it a skip.
+
+        With ``--on-conflict drop`` a conflicting local patch is left out
+        instead, and the step carries a "tested without <patch>" flag.
+        """
+        replayed = replay(self.sub, self.stack, candidate, self.ancestry,
+                                   self.on_conflict)
+        details: dict[str, Any] = {"patches": [a.to_json() for a in replayed.actions]}
+        if replayed.conflict is not None:
+            return Prepared(candidate, (), details, skip_reason=conflict_reason(replayed.conflict))
+        env = step_env(strategy=self.name, commit=candidate, submodule=self.path,
+                       patched=str(replayed.commit))
+        # The patched commit is what was tested: kept in the step record.
+        details["patched"] = replayed.commit
+        flags = replayed.flags()
+        if flags:
+            # Step flags (console, JSON, report), not part of the verdict cache's
+            # entry: the cache keys on the tree, which already lacks the patch.
+            details["flags"] = flags
+        return Prepared(candidate, (self._super_tree, str(replayed.tree)), details, env,
+                        target=replayed.commit)
+
+    def prepare_pristine(self, commit: str) -> Prepared:
+        """Upstream ``commit`` exactly, without the stack (``--check-stack``)."""
+        tree = self.sub.tree_of(commit)
+        env = step_env(strategy=self.name, commit=commit, submodule=self.path, patched=commit)
+        return Prepared(commit, (self._super_tree, tree), {"patches": [], "patched": commit},
+                        env, target=commit)
+
+    def followup(self, first_bad: str) -> list[FollowUp]:
+        """After ``--check-stack`` found the stack implicated: bisect the stack itself."""
+        if not self.session.params.get("stack_implicated"):
+            return []
+        terms = self.terms
+        request = StackRequest(submodule=self.path, at=first_bad,
+                               upstream=self.session.params["upstream_ref"], terms=terms)
+        return [FollowUp(request, f"{first_bad[:12]} is {terms.old} without the local patch "
+                                  f"stack and {terms.new} with it: one of our patches is the "
+                                  "culprit; to find which, run:")]
+
+    def result_extra(self, first_bad: str | None) -> dict[str, Any]:
+        return {"submodule": self.path, "upstream": self.session.params["upstream_ref"],
+                "on_conflict": self.on_conflict, "stops_applying": self.stops_applying()}
+
+    def closing_lines(self, first_bad: str | None) -> list[str]:
+        """Where each conflicting local patch stops applying; how to test past a conflict."""
+        lines = [entry["message"] for entry in self.stops_applying()]
+        if self.on_conflict == "skip":
+            local = {p.sha for p in self.stack.patches if p.kind == "local"}
+            skipped = sum(1 for step in self.session.steps if step.source == "auto" and any(
+                p["action"] == "conflict" and p["commit"] in local for p in step.patches))
+            if skipped:
+                lines.append(f"{skipped} step{'s were' if skipped != 1 else ' was'} skipped "
+                             "because a local patch conflicts; --on-conflict drop tests such "
+                             "candidates without it")
+        return lines
+
+    def stops_applying(self) -> list[dict[str, Any]]:
+        """Each local patch that conflicts at some prepared candidate: from where it does
+        (:mod:`bisectkit.strategies.stops`); computed once per number of steps."""
+        key = len(self.session.steps)
+        if self._stops is None or self._stops[0] != key:
+            found = StopsApplying(self.sub, self.stack, self.session, self.ancestry,
+                                  self.on_conflict).entries()
+            self._stops = (key, found)
+        return self._stops[1]
+
+    def header_lines(self) -> list[str]:
+        s, p = self.session, self.session.params
+        stack = p["stack"]
+        goods = ", ".join(g[:12] for g in s.good)
+        where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
+        lines = [
+            f"bisecting submodule {self.path}",
+            f"  upstream {p['upstream_ref']} at {p['upstream'][:12]}, merge-base "
+            f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
+            *guess_lines(p),
+            f"  range: {s.terms.old} {goods} .. {s.terms.new} {s.bad[:12]}: "
+            f"{len(s.candidates)} candidates{where}",
+        ]
+        patches = stack["patches"]
+        lines.append(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")
+        for patch in patches:
+            ref = ""
+            if patch["refers_to"]:
+                arrow = "reverts" if patch["kind"] == "revert" else "from"
+                how = ", by patch-id" if patch.get("found_by") == "patch-id" else ""
+                ref = f"  ({arrow} {patch['refers_to'][:12]}{how})"
+            lines.append(f"    {patch['kind']:<11} {patch['sha'][:12]}  {patch['subject']}{ref}")
+        if self.on_conflict == "drop":
+            lines.append("  --on-conflict drop: a conflicting local patch is left out and the "
+                         "step flagged")
+        return lines
+
