@@ -15,7 +15,9 @@ Records (``op``):
 - ``move`` (before) / ``git`` (the pid of the git doing it) / ``moved`` (after):
   one move of a repository from one commit and tree to another;
 - ``backup`` (before) / ``backed-up`` (after) / ``put-back``: an untracked or
-  ignored file moved out of a checkout's way (``--force-ignored``) and back.
+  ignored file moved out of a checkout's way (``--force-ignored``) and back
+  (these change records, :class:`Move` and :class:`Backup`, live in
+  :mod:`bisectkit.journalrecords`).
 """
 
 from __future__ import annotations
@@ -29,49 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import bisectkit.journalrecords as journalrecords
+from bisectkit.journalrecords import Backup, Move, Side
 from bisectkit.model import HeadState
+from bisectkit.processes import process_start
 
 JOURNAL_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Side:
-    """One end of a move: HEAD (branch or detached) and the tree index and files hold."""
-
-    head: HeadState
-    tree: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ref": self.head.ref, "sha": self.head.sha, "tree": self.tree}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Side:
-        return cls(HeadState(ref=data.get("ref"), sha=str(data["sha"])), str(data["tree"]))
-
-
-@dataclass
-class Move:
-    """A journaled move; ``done`` once it completed (or was settled by a restore)."""
-
-    n: int
-    repo: str
-    old: Side
-    new: Side
-    done: bool = False
-    #: Pids (and their start times) of the git commands doing it.
-    gits: list[tuple[int, str | None]] = field(default_factory=list)
-
-
-@dataclass
-class Backup:
-    """A file moved out of a checkout's way, to put back on restore."""
-
-    n: int
-    repo: str
-    path: str
-    stash: str
-    done: bool = False
-    put_back: bool = False
 
 
 @dataclass
@@ -248,7 +213,7 @@ def load(path: Path) -> JournalState | None:
             if state is None:
                 state = _start(rec)
                 continue
-            _apply(rec, moves, backups)
+            journalrecords.apply(rec, moves, backups)
         except (ValueError, KeyError, TypeError, AttributeError):
             unreadable += 1
             if state is None:
@@ -271,27 +236,6 @@ def _start(rec: dict[str, Any]) -> JournalState:
                         source=str(rec.get("source", "session")), extra_placed=placed)
 
 
-def _apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup]) -> None:
-    op = rec["op"]
-    if op == "move":
-        n = int(rec["n"])
-        moves[n] = Move(n, str(rec["repo"]), Side.from_json(rec["from"]),
-                        Side.from_json(rec["to"]))
-    elif op == "git" and int(rec["n"]) in moves:
-        started = rec.get("started")
-        moves[int(rec["n"])].gits.append((int(rec["pid"]),
-                                          None if started is None else str(started)))
-    elif op == "moved" and int(rec["n"]) in moves:
-        moves[int(rec["n"])].done = True
-    elif op == "backup":
-        n = int(rec["n"])
-        backups[n] = Backup(n, str(rec["repo"]), str(rec["path"]), str(rec["stash"]))
-    elif op == "backed-up" and int(rec["n"]) in backups:
-        backups[int(rec["n"])].done = True
-    elif op == "put-back" and int(rec["n"]) in backups:
-        backups[int(rec["n"])].put_back = True
-
-
 def _line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, separators=(",", ":")) + "\n").encode()
 
@@ -304,33 +248,3 @@ def _fsync_dir(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields of ``/proc/<pid>/stat`` after the command name (state first); None without."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def process_start(pid: int) -> str | None:
-    """When ``pid`` started (Linux: clock ticks since boot), to tell it from a reused pid."""
-    fields = _stat_fields(pid)
-    return None if fields is None else fields[19]
-
-
-def alive(pid: int, started: str | None = None) -> bool:
-    """Is the process that was ``pid`` (started at ``started``) still running, not a zombie?"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    fields = _stat_fields(pid)
-    if fields is None:
-        return True  # no /proc: trust kill(0)
-    if fields[0] == "Z":
-        return False
-    return started is None or fields[19] == started

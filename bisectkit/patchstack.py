@@ -235,7 +235,7 @@ def replay(repo: Repo, stack: Stack, candidate: str,
         if reason is not None:
             done("dropped", reason)
             continue
-        result = repo.merge_patch(tree, patch.sha)
+        result = repo.merger.merge_patch(tree, patch.sha)
         if result.tree is None:
             paths = ", ".join(result.conflicts)
             if on_conflict == "drop" and patch.kind == "local":
@@ -248,7 +248,7 @@ def replay(repo: Repo, stack: Stack, candidate: str,
             done("empty", "no change on this candidate")
             continue
         tree = result.tree
-        commit = repo.make_commit(tree, commit, patch.sha)
+        commit = repo.merger.make_commit(tree, commit, patch.sha)
         applied.add(patch.sha)
         done("applied", _applied_why(patch))
     return Replay(candidate, commit, tree, tuple(actions))

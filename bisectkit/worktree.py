@@ -19,16 +19,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from bisectkit import signals
+import bisectkit.signals as signals
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
-from bisectkit.journal import Journal, Move, Side, alive
+from bisectkit.gitstate import TreeDiff
+from bisectkit.journal import Journal
+from bisectkit.journalrecords import Move, Side
 from bisectkit.model import HeadState
+from bisectkit.processes import alive
+from bisectkit.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
 
 #: How long a restore waits for somebody else's ``index.lock`` before calling it stale.
 INDEX_LOCK_WAIT_S = 10.0
@@ -85,27 +88,7 @@ class Mover:
             died = self._wait_for_git(repo, pending)
             repo.refresh_index()
             index_tree = repo.index_tree()
-            explained = {repo.head_tree()}
-            if pending is not None:
-                explained |= {pending.old.tree, pending.new.tree}
-            if index_tree not in explained:
-                raise GitFailure(f"{_name(key)} has staged changes ({repo.workdir}); commit or "
-                                 "unstage them, then run 'git bisect-patched reset' again")
-            ignored = set(ignore)
-            moved = repo.diff_trees(pending.old.tree, pending.new.tree) \
-                if pending is not None else None
-            moving = set(moved.paths) if moved is not None else set()
-            # Only a path the interrupted move was writing can be its trace; a
-            # dead git may have left one half written (any content), a live one
-            # left it exactly on one side of the move.
-            edits = [p for p in repo.worktree_changes(ignore=ignored)
-                     if not (pending is not None and p in moving
-                             and (died or _from_move(repo, p, pending)))]
-            if edits:
-                more = f" and {len(edits) - 1} more" if len(edits) > 1 else ""
-                raise GitFailure(f"{_name(key)} has local changes ({edits[0]}{more} in "
-                                 f"{repo.workdir}); move local edits out of the way, then run "
-                                 "'git bisect-patched reset' again")
+            moved = _refuse_user_changes(key, repo, index_tree, pending, died, ignore)
             if pending is not None and moved is not None:
                 self._remove_leftovers(repo, pending, moved.added, died)
             tree = repo.tree_of(target.sha)
@@ -167,7 +150,7 @@ class Mover:
             if died or repo.hash_on_disk(path) == repo.blob_at(pending.new.tree, path):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(repo.workdir / path)
-                _prune_empty_dirs(repo.workdir, path)
+                prune_empty_dirs(repo.workdir, path)
 
     # -- files in the way ----------------------------------------------------------
     def _clear_way(self, key: str, repo: Repo, base: str, added: Sequence[str], what: str,
@@ -231,47 +214,33 @@ class Mover:
         return f"bisectkit {self.journal.session_id}: {what}{came}"
 
 
-def obstacles(repo: Repo, base: str, added: Sequence[str]) -> list[str]:
-    """Untracked or ignored files where a move from tree ``base`` writes ``added`` paths.
+def _refuse_user_changes(key: str, repo: Repo, index_tree: str, pending: Move | None,
+                         died: bool, ignore: Iterable[str]) -> TreeDiff | None:
+    """Raise :class:`GitFailure` if index or files hold a change of the user's.
 
-    A path counts when something is on disk there (an empty directory
-    excepted: git replaces it), or when one of its parent directories is a
-    file that ``base`` does not track.
+    What ``pending`` (a move a kill cut short) was writing is not the
+    user's. Returns that move's diff (``None`` without one).
     """
-    found: list[str] = []
-    for path in added:
-        full = repo.workdir / path
-        try:
-            st = os.lstat(full)
-        except (FileNotFoundError, NotADirectoryError):
-            st = None
-        if st is not None:
-            if stat.S_ISDIR(st.st_mode) and not _untracked_inside(repo, base, path):
-                continue
-            found.append(path)
-            continue
-        parts = path.split("/")
-        for i in range(1, len(parts)):
-            prefix = "/".join(parts[:i])
-            try:
-                pst = os.lstat(repo.workdir / prefix)
-            except OSError:
-                break
-            if not stat.S_ISDIR(pst.st_mode):
-                if not repo.tracks(base, prefix):
-                    found.append(prefix)
-                break
-    return list(dict.fromkeys(found))
-
-
-def _untracked_inside(repo: Repo, base: str, path: str) -> bool:
-    """Does directory ``path`` hold anything that tree ``base`` does not track?"""
-    for dirpath, _dirs, files in os.walk(repo.workdir / path):
-        rel = Path(dirpath).relative_to(repo.workdir).as_posix()
-        for name in files:
-            if not repo.tracks(base, f"{rel}/{name}"):
-                return True
-    return False
+    explained = {repo.head_tree()}
+    if pending is not None:
+        explained |= {pending.old.tree, pending.new.tree}
+    if index_tree not in explained:
+        raise GitFailure(f"{_name(key)} has staged changes ({repo.workdir}); commit or "
+                         "unstage them, then run 'git bisect-patched reset' again")
+    moved = repo.diff_trees(pending.old.tree, pending.new.tree) if pending is not None else None
+    moving = set(moved.paths) if moved is not None else set()
+    # Only a path the interrupted move was writing can be its trace; a
+    # dead git may have left one half written (any content), a live one
+    # left it exactly on one side of the move.
+    edits = [p for p in repo.worktree_changes(ignore=set(ignore))
+             if not (pending is not None and p in moving
+                     and (died or _from_move(repo, p, pending)))]
+    if edits:
+        more = f" and {len(edits) - 1} more" if len(edits) > 1 else ""
+        raise GitFailure(f"{_name(key)} has local changes ({edits[0]}{more} in "
+                         f"{repo.workdir}); move local edits out of the way, then run "
+                         "'git bisect-patched reset' again")
+    return moved
 
 
 def _from_move(repo: Repo, path: str, move: Move) -> bool:
@@ -280,63 +249,9 @@ def _from_move(repo: Repo, path: str, move: Move) -> bool:
     return have in (repo.blob_at(move.old.tree, path), repo.blob_at(move.new.tree, path))
 
 
-def _prune_empty_dirs(workdir: Path, path: str) -> None:
-    parent = Path(path).parent
-    while parent != Path("."):
-        try:
-            (workdir / parent).rmdir()
-        except OSError:
-            return
-        parent = parent.parent
-
-
 def _name(key: str) -> str:
     return "superproject" if key == "." else f"submodule {key}"
 
 
 def _safe(key: str) -> str:
     return "superproject" if key == "." else key.replace("/", "%")
-
-
-def recently_written(workdir: Path, paths: Sequence[str]) -> dict[str, os.stat_result]:
-    """Stat of the files about to be rewritten whose mtime is in the current second.
-
-    Only those can end up with the same whole-second mtime after the rewrite.
-    """
-    now = int(time.time())
-    found = {}
-    for p in paths:
-        try:
-            st = os.stat(workdir / p, follow_symlinks=False)
-        except OSError:
-            continue
-        if int(st.st_mtime) >= now:
-            found[p] = st
-    return found
-
-
-def freshen_mtimes(workdir: Path, before: dict[str, os.stat_result]) -> int:
-    """Give every rewritten file an mtime in a later whole second than its old one.
-
-    Caches keyed on whole-second mtime plus size (Python's .pyc, some build
-    tools) miss a same-size rewrite within the same second. Only files
-    rewritten less than a second after their previous write can collide;
-    they get the next whole second (at most one second ahead of the clock)
-    instead of making the step wait a second. Returns how many were moved.
-    """
-    moved = 0
-    for p, old in before.items():
-        try:
-            new = os.stat(workdir / p, follow_symlinks=False)
-        except OSError:
-            continue  # removed by the checkout
-        if int(new.st_mtime) <= int(old.st_mtime) and new.st_size == old.st_size:
-            # An old mtime already bumped into the future (rewrites faster than
-            # one a second) is waited out, so the clock skew never exceeds 1 s.
-            ahead = int(old.st_mtime) - time.time()
-            if ahead > 0:
-                time.sleep(ahead)
-            bumped = (int(old.st_mtime) + 1) * 1_000_000_000
-            os.utime(workdir / p, ns=(new.st_atime_ns, bumped), follow_symlinks=False)
-            moved += 1
-    return moved

@@ -33,9 +33,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
                     "worktree")),
-    ("state", ("engine", "git", "merge", "runner", "execution", "session", "journal", "lock",
-               "fingerprint",
-               "cache")),
+    ("state", ("engine", "git", "gitstate", "gitcli", "gitobjects", "merge", "runner",
+               "execution", "session", "journal", "journalrecords", "processes", "lock", "cache",
+               "fingerprint", "workfiles")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "trace", "report", "report.*", "steplog")),
     ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio")),
@@ -43,8 +43,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 #: Modules that must never print: everything the user sees goes through observers.
 SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "session")
-#: Third-party libraries confined to one module each.
-CONFINED = {"pygit2": ("git", "merge"), "pexpect": ("runner",), "rich": ("console",),
+#: Third-party libraries confined to their own modules.
+CONFINED = {"pygit2": ("git", "gitstate", "gitobjects", "merge"), "pexpect": ("runner",),
+            "rich": ("console",),
             "argparse": ("cli", "parser", "requests", "commands", "commands.*", "argtypes")}
 
 MAX_MODULE_LINES = 300

@@ -6,9 +6,11 @@ import pygit2
 from conftest import World
 
 from bisectkit.git import Repo
+from bisectkit.merge import TreeEntry
 
 
 def full_merge(repo: pygit2.Repository, onto: str, patch: str) -> str | None:
+    """libgit2's own 3-way merge, the oracle (a handle of its own on the repository)."""
     commit = repo.get(patch)
     index = repo.merge_trees(commit.parents[0].tree, repo.get(onto), commit.tree)
     return None if index.conflicts is not None else str(index.write_tree(repo))
@@ -16,17 +18,17 @@ def full_merge(repo: pygit2.Repository, onto: str, patch: str) -> str | None:
 
 def test_fast_merge_matches_merge_trees_on_every_candidate(world: World):
     sub = Repo(world.submodule)
-    raw = sub._repo  # objects must come from the same repository as the builder
+    raw = pygit2.Repository(str(world.submodule))
     fast_hits = 0
     for n in range(0, 401, 7):
-        onto = str(raw.get(world.sha(n)).tree_id)
+        onto = sub.tree_of(world.sha(n))
         for patch in world.stack:
             expected = full_merge(raw, onto, patch)
-            got = sub.merge_patch(onto, patch)
+            got = sub.merger.merge_patch(onto, patch)
             assert got.tree == expected, (n, patch)
             if expected is not None:
-                commit = raw.get(patch)
-                fast = sub._merge_touched_paths(raw.get(onto), commit.parents[0].tree, commit.tree)
+                parent = sub.commit_info(patch).parents[0]
+                fast = sub.merger.trivial_merge(sub.tree_of(parent), onto, sub.tree_of(patch))
                 if fast is not None:
                     fast_hits += 1
                     assert fast == expected
@@ -37,14 +39,13 @@ def test_fast_merge_matches_merge_trees_on_every_candidate(world: World):
 
 def test_edit_tree_adds_nested_paths_and_drops_emptied_directories(world: World):
     sub = Repo(world.submodule)
-    raw = sub._repo  # objects must come from the same repository as the builder
-    tree = raw.get(world.sha(0)).tree
-    blob = raw.create_blob(b"new\n")
-    added = raw.get(sub._edit_tree(tree, {"a/b/c.txt": (blob, pygit2.enums.FileMode.BLOB)}))
-    assert added["a/b/c.txt"].id == blob
-    assert raw.diff(tree, added).stats.files_changed == 1
-    removed = sub._edit_tree(added, {"a/b/c.txt": None})
-    assert removed == tree.id
+    tree = sub.tree_of(world.sha(0))
+    blob = str(pygit2.Repository(str(world.submodule)).create_blob(b"new\n"))
+    added = sub.merger.edit_tree(tree, {"a/b/c.txt": TreeEntry(blob, pygit2.enums.FileMode.BLOB)})
+    assert sub.blob_at(added, "a/b/c.txt") == blob
+    assert sub.diff_trees(tree, added).paths == ("a/b/c.txt",)
+    removed = sub.merger.edit_tree(added, {"a/b/c.txt": None})
+    assert removed == tree
 
 
 def _repo(world: World, path) -> tuple[Repo, dict[str, str]]:
@@ -73,10 +74,12 @@ def test_file_directory_changes_go_to_the_full_merge(world: World, tmp_path):
     world.git(root, "checkout", "-q", base)
     (root / "other").write_text("2\n")
     candidate = _commit(world, root, "candidate")
-    raw = repo._repo
-    onto = str(raw.get(candidate).tree_id)
-    assert repo.merge_patch(onto, to_file).tree == full_merge(raw, onto, to_file)
-    assert "foo" in raw.get(repo.merge_patch(onto, to_file).tree)
+    raw = pygit2.Repository(str(root))
+    onto = repo.tree_of(candidate)
+    merged = repo.merger.merge_patch(onto, to_file).tree
+    assert merged == full_merge(raw, onto, to_file)
+    assert merged is not None and repo.blob_at(merged, "foo") == repo.blob_at(
+        repo.tree_of(to_file), "foo")
 
     # The other way round: the candidate has a file where the patch adds a directory.
     world.git(root, "checkout", "-q", to_file)
@@ -86,6 +89,6 @@ def test_file_directory_changes_go_to_the_full_merge(world: World, tmp_path):
     world.git(root, "checkout", "-q", to_file)
     (root / "bar").write_text("a file named bar\n")
     has_file = _commit(world, root, "bar is a file")
-    onto = str(raw.get(has_file).tree_id)
-    got = repo.merge_patch(onto, adds_dir)
+    onto = repo.tree_of(has_file)
+    got = repo.merger.merge_patch(onto, adds_dir)
     assert got.tree == full_merge(raw, onto, adds_dir)

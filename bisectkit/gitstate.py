@@ -1,0 +1,268 @@
+"""What a work tree, its index and HEAD hold, and the primitives that move them.
+
+:class:`WorkTreeOps` is the part of :class:`bisectkit.git.Repo` that reads
+and changes a repository's checkout. Every change goes through the git CLI
+(:mod:`bisectkit.gitcli`), so that it is one process the journal can name
+and one reflog line recovery can read; :mod:`bisectkit.worktree` journals
+and sequences them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import DeltaStatus, FileStatus, SortMode
+
+import bisectkit.gitcli as gitcli
+import bisectkit.gitobjects as gitobjects
+from bisectkit.errors import BadInput, GitFailure
+from bisectkit.gitcli import Spawned
+from bisectkit.gitobjects import GITLINK_MODE
+from bisectkit.model import HeadState
+
+
+@dataclass(frozen=True)
+class TreeDiff:
+    """What changes between two trees."""
+
+    #: Every path that differs (old and new names).
+    paths: tuple[str, ...]
+    #: Paths rewritten in place (present on both sides).
+    modified: tuple[str, ...]
+    #: Paths only the new tree has (files and links; not gitlinks).
+    added: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LocalChanges:
+    """What a work tree holds besides its HEAD commit (:meth:`WorkTreeOps.local_changes`)."""
+
+    #: Tracked paths whose index or work tree differs from HEAD (deleted ones included).
+    modified: tuple[str, ...]
+    #: Untracked files git does not ignore; a nested repository is one entry ``dir/``.
+    untracked: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReflogEntry:
+    """One line of a reflog."""
+
+    old: str
+    new: str
+    message: str
+
+
+class WorkTreeOps:
+    """Reading and moving HEAD, index and work tree (a mixin of :class:`bisectkit.git.Repo`)."""
+
+    #: The libgit2 handle and the resolved work tree, set by ``Repo.__init__``.
+    _repo: pygit2.Repository
+    workdir: Path
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository's private directory (``.git`` or ``.git/modules/<name>``)."""
+        return Path(self._repo.path).resolve()
+
+    @property
+    def index_lock(self) -> Path:
+        """git's lock on the index; present while a git command rewrites it."""
+        return self.git_dir / "index.lock"
+
+    # -- what the work tree holds ------------------------------------------------
+    def head_state(self) -> HeadState:
+        """Where HEAD is: a branch (and its commit) or a detached commit."""
+        if self._repo.head_is_unborn:
+            raise BadInput(f"{self.workdir} has no commits")
+        head = self._repo.lookup_reference("HEAD")
+        sha = str(self._repo.head.target)
+        if head.type == pygit2.enums.ReferenceType.SYMBOLIC:
+            return HeadState(ref=str(head.target), sha=sha)
+        return HeadState(ref=None, sha=sha)
+
+    def dirty_paths(self, ignore: Iterable[str] = ()) -> list[str]:
+        """Tracked paths whose work tree or index differs from HEAD (untracked files are fine)."""
+        return self._changed(ignore, ~FileStatus.CURRENT)
+
+    def worktree_changes(self, ignore: Iterable[str] = ()) -> list[str]:
+        """Tracked paths whose work tree differs from the index (edits not staged)."""
+        return self._changed(ignore, FileStatus.WT_MODIFIED | FileStatus.WT_DELETED |
+                             FileStatus.WT_TYPECHANGE)
+
+    def _changed(self, ignore: Iterable[str], flags: int) -> list[str]:
+        """Tracked paths (not in ``ignore``) whose status has any of ``flags``."""
+        skip = set(ignore)
+        self._repo.index.read(False)  # git itself may have rewritten it
+        changed = self._repo.status(untracked_files="no")
+        return sorted(p for p, have in changed.items() if p not in skip and have & flags)
+
+    def local_changes(self, untracked: bool = True) -> LocalChanges:
+        """Tracked paths that differ from HEAD and (``untracked``) untracked files git does
+        not ignore, like ``git status``; submodules are not looked into (not even their HEAD).
+        """
+        out = gitcli.read_bytes(self.workdir, f"cannot read the status of {self.workdir}",
+                                "status", "--porcelain=v1", "-z", "--no-renames",
+                                "--ignore-submodules=all",
+                                f"--untracked-files={'all' if untracked else 'no'}")
+        modified: list[str] = []
+        new: list[str] = []
+        for record in out.split(b"\0"):
+            if record:  # "XY path": XY is "??" for an untracked file
+                (new if record[:2] == b"??" else modified).append(os.fsdecode(record[3:]))
+        return LocalChanges(tuple(sorted(modified)), tuple(sorted(new)))
+
+    def gitlinks(self) -> dict[str, str]:
+        """Submodule paths recorded in the index, with the commit each is pinned to."""
+        index = self._repo.index
+        index.read(False)  # git itself may have rewritten it (read-tree)
+        return {e.path: str(e.id) for e in index if e.mode == GITLINK_MODE}
+
+    def head_tree(self) -> str:
+        """Tree id of HEAD (the empty tree when HEAD is unborn)."""
+        if self._repo.head_is_unborn:
+            return str(gitobjects.empty_tree(self._repo).id)
+        return str(self._repo.head.peel(pygit2.Commit).tree.id)
+
+    def index_tree(self) -> str:
+        """Tree id of what the index holds now (written to the object database only)."""
+        index = self._repo.index
+        index.read(True)
+        try:
+            return str(index.write_tree(self._repo))
+        except pygit2.GitError as exc:  # unmerged entries: someone is mid-merge
+            raise GitFailure(f"the index of {self.workdir} has unmerged entries; resolve or "
+                             "abort the merge first") from exc
+
+    def diff_trees(self, old: str, new: str) -> TreeDiff:
+        """What changes between two trees: every path, those rewritten in place, those added."""
+        if old == new:
+            return TreeDiff((), (), ())
+        paths: set[str] = set()
+        modified: list[str] = []
+        added: list[str] = []
+        diff = gitobjects.diff(self._tree(old), self._tree(new))
+        for delta in diff.deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+            if delta.status == DeltaStatus.MODIFIED:
+                modified.append(delta.new_file.path)
+            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
+                added.append(delta.new_file.path)
+        return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
+
+    def tracks(self, tree: str, path: str) -> bool:
+        """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""
+        return gitobjects.entry(self._tree(tree), path) is not None
+
+    def blob_at(self, tree: str, path: str) -> str | None:
+        """Id of what ``tree`` holds at ``path`` (``None`` if nothing)."""
+        found = gitobjects.entry(self._tree(tree), path)
+        return None if found is None else str(found[0])
+
+    def index_has(self, path: str) -> bool:
+        """Is ``path`` (a file) in the index as it is on disk now?"""
+        index = self._repo.index
+        index.read(False)
+        return path in index
+
+    def hash_on_disk(self, path: str) -> str | None:
+        """Blob id of the file (or link) at ``path`` in the work tree; ``None`` if absent."""
+        full = self.workdir / path
+        try:
+            if full.is_symlink():
+                return str(pygit2.hash(os.readlink(full).encode()))
+            if full.is_file():
+                return str(pygit2.hashfile(str(full)))
+        except OSError:
+            return None
+        return None
+
+    def _tree(self, oid: str) -> pygit2.Tree:
+        return gitobjects.tree(self._repo, oid)
+
+    # -- moving the work tree (journaled by bisectkit.worktree) -------------------
+    def refresh_index(self, on_spawn: Spawned | None = None) -> None:
+        """Refresh the index's stat data (racily-clean entries would look modified)."""
+        gitcli.run(self.workdir, "update-index", "-q", "--refresh", on_spawn=on_spawn)
+
+    def read_tree(self, base: str, target: str, on_spawn: Spawned | None = None) -> None:
+        """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).
+
+        git writes exactly the changed paths, refuses to overwrite local
+        edits, and leaves a fully refreshed index (libgit2's checkout was
+        several times slower on large trees).
+        """
+        gitcli.checked(self.workdir, f"cannot check out {target[:12]} in {self.workdir}",
+                       "read-tree", "-m", "-u", base, target, on_spawn=on_spawn,
+                       hint="; move local edits out of the way, then run the command again "
+                            "or 'git bisect-patched reset'")
+
+    def reset_tree(self, target: str, on_spawn: Spawned | None = None) -> None:
+        """Make index and work tree exactly ``target``, whatever they hold now.
+
+        ``read-tree --reset -u`` compares the index (and the files' stat data)
+        with ``target``: it rewrites what differs, including files a killed
+        checkout left half-written, and nothing else.
+        """
+        gitcli.checked(self.workdir, f"cannot restore {self.workdir} to tree {target[:12]}",
+                       "read-tree", "--reset", "-u", target, on_spawn=on_spawn)
+
+    def point_head(self, state: HeadState, message: str,
+                   on_spawn: Spawned | None = None) -> None:
+        """Point HEAD at a branch (``state.ref``) or detach it at ``state.sha``.
+
+        Through git, with ``message`` in the reflog: the reflog is the last
+        record bisectkit can recover from.
+        """
+        if state.ref is not None:
+            args = ["symbolic-ref", "-m", message, "HEAD", state.ref]
+        else:
+            args = ["update-ref", "--no-deref", "-m", message, "HEAD", state.sha]
+        gitcli.checked(self.workdir, f"cannot move HEAD of {self.workdir}", *args,
+                       on_spawn=on_spawn)
+
+    # -- refs and reachability ---------------------------------------------------
+    def create_ref(self, name: str, sha: str, message: str) -> None:
+        """Create ref ``name`` at ``sha`` (refuses to replace an existing one)."""
+        gitcli.checked(self.workdir, f"cannot create {name} in {self.workdir}",
+                       "update-ref", "-m", message, name, sha, "0" * 40)
+
+    def ref_exists(self, name: str) -> bool:
+        """Is there a ref called ``name`` (``refs/...``)?"""
+        return name in self._repo.references
+
+    def head_reflog(self) -> list[ReflogEntry]:
+        """HEAD's reflog, newest first (empty when there is none)."""
+        try:
+            ref = self._repo.references["HEAD"]
+            return [ReflogEntry(str(e.oid_old), str(e.oid_new), e.message or "")
+                    for e in ref.log()]
+        except (KeyError, pygit2.GitError, OSError):
+            return []
+
+    def has_commit(self, sha: str) -> bool:
+        """Is ``sha`` a commit in this repository's object database?"""
+        obj = self._repo.get(sha)
+        return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
+
+    def unreachable(self, shas: Iterable[str]) -> list[str]:
+        """The commits among ``shas`` that no branch, tag or remote-tracking ref contains."""
+        wanted = [s for s in dict.fromkeys(shas) if self.has_commit(s)]
+        if not wanted:
+            return []
+        walker = self._repo.walk(None, SortMode.NONE)
+        for s in wanted:
+            walker.push(s)
+        for ref in self._repo.references.iterator():
+            if not ref.name.startswith(("refs/heads/", "refs/tags/", "refs/remotes/",
+                                        "refs/bisectkit/")):
+                continue
+            with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
+                walker.hide(ref.peel(pygit2.Commit).id)
+        found = {str(c.id) for c in walker}
+        return [s for s in wanted if s in found]

@@ -1,0 +1,76 @@
+"""The change records of the journal (:mod:`bisectkit.journal`): moves and set-aside files.
+
+A move of a repository is announced (``move``), names the gits doing it
+(``git``) and is marked done (``moved``); a file set aside is announced
+(``backup``), marked done (``backed-up``) and returned (``put-back``).
+:func:`apply` reads one such record back into the records it updates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bisectkit.model import HeadState
+
+
+@dataclass(frozen=True)
+class Side:
+    """One end of a move: HEAD (branch or detached) and the tree index and files hold."""
+
+    head: HeadState
+    tree: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.head.ref, "sha": self.head.sha, "tree": self.tree}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Side:
+        return cls(HeadState(ref=data.get("ref"), sha=str(data["sha"])), str(data["tree"]))
+
+
+@dataclass
+class Move:
+    """A journaled move; ``done`` once it completed (or was settled by a restore)."""
+
+    n: int
+    repo: str
+    old: Side
+    new: Side
+    done: bool = False
+    #: Pids (and their start times) of the git commands doing it.
+    gits: list[tuple[int, str | None]] = field(default_factory=list)
+
+
+@dataclass
+class Backup:
+    """A file moved out of a checkout's way, to put back on restore."""
+
+    n: int
+    repo: str
+    path: str
+    stash: str
+    done: bool = False
+    put_back: bool = False
+
+
+def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup]) -> None:
+    """Update ``moves`` and ``backups`` (by number) with one journal record after the start."""
+    op = rec["op"]
+    if op == "move":
+        n = int(rec["n"])
+        moves[n] = Move(n, str(rec["repo"]), Side.from_json(rec["from"]),
+                        Side.from_json(rec["to"]))
+    elif op == "git" and int(rec["n"]) in moves:
+        started = rec.get("started")
+        moves[int(rec["n"])].gits.append((int(rec["pid"]),
+                                          None if started is None else str(started)))
+    elif op == "moved" and int(rec["n"]) in moves:
+        moves[int(rec["n"])].done = True
+    elif op == "backup":
+        n = int(rec["n"])
+        backups[n] = Backup(n, str(rec["repo"]), str(rec["path"]), str(rec["stash"]))
+    elif op == "backed-up" and int(rec["n"]) in backups:
+        backups[int(rec["n"])].done = True
+    elif op == "put-back" and int(rec["n"]) in backups:
+        backups[int(rec["n"])].put_back = True
