@@ -1,4 +1,4 @@
-"""How steps are run (``RunOptions``) and the verdict cache keyed by what was tested.
+"""The verdict cache: verdicts keyed by what was tested, and the key's material.
 
 A verdict depends on the trees on disk and on everything that built and
 judged them: commands, rules, timeout, plugins and their options, every file
