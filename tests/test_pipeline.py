@@ -32,7 +32,7 @@ from bisectkit.model import (
     hookimpl,
 )
 from bisectkit.pipeline.bisection import Bisection
-from bisectkit.pipeline.verify import confirm_ends
+from bisectkit.pipeline.verify import confirm_ends, run_to_end
 from bisectkit.plugins import AUTOLOAD_OFF, PluginRequest, make_plugin_manager
 from bisectkit.replaylog import log_lines, parse_log
 from bisectkit.results import result_json
@@ -247,3 +247,17 @@ def test_an_answer_resting_on_the_untested_bad_end_is_confirmed(tmp_path: Path) 
     assert b.session.steps[-1].source == "verify"
     assert ("message", f"confirming the bad end {CANDIDATES[15][:12]} (the answer rests on it)"
             ) in repro.seen
+
+
+def test_run_to_end_reports_what_its_checks_concluded(tmp_path: Path) -> None:
+    repro = Repro(15)
+    b = _bisection(tmp_path, repro)
+    b.session.params["submodule"] = "third_party/llvm-project"
+    decision, checks = run_to_end(b, None, RunOptions(()), check_the_stack=True)
+    assert decision == Found(CANDIDATES[15])
+    # The bad end was confirmed (no "unconfirmed"); there is no stack to take away.
+    assert "unconfirmed" not in checks and repro.ran[-1] == CANDIDATES[15]
+    assert checks["check_stack"] == {
+        "verdict": None, "reason": None, "stack_implicated": None,
+        "conclusion": "not checked: submodule third_party/llvm-project has no local patches"}
+    assert b.session.params["stack_implicated"] is False

@@ -105,30 +105,3 @@ def note_changed_inputs(ctx: Context, sp: Repo, cache: VerdictCache) -> None:
         f"this run ({', '.join(changed[:3])}{more}); they are part of the verdict cache's key, "
         "so the next run will test again: write build outputs outside the work tree or ignore "
         "them (.gitignore, .git/info/exclude)", style="yellow")
-
-
-def check_stack_conclusion(b: Bisection, first_bad: str,
-                           checked_verdict: str | None, checked_reason: str | None,
-                           nothing_to_check: str | None) -> dict[str, Any]:
-    """``--check-stack``'s conclusion: ``stack_implicated`` is True or False only when the
-    test gave a side; None (with the reason) when there was nothing to check or the test
-    could not tell (a failed build is a skip, not an acquittal)."""
-    old, new = b.terms.old, b.terms.new
-    short = first_bad[:12]
-    implicated: bool | None = None
-    conclusion = nothing_to_check or ""
-    if checked_verdict == "good":
-        # Old side without the stack, new side with it: our patches are implicated.
-        implicated = True
-        conclusion = (f"the patch stack is implicated: {short} is {old} without it and {new} "
-                      "with it")
-    elif checked_verdict == "bad":
-        implicated = False
-        conclusion = (f"the patch stack is not implicated: {short} is {new} without it too "
-                      "(the upstream commit itself)")
-    elif checked_verdict is not None:
-        conclusion = (f"could not be checked: {short} without the patch stack tested skip "
-                      f"({checked_reason})")
-    b.session.params["stack_implicated"] = bool(implicated)
-    return {"check_stack": {"verdict": checked_verdict, "reason": checked_reason,
-                            "stack_implicated": implicated, "conclusion": conclusion}}

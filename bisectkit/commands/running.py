@@ -14,7 +14,7 @@ from bisectkit.commands import answer
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.commands.starting import new_session
-from bisectkit.engine import Decision, Found
+from bisectkit.engine import Decision
 from bisectkit.errors import Aborted
 from bisectkit.model import GIT_PROG, SUPERPROJECT, StartRequest
 from bisectkit.pipeline import verify
@@ -78,10 +78,9 @@ def run_with(ctx: Context, b: Bisection) -> int:
     error: str | None = None
     b.commands = {"build": opts.build or "", "repro": shlex.join(opts.repro)}
     try:
-        if flags.verify_range:
-            verify.verify_range(b, cache)
-        decision = b.run(cache, max_env_skips=opts.max_env_skips)
-        result = _result(ctx, b, decision, cache)
+        decision, checks = verify.run_to_end(b, cache, opts, verify_range_first=flags.verify_range,
+                                             check_the_stack=flags.check_stack)
+        result = _result(ctx, b, decision, checks)
         return _show(ctx, b, decision, result, cache)
     except KeyboardInterrupt:
         error = "interrupted"
@@ -97,22 +96,10 @@ def run_with(ctx: Context, b: Bisection) -> int:
 
 
 def _result(ctx: Context, b: Bisection, decision: Decision,
-            cache: VerdictCache | None) -> dict[str, Any]:
-    """The answer checked (ends, stack, boundary) and written as the JSON result."""
-    extra: dict[str, Any] = {}
-    if isinstance(decision, Found):
-        if ctx.options.verify_ends:
-            unconfirmed = verify.confirm_ends(b, decision, cache)
-            if unconfirmed is not None:
-                extra["unconfirmed"] = unconfirmed
-                ctx.console.line(f"warning: the answer is not confirmed: {unconfirmed}",
-                                 style="yellow")
-        if ctx.flags.check_stack:
-            extra.update(_check_stack(b, decision.first_bad, cache))
-        if any("runs" in step.extra for step in b.session.steps):
-            extra["confidence"] = verify.confirm_boundary(b, decision)
+            checks: dict[str, Any]) -> dict[str, Any]:
+    """The JSON result: the answer, what the checks concluded, how to run it again."""
     result = results.result_json(b, results.status_word(decision), decision)
-    result.update(extra)
+    result.update(checks)
     result["command"] = ctx.command
     result["reproduce"] = reproduce_command(ctx, b)
     result["followup"] = answer.followup_lines(b, decision, _rerun(ctx))
@@ -154,20 +141,3 @@ def _wrap_up_aborted(ctx: Context, b: Bisection, error: str | None) -> None:
     signals.run_shielded(wrap_up)
     with contextlib.suppress(Exception):
         ctx.hooks.session_finish(results.result_json(b, "aborted", None, error))
-
-
-def _check_stack(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dict[str, Any]:
-    """``--check-stack``: test ``first_bad`` without the patch stack; what that concluded."""
-    patches = (b.session.params.get("stack") or {}).get("patches")
-    nothing = None
-    if b.strategy.name == "stack":
-        nothing = "not checked: the candidates already are the patch stack's patches"
-    elif b.strategy.name != "submodule":
-        nothing = (f"not checked: an {b.strategy.name} bisect has no patch stack to take "
-                   "away (bisect the submodule move it found, with --check-stack)")
-    elif not patches:
-        nothing = f"not checked: submodule {b.session.params['submodule']} has no local patches"
-    checked = None if nothing else verify.check_stack(b, first_bad, cache)
-    return answer.check_stack_conclusion(
-        b, first_bad, checked.verdict if checked else None,
-        checked.reason if checked else None, nothing)

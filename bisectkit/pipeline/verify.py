@@ -10,9 +10,9 @@ from typing import Any
 
 from bisectkit import engine
 from bisectkit.cache import VerdictCache
-from bisectkit.engine import Found
+from bisectkit.engine import Decision, Found
 from bisectkit.errors import RangeNotVerified
-from bisectkit.model import StepRecord, Verdict
+from bisectkit.model import RunOptions, StepRecord, Verdict
 from bisectkit.patchstack import TESTED_WITHOUT
 from bisectkit.pipeline.bisection import Bisection
 
@@ -100,6 +100,45 @@ def check_stack(b: Bisection, first_bad: str, cache: VerdictCache | None) -> Ste
     return b.test_commit(first_bad, prep, cache, "check-stack")
 
 
+def stack_check(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dict[str, Any]:
+    """``--check-stack``: test ``first_bad`` without the patch stack; what that concluded.
+
+    ``stack_implicated`` is True or False only when the test gave a side; None
+    (with the reason in ``conclusion``) when there was nothing to check or the
+    test could not tell (a failed build is a skip, not an acquittal).
+    """
+    patches = (b.session.params.get("stack") or {}).get("patches")
+    conclusion = ""
+    if b.strategy.name == "stack":
+        conclusion = "not checked: the candidates already are the patch stack's patches"
+    elif b.strategy.name != "submodule":
+        conclusion = (f"not checked: an {b.strategy.name} bisect has no patch stack to take "
+                      "away (bisect the submodule move it found, with --check-stack)")
+    elif not patches:
+        conclusion = (f"not checked: submodule {b.session.params['submodule']} has no local "
+                      "patches")
+    checked = None if conclusion else check_stack(b, first_bad, cache)
+    verdict = checked.verdict if checked else None
+    implicated: bool | None = None
+    short, old, new = first_bad[:12], b.terms.old, b.terms.new
+    if verdict == "good":
+        # Old side without the stack, new side with it: our patches are implicated.
+        implicated = True
+        conclusion = (f"the patch stack is implicated: {short} is {old} without it and {new} "
+                      "with it")
+    elif verdict == "bad":
+        implicated = False
+        conclusion = (f"the patch stack is not implicated: {short} is {new} without it too "
+                      "(the upstream commit itself)")
+    elif checked is not None:
+        conclusion = (f"could not be checked: {short} without the patch stack tested skip "
+                      f"({checked.reason})")
+    # The strategy suggests bisecting the stack (a follow-up) only when it is implicated.
+    b.session.params["stack_implicated"] = bool(implicated)
+    return {"verdict": verdict, "reason": checked.reason if checked else None,
+            "stack_implicated": implicated, "conclusion": conclusion}
+
+
 def confirm_boundary(b: Bisection, decision: Found) -> dict[str, Any]:
     """Re-test the last old and the first new commit once more; how much to trust it."""
     s = b.session
@@ -127,3 +166,30 @@ def confirm_boundary(b: Bisection, decision: Found) -> dict[str, Any]:
         reason += f"; {len(disagreeing)} step(s) had runs that disagreed"
     return {"boundary": [c for c, _ in pair], "agree": agree, "trustworthy": trustworthy,
             "flagged_steps": len(disagreeing), "summary": reason}
+
+
+def run_to_end(b: Bisection, cache: VerdictCache | None, opts: RunOptions, *,
+               verify_range_first: bool = False, check_the_stack: bool = False
+               ) -> tuple[Decision, dict[str, Any]]:
+    """Test until the answer is known, then check what it rests on.
+
+    Returns the decision and what the checks concluded, as fields of the JSON
+    result: ``unconfirmed`` (an end that could not be tested), ``check_stack``,
+    ``confidence`` (when a plugin ran candidates several times).
+    """
+    if verify_range_first:
+        verify_range(b, cache)
+    decision = b.run(cache, max_env_skips=opts.max_env_skips)
+    extra: dict[str, Any] = {}
+    if not isinstance(decision, Found):
+        return decision, extra
+    if opts.verify_ends:
+        unconfirmed = confirm_ends(b, decision, cache)
+        if unconfirmed is not None:
+            extra["unconfirmed"] = unconfirmed
+            b.hooks.message(f"warning: the answer is not confirmed: {unconfirmed}", "warning")
+    if check_the_stack:
+        extra["check_stack"] = stack_check(b, decision.first_bad, cache)
+    if any("runs" in step.extra for step in b.session.steps):
+        extra["confidence"] = confirm_boundary(b, decision)
+    return decision, extra

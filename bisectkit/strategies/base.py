@@ -97,6 +97,18 @@ class Strategy(ABC):
         return []
 
 
+def new_session(strategy: str, superproject: Repo, *, bad: str, good: list[str],
+                candidates: list[str], moves: Sequence[str], params: dict[str, Any],
+                terms: Terms, pathspec: Sequence[str] = ()) -> Session:
+    """A new session of ``strategy`` that may move ``moves`` (submodule paths) and the
+    superproject: their HEADs now are what a reset restores. The command line is the
+    caller's (it words the request), so ``start_argv`` starts empty."""
+    return Session(strategy=strategy, root=str(superproject.workdir), bad=bad, good=good,
+                   pathspec=list(pathspec), candidates=candidates,
+                   orig=head_states(superproject, moves), params=params, start_argv=[],
+                   terms=terms)
+
+
 def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState]:
     """The HEADs to restore: the superproject's and those of ``paths``."""
     states = {SUPERPROJECT: superproject.head_state()}

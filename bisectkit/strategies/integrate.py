@@ -22,7 +22,7 @@ from bisectkit.model import (
     Upstream,
 )
 from bisectkit.session import Session
-from bisectkit.strategies.base import Prepared, Strategy, head_states, resolve_range
+from bisectkit.strategies.base import Prepared, Strategy, new_session, resolve_range
 from bisectkit.strategies.common import check_clean, resolve_upstream, step_env
 from bisectkit.upstream import CONFIG_KEY, GuessRefused
 from bisectkit.worktree import Mover
@@ -38,20 +38,13 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
     check_clean(superproject, {p: Repo(superproject.workdir / p) for p in paths})
     bad, goods = resolve_range(superproject, req.bad, req.good, req.terms)
     upstreams = {p: find_upstream(superproject, p, req.upstream) for p in paths}
-    return Session(
-        strategy="integrate",
-        root=str(superproject.workdir),
-        bad=bad,
-        good=goods,
-        pathspec=list(req.pathspec),
+    return new_session(
+        "integrate", superproject, bad=bad, good=goods,
         candidates=superproject.first_parent_range(bad, goods, list(req.pathspec)),
-        orig=head_states(superproject, paths),
+        moves=paths, pathspec=req.pathspec, terms=req.terms,
         params={"submodules": paths,
                 "upstream_ref": req.upstream or superproject.config_get(CONFIG_KEY),
-                "upstreams": upstreams},
-        start_argv=[],  # the caller words the request (it owns the command line)
-        terms=req.terms,
-    )
+                "upstreams": upstreams})
 
 
 def settled(req: IntegrateRequest, session: Session) -> IntegrateRequest:

@@ -18,7 +18,7 @@ from bisectkit.git import Repo, open_submodule
 from bisectkit.model import StackRequest
 from bisectkit.patchstack import Stack, analyse, replay
 from bisectkit.session import Session
-from bisectkit.strategies.base import Prepared, head_states
+from bisectkit.strategies.base import Prepared, new_session
 from bisectkit.strategies.common import (
     PatchedSubmodule,
     check_clean,
@@ -46,19 +46,11 @@ def start(superproject: Repo, req: StackRequest) -> Session:
             raise BadInput(f"--at '{req.at}' contains local patch {patch.sha[:12]}; pass an "
                            "upstream commit (e.g. the first bad one a submodule bisect found)")
     patches = [p.sha for p in stack.patches]
-    return Session(
-        strategy="stack",
-        root=str(superproject.workdir),
-        bad=patches[-1],
-        good=[at],
-        pathspec=[],
-        candidates=patches,
-        orig=head_states(superproject, [path]),
-        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
-                "upstream_guessed": up.guessed, "stack": stack.to_json(), "at": at},
-        start_argv=[],  # the caller words the request (it owns the command line)
+    return new_session(
+        "stack", superproject, bad=patches[-1], good=[at], candidates=patches, moves=[path],
         terms=req.terms,
-    )
+        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
+                "upstream_guessed": up.guessed, "stack": stack.to_json(), "at": at})
 
 
 def settled(req: StackRequest, session: Session) -> StackRequest:

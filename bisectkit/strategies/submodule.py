@@ -15,7 +15,7 @@ from bisectkit.git import Repo, open_submodule
 from bisectkit.model import ON_CONFLICT, FollowUp, OnConflict, StackRequest, SubmoduleRequest
 from bisectkit.patchstack import analyse, replay
 from bisectkit.session import Session
-from bisectkit.strategies.base import Prepared, head_states, resolve_range
+from bisectkit.strategies.base import Prepared, new_session, resolve_range
 from bisectkit.strategies.common import (
     LineAncestry,
     PatchedSubmodule,
@@ -43,22 +43,14 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
                            f"{patch.sha[:12]} ({patch.subject}); pass upstream commits, e.g. "
                            f"the merge-base {stack.merge_base[:12]}")
     candidates = sub.first_parent_range(bad, goods, list(req.pathspec))
-    return Session(
-        strategy="submodule",
-        root=str(superproject.workdir),
-        bad=bad,
-        good=goods,
-        pathspec=list(req.pathspec),
-        candidates=candidates,
-        orig=head_states(superproject, [path]),
+    return new_session(
+        "submodule", superproject, bad=bad, good=goods, candidates=candidates, moves=[path],
+        pathspec=req.pathspec, terms=req.terms,
         # on_conflict decides what is tested at a candidate, so it belongs to the
         # session: later good/bad/run commands and the log's replay use it too.
         params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
                 "upstream_guessed": up.guessed, "stack": stack.to_json(),
-                "on_conflict": req.on_conflict},
-        start_argv=[],  # the caller words the request (it owns the command line)
-        terms=req.terms,
-    )
+                "on_conflict": req.on_conflict})
 
 
 def settled(req: SubmoduleRequest, session: Session) -> SubmoduleRequest:
