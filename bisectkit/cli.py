@@ -116,10 +116,6 @@ def _builtins(console: Console, sp: Repo | None) -> list[tuple[str, object]]:
     return builtins
 
 
-#: Names of the built-in plugins (never part of the cache key: they are bisectkit itself).
-BUILTIN_NAMES = frozenset(name for name, _ in _builtins(Console(), None)) | {"step-log"}
-
-
 def _prepare(argv: list[str], git_mode: bool,
              console: Console) -> tuple[Context, argparse.Namespace]:
     """Load plugins, parse the command line with their options, configure them."""
@@ -135,7 +131,7 @@ def _prepare(argv: list[str], git_mode: bool,
     if getattr(args, "json", None) == "-":
         console.to_stderr()  # stdout holds nothing but the JSON result
     is_run = args.handler in ("run", "oneshot")
-    run = _run_options(args, sp, pm) if is_run else None
+    run = _run_options(args, sp, pm, origins) if is_run else None
     config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                     console=console, run=run, origins=origins)
     Hooks(pm).configure(config)
@@ -162,10 +158,11 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     return args
 
 
-def _run_options(args: argparse.Namespace, sp: Repo | None,
-                 pm: pluggy.PluginManager) -> RunOptions:
+def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginManager,
+                 origins: dict[str, str]) -> RunOptions:
+    # The built-ins are bisectkit itself: never part of the cache key.
     loaded = tuple((name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
-                   if name not in BUILTIN_NAMES and plugin is not None)
+                   if origins.get(name) != plugins.BUILTIN_ORIGIN and plugin is not None)
     state = requests.PluginState(loaded, tuple(getattr(args, "plugin_actions", ())))
     return requests.run_options(
         args, sp.workdir if sp is not None else Path.cwd(),

@@ -38,6 +38,8 @@ BUNDLED_PACKAGE = "bisectkit_plugins"
 ENTRY_POINT_GROUP = "bisectkit"
 AUTOLOAD_OFF = "BISECTKIT_DISABLE_PLUGIN_AUTOLOAD"
 ENV_PLUGINS = "BISECTKIT_PLUGINS"
+#: The origin of the built-in plugins (``bisectkit plugins`` shows it).
+BUILTIN_ORIGIN = "built-in"
 
 
 
@@ -106,7 +108,7 @@ def make_plugin_manager(builtins: Sequence[tuple[str, object]], req: PluginReque
     for name in req.blocked:
         pm.set_blocked(name)
     for name, plugin in builtins:
-        _register(pm, plugin, name, "built-in", origins)
+        _register(pm, plugin, name, BUILTIN_ORIGIN, origins)
     if env.get(AUTOLOAD_OFF, "") not in ("1", "true", "yes"):
         for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
                          key=lambda e: e.name):

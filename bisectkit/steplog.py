@@ -28,6 +28,19 @@ def kept_steps(logs_dir: Path) -> list[int]:
     return sorted(found)
 
 
+def append_failure(logs_dir: Path, step: Step, text: str) -> Path | None:
+    """Append why ``step`` failed (a plugin's traceback) to its log; the log's path, or
+    ``None`` when it cannot be written."""
+    path = step_log_path(logs_dir, step.index)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as log:
+            log.write(f"# step {step.index}: {step.commit}: {text}")
+    except OSError:
+        return None
+    return path
+
+
 def clear(logs_dir: Path) -> None:
     """Forget the previous session's step outputs (a new session numbers from 1)."""
     if logs_dir.is_dir():

@@ -33,13 +33,13 @@ from collections.abc import Sequence
 
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
-from bisectkit.model import Upstream
+from bisectkit.model import HOW_TO_CHOOSE_UPSTREAM, UPSTREAM_KEY, Upstream
 from bisectkit.patchstack import trailer
 
 #: The git config key that names the upstream ref for every command.
-CONFIG_KEY = "bisectkit.upstream"
+CONFIG_KEY = UPSTREAM_KEY
 #: How to settle it, ending every refusal.
-HOW_TO_CHOOSE = f"pass --upstream REF or set git config {CONFIG_KEY} REF"
+HOW_TO_CHOOSE = HOW_TO_CHOOSE_UPSTREAM
 #: How far back HEAD's first-parent history is searched for patch trailers.
 TRAILER_DEPTH = 50
 #: Branches named in one message before "and N more".

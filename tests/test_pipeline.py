@@ -72,11 +72,12 @@ class FakeStrategy(Strategy):
 
 
 class Repro:
-    """Fails (exit 1) from candidate ``first_bad`` on; records what it ran and saw."""
+    """Fails (exit 1) from candidate ``first_bad`` on (``fixed``: passes from it on, failing
+    before); records what it ran and saw."""
 
-    def __init__(self, first_bad: int, exit_code: int = 1) -> None:
+    def __init__(self, first_bad: int, fixed: bool = False) -> None:
         self.first_bad = first_bad
-        self.exit_code = exit_code
+        self.fixed = fixed
         self.ran: list[str] = []
         self.seen: list[tuple[str, Any]] = []
 
@@ -84,7 +85,7 @@ class Repro:
     def bisectkit_repro(self, step: Step) -> Outcome:
         self.ran.append(step.commit)
         index = CANDIDATES.index(step.commit) if step.commit in CANDIDATES else -1
-        return Outcome(self.exit_code if index >= self.first_bad else 0, "output\n")
+        return Outcome(1 if (index >= self.first_bad) != self.fixed else 0, "output\n")
 
     @hookimpl
     def bisectkit_candidate(self, index: int, info: CommitInfo, remaining: int,
@@ -162,15 +163,7 @@ def test_a_candidate_that_cannot_be_materialised_is_skipped_unbuilt(tmp_path: Pa
 
 def test_find_fix_swaps_the_sides_and_records_the_terms(tmp_path: Path) -> None:
     # Looking for a fix: the repro fails (exit 1) up to candidate 5, passes from 6 on.
-    repro = Repro(0)
-    repro.first_bad = 6
-    repro.exit_code = 0
-
-    def fixed_from_6(step: Step) -> Outcome:
-        repro.ran.append(step.commit)
-        return Outcome(0 if CANDIDATES.index(step.commit) >= 6 else 1)
-
-    repro.bisectkit_repro = hookimpl(fixed_from_6)  # type: ignore[method-assign]
+    repro = Repro(6, fixed=True)
     b = _bisection(tmp_path, repro, terms=Terms.of(find_fix=True))
     assert b.run(None) == Found(CANDIDATES[6])
     assert {st.term for st in b.session.steps} <= {"broken", "fixed"}

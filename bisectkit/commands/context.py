@@ -36,10 +36,11 @@ class Context:
     typed_repro: tuple[str, ...] = ()
     #: ``run``'s output files and extra checks.
     flags: RunFlags = field(default_factory=RunFlags)
+    #: The typed facade over ``pm``.
+    hooks: Hooks = field(init=False)
 
-    @property
-    def hooks(self) -> Hooks:
-        return Hooks(self.pm)
+    def __post_init__(self) -> None:
+        self.hooks = Hooks(self.pm)
 
     @property
     def options(self) -> RunOptions:

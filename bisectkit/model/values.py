@@ -38,6 +38,10 @@ ON_CONFLICT: tuple[OnConflict, ...] = ("skip", "drop")
 DEFAULT_KEEP = 8 << 20
 #: ``--max-env-skips`` default: three machine failures in a row are not bad luck.
 DEFAULT_MAX_ENV_SKIPS = 3
+#: The git config key that names a submodule's upstream ref for every command.
+UPSTREAM_KEY = "bisectkit.upstream"
+#: How to choose the upstream instead of letting bisectkit guess (ends every refusal).
+HOW_TO_CHOOSE_UPSTREAM = f"pass --upstream REF or set git config {UPSTREAM_KEY} REF"
 #: The superproject's key among the repositories a session moves.
 SUPERPROJECT = "."
 #: How the git subcommand is typed (in messages and logs).
@@ -135,14 +139,13 @@ class Upstream:
     sha: str
     #: Why this ref, when it was guessed; ``None`` when it was given.
     guessed: str | None = None
-    #: How to choose instead of guessing (shown with the guess).
-    how_to_choose: str = "pass --upstream REF or set git config bisectkit.upstream REF"
 
     def note(self) -> str | None:
         """The line that tells the user a guess was made (``None`` for a given ref)."""
         if self.guessed is None:
             return None
-        return f"upstream: {self.ref} (guessed: {self.guessed}; to choose, {self.how_to_choose})"
+        return (f"upstream: {self.ref} (guessed: {self.guessed}; "
+                f"to choose, {HOW_TO_CHOOSE_UPSTREAM})")
 
 
 # -- commands and their outcome -----------------------------------------------------

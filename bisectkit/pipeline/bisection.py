@@ -22,6 +22,7 @@ from bisectkit.hooks import Hooks
 from bisectkit.model import Step, StepRecord, Terms, Verdict
 from bisectkit.pipeline.testing import StepTester, Tested
 from bisectkit.session import Session, SessionStore, VerdictEntry
+from bisectkit.steplog import append_failure
 from bisectkit.strategies import make_strategy
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.strategies.common import step_env
@@ -186,7 +187,11 @@ class Bisection:
         try:
             return call()
         except PluginFailed as exc:
-            raise self.tester.hook_failed(exc, step) from exc.cause
+            path = append_failure(self.store.logs_dir, step, f"{exc}\n{exc.traceback_text}")
+            if path is None:
+                raise exc from None  # the one line is what matters; the log is a bonus
+            raise PluginFailed(exc.plugin, exc.hook, exc.cause, exc.traceback_text,
+                               log=str(path)) from exc.cause
 
     def new_step(self, index: int, commit: str, prep: Prepared) -> Step:
         """Step ``index`` testing ``commit``: the build/repro environment is ours plus the

@@ -12,12 +12,11 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from bisectkit.errors import Aborted, BadInput, PluginFailed
+from bisectkit.errors import Aborted, BadInput
 from bisectkit.hooks import Hooks
 from bisectkit.model import Outcome, Step, Verdict
 from bisectkit.runner import clean_output
 from bisectkit.session import Session, SessionStore
-from bisectkit.steplog import step_log_path
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.trace import Tracer
 
@@ -69,17 +68,6 @@ class StepTester:
         # after exiting 126/127 somewhere: checked once per run, as git does.
         self._runs_at_good_end: set[str] = set()
         self._double_checking = False
-
-    def hook_failed(self, exc: PluginFailed, step: Step) -> PluginFailed:
-        """A plugin raised at ``step``: the error to raise, its traceback in the step log."""
-        path = step_log_path(self.b.store.logs_dir, step.index)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as log:
-                log.write(f"# step {step.index}: {step.commit}: {exc}\n{exc.traceback_text}")
-        except OSError:
-            return exc  # the one line is what matters; the log is a bonus
-        return PluginFailed(exc.plugin, exc.hook, exc.cause, exc.traceback_text, log=str(path))
 
     def _build(self, step: Step) -> Outcome | None:
         return _cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.build(step)))
