@@ -50,3 +50,15 @@ def byte_size(text: str) -> int:
     if value < 1024:
         raise argparse.ArgumentTypeError("must be at least 1K")
     return value
+
+
+def resource(text: str) -> tuple[str, float]:
+    """``GPU=1``: a Dask worker resource a step needs, and how much of it."""
+    name, sep, amount = text.partition("=")
+    try:
+        value = float(amount) if sep else 1.0
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not NAME=AMOUNT: {text!r} (e.g. GPU=1)") from None
+    if not name.strip() or value <= 0:
+        raise argparse.ArgumentTypeError(f"not NAME=AMOUNT: {text!r} (e.g. GPU=1)")
+    return name.strip(), value

@@ -23,7 +23,7 @@ import pluggy
 
 from bisectkit import plugins, replaylog, requests, signals
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
-from bisectkit.commands import manual, running
+from bisectkit.commands import manual, running, workspaces
 from bisectkit.commands.context import Context
 from bisectkit.console import Console
 from bisectkit.errors import (
@@ -164,10 +164,29 @@ def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMan
     loaded = tuple((name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
                    if origins.get(name) != plugins.BUILTIN_ORIGIN and plugin is not None)
     state = requests.PluginState(loaded, tuple(getattr(args, "plugin_actions", ())))
+    _parallel_defaults(args, sp)
     return requests.run_options(
         args, sp.workdir if sp is not None else Path.cwd(),
         sp.config_get("bisectkit.build") if sp is not None else None,
         Hooks(pm).has_repro_plugin(), state)
+
+
+def _parallel_defaults(args: argparse.Namespace, sp: Repo | None) -> None:
+    """``--jobs``, ``--scheduler``, ``--workspace-root`` not given: from git config."""
+    if sp is None:
+        return
+    if args.jobs is None:
+        value = sp.config_get("bisectkit.jobs")
+        try:
+            args.jobs = int(value) if value else None
+        except ValueError:
+            raise BadInput(f"git config bisectkit.jobs is {value!r}, not a number") from None
+        if args.jobs is not None and args.jobs < 1:
+            raise BadInput(f"git config bisectkit.jobs is {value!r}: must be 1 or more")
+    if args.scheduler is None:
+        args.scheduler = sp.config_get("bisectkit.scheduler")
+    if args.workspace_root is None:
+        args.workspace_root = sp.config_get("bisectkit.workspace-root")
 
 
 def _source_digest(plugin: object) -> str:
@@ -216,6 +235,7 @@ _HANDLERS: dict[str, Handler] = {
     "reset": lambda ctx, a: manual.cmd_reset(ctx),
     "show_step": lambda ctx, a: manual.cmd_show_step(ctx, a.index),
     "plugins": lambda ctx, a: manual.cmd_plugins(ctx),
+    "workspaces": lambda ctx, a: workspaces.cmd_workspaces(ctx, a.workspace_root, a.prune),
 }
 
 

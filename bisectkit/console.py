@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO, cast
 
 from rich.console import Console as RichConsole
+from rich.live import Live
 from rich.markup import escape
+from rich.table import Table
 
 from bisectkit.model import CommitInfo, Upstream
 
@@ -56,6 +59,7 @@ class Console:
 
     def __init__(self, file: TextIO | None = None) -> None:
         self._c = _rich(file or sys.stdout)
+        self._live: Live | None = None
 
     def to_stderr(self) -> None:
         """Write everything to stderr from now on: stdout carries a result (``--json -``)."""
@@ -100,6 +104,28 @@ class Console:
             self.line(f"    {files_written} file{'s' if files_written != 1 else ''} written",
                       style="dim")
 
+    def jobs(self, rows: Sequence[dict[str, Any]]) -> None:
+        """The live table of parallel steps in flight, under the step lines (terminals only;
+        an empty ``rows`` takes it away)."""
+        if not rows or not self._c.is_terminal:
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
+            return
+        table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+        for name in ("worker", "step", "candidate", "phase", "elapsed", "last output line"):
+            table.add_column(name, no_wrap=True, overflow="ellipsis",
+                             max_width=48 if name == "last output line" else None)
+        for row in rows:
+            table.add_row(row.get("where") or "-", str(row["index"]),
+                          f"{row['commit'][:12]} {row.get('subject', '')[:30]}", row["phase"],
+                          f"{row['elapsed']:.0f} s", row.get("line", ""))
+        if self._live is None:
+            self._live = Live(table, console=self._c, refresh_per_second=4, transient=True)
+            self._live.start()
+        else:
+            self._live.update(table)
+
     def phase(self, what: str, command: str) -> None:
         self._c.print(f"[dim]--- {what}: {escape(command)}[/]")
 
@@ -115,6 +141,8 @@ class Console:
             times += f"  build {_secs(step['build_s'])}"
         if step.get("repro_s") is not None:
             times += f"  repro {_secs(step['repro_s'])}"
+        if step.get("worker"):
+            times += f"  on {step['worker']}:{Path(step.get('workspace', '')).name}"
         shown = step.get("term", verdict)
         source = f" {step['source']}:" if step.get("source") in (
             "verify", "check-stack", "confirm") else ""

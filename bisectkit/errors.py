@@ -62,3 +62,13 @@ class PluginFailed(Aborted):
         self.hook = hook
         self.cause = cause
         self.traceback_text = traceback_text
+
+
+class InfrastructureFailed(Aborted):
+    """The machinery that runs steps failed (a workspace cannot be made, a worker's replay
+    disagrees, a cluster keeps losing the task): never a verdict on a commit (exit 3)."""
+
+
+class Cancelled(Exception):
+    """A step in flight was cancelled (its verdict no longer matters, or the run stops);
+    its process group was killed. Never a verdict."""

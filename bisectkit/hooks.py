@@ -59,6 +59,16 @@ class Hooks:
     def message(self, text: str, kind: str = "info") -> None:
         self._call("bisectkit_message", text=text, kind=kind)
 
+    def jobs(self, jobs: list[dict[str, Any]]) -> None:
+        self._call("bisectkit_jobs", jobs=jobs)
+
+    def runs_commands_itself(self) -> list[str]:
+        """Plugins besides the built-in ones that implement ``bisectkit_build`` or
+        ``bisectkit_repro`` (they run in this process, not on a parallel worker)."""
+        impls = [*self.pm.hook.bisectkit_build.get_hookimpls(),
+                 *self.pm.hook.bisectkit_repro.get_hookimpls()]
+        return sorted({i.plugin_name for i in impls if i.plugin_name not in ("build", "repro")})
+
     def has_repro_plugin(self) -> bool:
         """Does a plugin besides the built-in one implement ``bisectkit_repro``?"""
         return any(impl.plugin_name != "repro"

@@ -148,3 +148,14 @@ def bisectkit_message(text: str, kind: str) -> None:
     :param kind: ``"progress"`` (what is being done now), ``"note"`` (a side
         remark), ``"warning"`` (something the user should act on) or ``"info"``.
     """
+
+
+@hookspec
+def bisectkit_jobs(jobs: list[dict[str, Any]]) -> None:
+    """The steps in flight of a parallel run (``--jobs``, ``--scheduler``), about twice a
+    second while any runs, then once with an empty list.
+
+    :param jobs: one dict per step in flight: ``index``, ``commit``, ``subject``,
+        ``phase`` (``queued``, ``checkout``, ``build``, ``repro``), ``elapsed``
+        (seconds in that phase) and ``line`` (its last output line).
+    """

@@ -36,5 +36,9 @@ class ConsoleObserver:
         self.console.details(details, files_written)
 
     @hookimpl
+    def bisectkit_jobs(self, jobs: list[dict[str, Any]]) -> None:
+        self.console.jobs(jobs)
+
+    @hookimpl
     def bisectkit_message(self, text: str, kind: str) -> None:
         self.console.line(text, style=_STYLE.get(kind))

@@ -10,7 +10,7 @@ import argparse
 
 import pluggy
 
-from bisectkit.argtypes import byte_size, positive_float, whole_number
+from bisectkit.argtypes import byte_size, positive_float, resource, whole_number
 from bisectkit.hooks import Hooks
 from bisectkit.model import (
     DEFAULT_KEEP,
@@ -111,9 +111,34 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "more build) and print the --stack command if the stack is implicated")
     g.add_argument("--trace", metavar="FILE",
                    help="write a Chrome trace-event JSON of every step (Perfetto)")
+    _add_parallel_options(p)
     g.add_argument("--report", metavar="FILE",
                    help="write a Markdown report ready to paste into an issue")
     _add_plugin_option(g)
+
+
+def _add_parallel_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("parallel steps")
+    g.add_argument("--jobs", "-j", type=whole_number(1), metavar="K",
+                   help="test K candidates at once, each in its own workspace (a clone "
+                        "sharing objects with yours; kept between runs so builds stay warm); "
+                        "1 tests in your own tree (default: git config bisectkit.jobs, else 1)")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the steps on a Dask cluster (tcp://HOST:PORT of a 'dask "
+                        "scheduler'; pip install 'bisectkit[dask]'); each worker builds in its "
+                        "own workspace (default: git config bisectkit.scheduler)")
+    _add_workspace_root(g)
+    g.add_argument("--resources", action="append", default=[], type=resource,
+                   metavar="NAME=N",
+                   help="with --scheduler: what a step needs of a worker, e.g. GPU=1 routes "
+                        "steps to workers started with --resources GPU=1 (repeatable)")
+
+
+def _add_workspace_root(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument("--workspace-root", metavar="DIR",
+                   help="where the workspaces live (default: git config "
+                        "bisectkit.workspace-root, else .git/bisectkit/workspaces locally and "
+                        "~/.cache/bisectkit/workspaces/WORKER on a Dask worker)")
 
 
 def _add_plugin_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -179,6 +204,11 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("pathspec", nargs="*", metavar="PATHSPEC",
                    help="count only upstream commits touching these path prefixes")
     p.set_defaults(handler="stack_status")
+    p = sub.add_parser("workspaces", help="list the workspaces of --jobs (or remove them)")
+    _add_workspace_root(p)
+    p.add_argument("--prune", action="store_true",
+                   help="remove every workspace no run is using (their builds go too)")
+    p.set_defaults(handler="workspaces")
     p = sub.add_parser("plugins", help="list loaded plugins, their origin and hooks")
     _add_plugin_option(p)
     p.set_defaults(handler="plugins")

@@ -8,6 +8,7 @@ again (follow-up commands, the replay log). Nothing else sees argparse.
 
 from __future__ import annotations
 
+import os
 import shlex
 from argparse import Action, Namespace
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from bisectkit.model import (
     DEFAULT_MAX_ENV_SKIPS,
     FollowUp,
     IntegrateRequest,
+    Parallel,
     Rules,
     RunOptions,
     StackRequest,
@@ -50,8 +52,18 @@ def run_options_argv(opts: RunOptions) -> list[str]:
     if opts.max_env_skips != DEFAULT_MAX_ENV_SKIPS:
         words += ["--max-env-skips", str(opts.max_env_skips)]
     words += [f"--cache-input={p}" for p in opts.cache_inputs]
+    words += _parallel_argv(opts.parallel)
     words += opts.plugin_argv
     return [*words, "--", *opts.repro] if opts.repro else words
+
+
+def _parallel_argv(parallel: Parallel) -> list[str]:
+    words = ["--jobs", str(parallel.jobs)] if parallel.jobs != 1 else []
+    if parallel.scheduler:
+        words += ["--scheduler", parallel.scheduler]
+    if parallel.workspace_root:
+        words.append(f"--workspace-root={parallel.workspace_root}")
+    return words + [f"--resources={name}={amount:g}" for name, amount in parallel.resources]
 
 
 def terms_argv(terms: Terms) -> list[str]:
@@ -206,13 +218,28 @@ def run_options(args: Namespace, root: Path, build_default: str | None, has_repr
     plugin_argv = [w for spec in args.plugin for w in ("-p", spec)]
     plugin_argv += [w for a in plugins.actions for w in _option_words(a, getattr(args, a.dest))]
     inputs = tuple(precheck.cache_input(p) for p in args.cache_input)
+    parallel = parallel_settings(args)
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
                       use_cache=not args.no_cache,
                       plugin_options=tuple([*plugins.loaded, *options]),
                       plugin_argv=tuple(plugin_argv), keep_output=args.keep_output,
                       verify_ends=not args.no_verify, max_env_skips=args.max_env_skips,
-                      cache_inputs=tuple(dict.fromkeys(inputs)))
+                      cache_inputs=tuple(dict.fromkeys(inputs)), parallel=parallel)
+
+
+def parallel_settings(args: Namespace) -> Parallel:
+    """``--jobs``, ``--scheduler``, ``--workspace-root``, ``--resources``, checked."""
+    resources = tuple(args.resources)
+    if resources and not args.scheduler:
+        raise BadInput("--resources goes with --scheduler (a local step runs on this machine)")
+    root = args.workspace_root
+    if root:
+        root = os.path.abspath(os.path.expanduser(root)) if not args.scheduler else root
+        if not args.scheduler and os.path.exists(root) and not os.path.isdir(root):
+            raise BadInput(f"--workspace-root {args.workspace_root}: not a directory")
+    return Parallel(jobs=args.jobs or 1, scheduler=args.scheduler or None,
+                    workspace_root=root or None, resources=resources)
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,12 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO, cast
 
 import pexpect
 
+from bisectkit.errors import Cancelled
 from bisectkit.model import DEFAULT_KEEP, Outcome
 
 _CHUNK = 65536
@@ -156,13 +157,17 @@ def run(
     echo: TextIO | None = None,
     keep: int = DEFAULT_KEEP,
     watch: Sequence[re.Pattern[str]] = (),
+    cancelled: Callable[[], bool] | None = None,
 ) -> Outcome:
     """Run ``argv`` to completion (or ``timeout`` seconds) and return its :class:`Outcome`.
 
     Everything is streamed to ``echo`` (default: stdout); at most ``keep``
     characters are kept (see :class:`_Kept`), plus the dropped lines that
     match a ``watch`` pattern. A ``KeyboardInterrupt`` while waiting kills
-    the child's process group before it propagates.
+    the child's process group before it propagates. ``cancelled`` is polled
+    while the child runs: once it says True, the group is killed and
+    :class:`~bisectkit.errors.Cancelled` raised (a parallel step whose
+    verdict no longer matters).
 
     Plugins get this as :func:`bisectkit.run_command`.
     """
@@ -181,7 +186,7 @@ def run(
     )
     kept = _Kept(keep, watch)
     try:
-        timed_out = _stream(child, kept, echo, start, timeout)
+        timed_out = _stream(child, kept, echo, start, timeout, cancelled)
     except BaseException:
         _kill_group(child)
         raise
@@ -199,12 +204,14 @@ def run(
 
 
 def _stream(child: pexpect.spawn[str], kept: _Kept, echo: TextIO, start: float,
-            timeout: float | None) -> bool:
+            timeout: float | None, cancelled: Callable[[], bool] | None) -> bool:
     """Copy the child's output to ``echo`` and ``kept`` until it exits; True on a timeout."""
     while True:
         if timeout is not None and time.monotonic() - start > timeout:
             _kill_group(child)
             return True
+        if cancelled is not None and cancelled():
+            raise Cancelled(f"cancelled after {time.monotonic() - start:.1f} s")
         try:
             data = child.read_nonblocking(_CHUNK, timeout=_POLL_S)
         except pexpect.TIMEOUT:

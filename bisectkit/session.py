@@ -75,7 +75,9 @@ class Session:
         return known
 
     def next_step_index(self) -> int:
-        return len(self.steps) + 1
+        # The highest plus one, not the count: a parallel step cancelled in flight
+        # leaves its number unused.
+        return max((step.index for step in self.steps), default=0) + 1
 
     # -- persistence -------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +71,16 @@ class NullTracer(Tracer):
 
     def name_track(self, track: int, name: str) -> None:
         return None
+
+
+def patch_spans(tracer: Tracer, track: int, start: float, patches: Iterable[dict[str, Any]],
+                **args: Any) -> None:
+    """A "materialise" span from ``start`` to now on ``track``, one sub-span per patch
+    replayed (their ``seconds`` laid end to end)."""
+    end, at = tracer.now(), start
+    for patch in patches:
+        took = patch.get("seconds", 0.0) * 1e6
+        tracer.complete(f"patch {patch['commit'][:12]}", track, at, at + took,
+                        kind=patch["kind"], action=patch["action"], why=patch["why"])
+        at += took
+    tracer.complete("materialise", track, start, max(end, at), **args)

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("requests", ("requests", "precheck", "argtypes")),
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
-                    "worktree")),
+                    "worktree", "workspace", "steptask")),
     ("state", ("engine", "git", "gitstate", "gitcli", "gitobjects", "merge", "runner",
                "execution", "session", "journal", "journalrecords", "processes", "lock", "cache",
                "fingerprint", "workfiles")),

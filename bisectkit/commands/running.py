@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ from bisectkit.errors import Aborted
 from bisectkit.model import GIT_PROG, SUPERPROJECT, StartRequest
 from bisectkit.pipeline import verify
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.parallel import ParallelBisection
+from bisectkit.pipeline.pools import open_pool
 from bisectkit.trace import Tracer
+from bisectkit.workspace import default_root
 
 
 def cmd_oneshot(ctx: Context, request: StartRequest) -> int:
@@ -69,7 +73,22 @@ def _cache(ctx: Context, b: Bisection) -> VerdictCache | None:
 
 
 def run_with(ctx: Context, b: Bisection) -> int:
-    """Run the loop; report, write the JSON result and the trace however it ends."""
+    """Run the loop (in the user's tree, or on a pool of workspaces); report, write the
+    JSON result and the trace however it ends."""
+    settings = ctx.options.parallel
+    if not settings.enabled:
+        return _run_loop(ctx, b)
+    pool = open_pool(settings, default_root(b.superproject.git_dir), secrets.token_hex(4))
+    try:
+        parallel = ParallelBisection(b, pool, ctx.options)
+        ctx.hooks.message(f"testing up to {pool.slots} candidates at once: "
+                          f"{pool.description}", "info")
+        return _run_loop(ctx, parallel)
+    finally:
+        signals.run_shielded(pool.close)
+
+
+def _run_loop(ctx: Context, b: Bisection) -> int:
     opts, flags = ctx.options, ctx.flags
     cache = _cache(ctx, b)
     if flags.trace:

@@ -63,6 +63,27 @@ StartRequest = SubmoduleRequest | IntegrateRequest | StackRequest
 
 
 @dataclass(frozen=True)
+class Parallel:
+    """Where steps run: the user's tree (``jobs`` 1), ``jobs`` local workspaces, or a Dask
+    cluster (``scheduler``). Never part of the verdict cache's key: where a tree was
+    tested does not change its verdict."""
+
+    #: Steps tested at once (``--jobs``); 1 keeps the user's own tree, no workspace.
+    jobs: int = 1
+    #: ``--scheduler ADDRESS`` of a Dask ``distributed`` scheduler (its workers run the steps).
+    scheduler: str | None = None
+    #: ``--workspace-root DIR``: where the workspaces live (None: the default).
+    workspace_root: str | None = None
+    #: ``--resources NAME=N``: what a step needs of a Dask worker (e.g. ``GPU=1``).
+    resources: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        """Do steps run in workspaces (several at once, or on a cluster)?"""
+        return self.jobs > 1 or self.scheduler is not None
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """How each step is built and tested."""
 
@@ -85,6 +106,8 @@ class RunOptions:
     max_env_skips: int = DEFAULT_MAX_ENV_SKIPS
     #: ``--cache-input`` paths (absolute): more files or directories the verdict depends on.
     cache_inputs: tuple[str, ...] = ()
+    #: Where and how many steps run at once (``--jobs``, ``--scheduler``).
+    parallel: Parallel = Parallel()
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from bisectkit.steplog import append_failure
 from bisectkit.strategies import make_strategy
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.strategies.common import step_env
-from bisectkit.trace import NullTracer, Tracer
+from bisectkit.trace import NullTracer, Tracer, patch_spans
 from bisectkit.worktree import Mover
 
 T = TypeVar("T")
@@ -58,7 +58,6 @@ class Bisection:
     def terms(self) -> Terms:
         return self.session.terms
 
-    # -- engine ------------------------------------------------------------
     def decide(self) -> Decision:
         return engine.decide(self.session.candidates, self.session.verdict_map())
 
@@ -80,27 +79,9 @@ class Bisection:
     def _checked_out(self, decision: Next, cache: VerdictCache | None) -> bool:
         """Materialise ``decision``'s candidate: checked out (True) or decided unbuilt."""
         started = time.perf_counter()
-        cand = decision.commit
-        index = self.session.next_step_index()
-        info = self.strategy.describe(cand)
-        self.hooks.candidate(index, info, decision.remaining, decision.steps_left)
-        self.tracer.name_track(index, f"step {index}: {cand[:12]} {info.subject[:40]}")
-        self._step_started[index] = self.tracer.now()
-        prep = self._materialise(cand, index)
-        if prep.skip_reason is not None:
-            self.hooks.prepared(index, prep.details, None)
-            self.record(cand, "skip", prep.skip_reason, "auto", **prep.details,
-                        prepare_s=_since(started))
-            return False
-        hit = cache.get(cache.key(prep.trees)) if cache is not None else None
-        if hit is not None:
-            self.hooks.prepared(index, prep.details, None)
-            step = Step(index=index, commit=cand, strategy=self.strategy.name,
-                        workdir=self.session.root, flags=list(hit.get("flags", [])),
-                        extra=dict(hit.get("extra", {})))
-            verdict, reason = self.engine_verdict(hit["verdict"], hit["reason"])
-            self.record(cand, verdict, f"cached: {reason}", "cache", step=step,
-                        **prep.details, prepare_s=_since(started))
+        cand, index = decision.commit, self.next_index()
+        prep = self.unbuilt(cand, index, decision.remaining, decision.steps_left, cache)
+        if prep is None:
             return False
         # Always check out, even when resuming on the same candidate: the user
         # may have moved a work tree between commands, and a checkout onto
@@ -118,19 +99,43 @@ class Bisection:
         self.store.save(self.session)
         return True
 
+    def unbuilt(self, cand: str, index: int, remaining: int, steps_left: int,
+                cache: VerdictCache | None) -> Prepared | None:
+        """Prepare candidate ``cand`` as step ``index``; None when it was decided without a
+        build (recorded: its patch stack conflicts, or the cache knows its tree)."""
+        started = time.perf_counter()
+        info = self.strategy.describe(cand)
+        self.hooks.candidate(index, info, remaining, steps_left)
+        self.tracer.name_track(index, f"step {index}: {cand[:12]} {info.subject[:40]}")
+        self._step_started[index] = self.tracer.now()
+        prep = self._materialise(cand, index)
+        step = Step(index=index, commit=cand, strategy=self.strategy.name,
+                    workdir=self.session.root)
+        if prep.skip_reason is not None:
+            self.hooks.prepared(index, prep.details, None)
+            self.record(cand, "skip", prep.skip_reason, "auto", step=step, **prep.details,
+                        prepare_s=_since(started))
+            return None
+        hit = cache.get(cache.key(prep.trees)) if cache is not None else None
+        if hit is None:
+            return prep
+        self.hooks.prepared(index, prep.details, None)
+        step.flags, step.extra = list(hit.get("flags", [])), dict(hit.get("extra", {}))
+        verdict, reason = self.engine_verdict(hit["verdict"], hit["reason"])
+        self.record(cand, verdict, f"cached: {reason}", "cache", step=step,
+                    **prep.details, prepare_s=_since(started))
+        return None
+
+    def next_index(self) -> int:
+        """The number of the next step (parallel runs hand out numbers ahead of records)."""
+        return self.session.next_step_index()
+
     def _materialise(self, commit: str, track: int) -> Prepared:
         """``strategy.prepare`` inside a trace span, with one sub-span per patch."""
         start = self.tracer.now()
         prep = self.strategy.prepare(commit)
-        end = self.tracer.now()
-        at = start
-        for patch in prep.details.get("patches", ()):
-            took = patch.get("seconds", 0.0) * 1e6
-            self.tracer.complete(f"patch {patch['commit'][:12]}", track, at, at + took,
-                                 kind=patch["kind"], action=patch["action"], why=patch["why"])
-            at += took
-        self.tracer.complete("materialise", track, start, max(end, at), commit=commit,
-                             skip=prep.skip_reason)
+        patch_spans(self.tracer, track, start, prep.details.get("patches", ()), commit=commit,
+                    skip=prep.skip_reason)
         return prep
 
     def engine_verdict(self, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
@@ -153,7 +158,7 @@ class Bisection:
         """Append a step record (and, when it ``affects`` the bisection, its verdict);
         tell the observers; save."""
         if step is None:
-            step = Step(index=self.session.next_step_index(), commit=commit,
+            step = Step(index=self.next_index(), commit=commit,
                         strategy=self.strategy.name, workdir=self.session.root)
         # Flags of how the candidate was prepared ("tested without <patch>") join the
         # plugins' flags in the record only: the verdict cache keeps the plugins' own.
@@ -218,10 +223,8 @@ class Bisection:
         for rev, sha in zip(revs or shas, shas, strict=True):
             if sha not in s.candidates:
                 raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
-        trial = s.verdict_map()
-        trial.update(dict.fromkeys(shas, side))
         try:
-            engine.bounds(s.candidates, trial)
+            engine.bounds(s.candidates, {**s.verdict_map(), **dict.fromkeys(shas, side)})
         except engine.ContradictoryVerdicts as exc:
             raise BadInput(f"cannot mark {self.term(side)}: "
                            f"{self.contradiction(exc)}") from exc
@@ -238,20 +241,17 @@ class Bisection:
     # -- automatic testing -----------------------------------------------------
     def test_current(self, cache: VerdictCache | None) -> StepRecord:
         """Build and run the repro on the checked-out candidate (through the plugin hooks)."""
-        s = self.session
-        assert s.current is not None
-        cand = s.current
-        prep = self._prepared
-        if prep is None or prep.candidate != cand:
-            prep = self.strategy.prepare(cand)
+        cand, prep = self.session.current, self._prepared
+        assert cand is not None
+        prep = prep if prep is not None and prep.candidate == cand else self.strategy.prepare(cand)
         return self._recorded(cand, prep, cache, self.tester.test(
-            cand, prep, dict(s.current_step)), "run", affects=True)
+            cand, prep, dict(self.session.current_step)), "run", affects=True)
 
     def test_commit(self, commit: str, prep: Prepared, cache: VerdictCache | None,
                     source: str) -> StepRecord:
         """Check out ``prep`` and test it as an extra step (verify, check-stack, confirm):
         recorded, but no verdict on a candidate."""
-        index = self.session.next_step_index()
+        index = self.next_index()
         self.tracer.name_track(index, f"{source}: {commit[:12]}")
         self._step_started[index] = self.tracer.now()
         started = time.perf_counter()

@@ -70,10 +70,10 @@ class StepTester:
         self._double_checking = False
 
     def _build(self, step: Step) -> Outcome | None:
-        return _cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.build(step)))
+        return cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.build(step)))
 
     def _repro(self, step: Step) -> Outcome | None:
-        return _cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.repro(step)))
+        return cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.repro(step)))
 
     def test(self, commit: str, prep: Prepared, details: dict[str, Any]) -> Tested:
         """Build, repro, classify the checked-out ``commit``; the repro's verdict."""
@@ -83,6 +83,17 @@ class StepTester:
         b.call_step_hook(step, lambda: b.hooks.step_start(step))
         with b.tracer.span("build", index):
             built = self._build(step)
+
+        def repro() -> Outcome | None:
+            with b.tracer.span("repro", index):
+                return self._repro(step)
+
+        return self.conclude(step, built, repro, details)
+
+    def conclude(self, step: Step, built: Outcome | None, repro: Callable[[], Outcome | None],
+                 details: dict[str, Any]) -> Tested:
+        """Judge a step from its build's outcome and (``repro()``, run only when the build
+        passed) the repro's: the same rules wherever the commands ran."""
         if built is not None:
             step.outputs["build"] = built.output
             details["build_s"] = round(built.duration, 3)
@@ -90,8 +101,7 @@ class StepTester:
                 self._double_check("build", built, step, details)
             if not built.ok:
                 return step, "skip", f"build failed ({_why(built)})", details
-        with b.tracer.span("repro", index):
-            outcome = self._repro(step)
+        outcome = repro()
         if outcome is None:
             raise BadInput("nothing runs the repro: give a repro command or a plugin that "
                            "implements bisectkit_repro")
@@ -175,7 +185,7 @@ class StepTester:
         return checked, result
 
 
-def _cleaned(outcome: Outcome | None) -> Outcome | None:
+def cleaned(outcome: Outcome | None) -> Outcome | None:
     """A plugin's outcome with terminal escapes removed: rules see text, not escapes."""
     if outcome is None:
         return None

@@ -21,6 +21,19 @@ from bisectkit.worktree import Mover
 
 
 @dataclass(frozen=True)
+class Replay:
+    """How a machine without our patched commit makes it again: the patch stack
+    (``stack``, as :meth:`~bisectkit.patchstack.Stack.to_json`) replayed onto ``onto``
+    in submodule ``path`` by the same rules must give ``tree``."""
+
+    path: str
+    onto: str
+    stack: dict[str, Any]
+    on_conflict: str
+    tree: str
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A candidate made ready in memory."""
 
@@ -36,6 +49,12 @@ class Prepared:
     skip_reason: str | None = None
     #: Strategy-private description of what ``checkout`` writes.
     target: Any = None
+    #: What a workspace checks out (``.`` for the superproject, else a submodule path ->
+    #: commit): the same trees ``checkout`` writes to the user's.
+    checkouts: dict[str, str] = field(default_factory=dict)
+    #: How to make ``checkouts[replay.path]`` where that commit cannot be fetched (it
+    #: exists only in the user's repository): a cluster worker replays the stack itself.
+    replay: Replay | None = None
 
 
 class Strategy(ABC):

@@ -66,7 +66,8 @@ def _dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
 def step_env(*, strategy: str | None = None, commit: str | None = None,
              submodule: str | None = None, patched: str | None = None,
              stack_patches: int | None = None, pins: Mapping[str, str | None] | None = None,
-             step: int | None = None) -> dict[str, str]:
+             step: int | None = None, workspace: str | None = None, job: int | None = None,
+             jobs: int | None = None) -> dict[str, str]:
     """The ``BISECTKIT_*`` variables the build and the repro see (README, "Environment").
 
     Every name is spelt here and only here; a value left ``None`` is not set.
@@ -76,7 +77,8 @@ def step_env(*, strategy: str | None = None, commit: str | None = None,
     env: dict[str, str] = {}
     for name, value in (("COMMIT", commit), ("SUBMODULE", submodule),
                         ("PATCHED_COMMIT", patched), ("STRATEGY", strategy),
-                        ("STACK_PATCHES", stack_patches), ("STEP", step)):
+                        ("STACK_PATCHES", stack_patches), ("STEP", step),
+                        ("WORKSPACE", workspace), ("JOB", job), ("JOBS", jobs)):
         if value is not None:
             env[f"BISECTKIT_{name}"] = str(value)
     if pins is not None:
@@ -172,3 +174,7 @@ class PatchedSubmodule(Strategy):
     def checkout(self, prepared: Prepared) -> int:
         """Write the patched commit to the submodule's work tree; files written."""
         return self.mover.checkout(self.path, self.sub, prepared.target)
+
+    def checkouts(self, patched: str) -> dict[str, str]:
+        """What a workspace holds to test ``patched``: the superproject as the user has it."""
+        return {SUPERPROJECT: self.session.orig[SUPERPROJECT].sha, self.path: patched}

@@ -110,7 +110,9 @@ class IntegrateStrategy(Strategy):
         env = step_env(strategy=self.name, commit=candidate, pins=pins)
         trees = (self.superproject.tree_of(candidate),
                  *(f"{p}={pin}" for p, pin in sorted(pins.items())))
-        return Prepared(candidate, trees, details, env, target=pins)
+        checkouts = {SUPERPROJECT: candidate,
+                     **{p: pin for p, pin in pins.items() if pin is not None}}
+        return Prepared(candidate, trees, details, env, target=pins, checkouts=checkouts)
 
     def _move(self, path: str, old: str | None, new: str | None) -> dict[str, Any]:
         """One submodule's move between two pins, with the upstream span when known."""

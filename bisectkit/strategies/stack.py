@@ -18,7 +18,7 @@ from bisectkit.git import Repo, open_submodule
 from bisectkit.model import StackRequest
 from bisectkit.patchstack import Stack, analyse, replay
 from bisectkit.session import Session
-from bisectkit.strategies.base import Prepared, new_session
+from bisectkit.strategies.base import Prepared, Replay, new_session
 from bisectkit.strategies.common import (
     PatchedSubmodule,
     check_clean,
@@ -82,8 +82,10 @@ class StackStrategy(PatchedSubmodule):
         details["patched"] = replayed.commit
         env = step_env(strategy=self.name, commit=self.at, submodule=self.path,
                        patched=str(replayed.commit), stack_patches=k)
+        again = Replay(self.path, self.at, prefix.to_json(), "skip", str(replayed.tree))
         return Prepared(candidate, (self._super_tree, str(replayed.tree)), details, env,
-                        target=replayed.commit)
+                        target=replayed.commit, checkouts=self.checkouts(str(replayed.commit)),
+                        replay=again)
 
     def header_lines(self) -> list[str]:
         patches = self.session.params["stack"]["patches"]

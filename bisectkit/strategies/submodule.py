@@ -15,7 +15,7 @@ from bisectkit.git import Repo, open_submodule
 from bisectkit.model import ON_CONFLICT, FollowUp, OnConflict, StackRequest, SubmoduleRequest
 from bisectkit.patchstack import analyse, replay
 from bisectkit.session import Session
-from bisectkit.strategies.base import Prepared, new_session, resolve_range
+from bisectkit.strategies.base import Prepared, Replay, new_session, resolve_range
 from bisectkit.strategies.common import (
     LineAncestry,
     PatchedSubmodule,
@@ -97,15 +97,18 @@ class SubmoduleStrategy(PatchedSubmodule):
             # Step flags (console, JSON, report), not part of the verdict cache's
             # entry: the cache keys on the tree, which already lacks the patch.
             details["flags"] = flags
+        again = Replay(self.path, candidate, self.session.params["stack"], self.on_conflict,
+                       str(replayed.tree))
         return Prepared(candidate, (self._super_tree, str(replayed.tree)), details, env,
-                        target=replayed.commit)
+                        target=replayed.commit, checkouts=self.checkouts(str(replayed.commit)),
+                        replay=again)
 
     def prepare_pristine(self, commit: str) -> Prepared:
         """Upstream ``commit`` exactly, without the stack (``--check-stack``)."""
         tree = self.sub.tree_of(commit)
         env = step_env(strategy=self.name, commit=commit, submodule=self.path, patched=commit)
         return Prepared(commit, (self._super_tree, tree), {"patches": [], "patched": commit},
-                        env, target=commit)
+                        env, target=commit, checkouts=self.checkouts(commit))
 
     def followup(self, first_bad: str) -> list[FollowUp]:
         """After ``--check-stack`` found the stack implicated: bisect the stack itself."""

@@ -1,0 +1,230 @@
+"""Where parallel steps run: threads over local workspaces, or a Dask cluster.
+
+Both are a :class:`concurrent.futures.Executor` (Dask's ``Client.get_executor()``
+is one) plus a :class:`~bisectkit.steptask.Control` per step: a way to cancel
+it (its process group killed wherever it runs) and to hear its progress. The
+scheduling in :mod:`bisectkit.pipeline.parallel` is one code path for both.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+import time
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bisectkit.errors import BadInput
+from bisectkit.model import Parallel
+from bisectkit.steptask import Control, Recipe, StepResult, run_step
+
+#: Seconds between two looks at a cluster step's cancel flag (each is a round trip).
+_CANCEL_POLL_S = 1.0
+
+
+@dataclass
+class Progress:
+    """What the live table shows of one step in flight."""
+
+    phase: str = "queued"
+    line: str = ""
+    #: ``worker:ws-N`` once a worker took the step.
+    where: str = ""
+    since: float = field(default_factory=time.monotonic)
+
+
+class Pool:
+    """Runs recipes on ``slots`` workers; tells their progress; cancels them."""
+
+    #: How many steps run at once.
+    slots: int
+    executor: Executor
+    #: Clone workspaces with ``--shared`` (the user's objects are on this machine).
+    shared: bool
+    #: The workspace root given to the workers (None: each worker's default).
+    root: str | None
+    #: Shown in the header: "3 local workspaces under ...", "Dask cluster at ...".
+    description: str
+
+    def __init__(self) -> None:
+        self.progress: dict[int, Progress] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, recipe: Recipe) -> tuple[Future[StepResult], Control]:
+        """Start ``recipe`` on a free worker."""
+        control = self.control(recipe.index)
+        self.progress[recipe.index] = Progress()
+        return self.executor.submit(run_step, recipe, control), control
+
+    def control(self, index: int) -> Control:
+        raise NotImplementedError
+
+    def cancel(self, control: Control, future: Future[StepResult]) -> None:
+        """Stop a step: its process group is killed where it runs."""
+        raise NotImplementedError
+
+    def heard(self, index: int, where: str, phase: str, line: str) -> None:
+        """A step's progress report (from a thread or a cluster event)."""
+        with self._lock:
+            known = self.progress.get(index)
+            if known is None:
+                return
+            known.where = where
+            if phase != known.phase:
+                known.phase, known.since = phase, time.monotonic()
+            known.line = line or known.line
+
+    def done(self, index: int) -> None:
+        with self._lock:
+            self.progress.pop(index, None)
+
+    def close(self) -> None:
+        """Stop every worker thread or the cluster connection (steps already cancelled)."""
+        self.executor.shutdown(wait=True)
+
+
+class _LocalControl:
+    """A thread's step: an :class:`threading.Event` to cancel, the pool's table to report to."""
+
+    def __init__(self, pool: LocalPool, index: int) -> None:
+        self._pool = pool
+        self._stop = threading.Event()
+        self._index = index
+
+    def cancelled(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def progress(self, index: int, where: str, phase: str, line: str) -> None:
+        self._pool.heard(index, where, phase, line)
+
+    def where(self, root: str | None) -> tuple[str, Path]:
+        return "local", Path(root or self._pool.root or ".")
+
+
+class LocalPool(Pool):
+    """``--jobs K``: K threads, each step in the first free local workspace."""
+
+    def __init__(self, jobs: int, root: Path) -> None:
+        super().__init__()
+        self.slots = jobs
+        self.shared = True
+        self.root = str(root)
+        self.description = f"{jobs} local workspaces under {root}"
+        self.executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="bisectkit-job")
+
+    def control(self, index: int) -> Control:
+        return _LocalControl(self, index)
+
+    def cancel(self, control: Control, future: Future[StepResult]) -> None:
+        future.cancel()
+        assert isinstance(control, _LocalControl)
+        control.stop()
+
+
+@dataclass
+class DaskControl:
+    """A cluster step's control, sent to the worker by value (hence only names)."""
+
+    #: Names the ``distributed.Event`` that cancels the step and the progress topic.
+    name: str
+    topic: str
+    _checked: float = 0.0
+    _said: bool = False
+
+    def cancelled(self) -> bool:
+        now = time.monotonic()
+        if not self._said and now - self._checked >= _CANCEL_POLL_S:
+            self._checked = now
+            self._said = bool(_dask().Event(self.name).is_set())
+        return self._said
+
+    def progress(self, index: int, where: str, phase: str, line: str) -> None:
+        _dask().get_worker().log_event(self.topic, {"index": index, "where": where, "phase": phase,
+                                            "line": line})
+
+    def where(self, root: str | None) -> tuple[str, Path]:
+        name = str(_dask().get_worker().name)
+        base = root or os.environ.get("BISECTKIT_WORKER_ROOT") or \
+            str(Path.home() / ".cache" / "bisectkit" / "workspaces")
+        # One folder per worker: two workers of one machine never share a workspace.
+        return name, Path(base) / re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+class DaskPool(Pool):
+    """``--scheduler ADDRESS``: steps as tasks of a Dask ``distributed`` cluster."""
+
+    def __init__(self, settings: Parallel, run_id: str) -> None:
+        super().__init__()
+        try:
+            dask = _dask()
+        except ImportError as exc:
+            raise BadInput("--scheduler needs Dask: pip install 'bisectkit[dask]'") from exc
+        try:
+            self.client: Any = dask.Client(settings.scheduler, timeout="20s")
+        except OSError as exc:
+            raise BadInput(f"cannot reach the Dask scheduler at {settings.scheduler}: "
+                           f"{exc}") from exc
+        self._run = run_id
+        self.topic = f"bisectkit-{run_id}"
+        self.shared = False
+        self.root = settings.workspace_root
+        resources = dict(settings.resources) or None
+        self.executor = self.client.get_executor(pure=False, resources=resources)
+        self.slots = max(1, self._threads(resources))
+        self.description = (f"Dask cluster at {settings.scheduler} "
+                            f"({self.slots} step{'s' if self.slots != 1 else ''} at once)")
+        self.client.subscribe_topic(self.topic, self._on_event)
+        self._events: list[str] = []
+
+    def _threads(self, resources: dict[str, float] | None) -> int:
+        """Steps the cluster can run at once (with ``resources``, only the workers that
+        have them count, each as many times as it holds them)."""
+        info = self.client.scheduler_info()["workers"].values()
+        if not resources:
+            return sum(int(w.get("nthreads", 1)) for w in info)
+        fits = [min(int(w.get("resources", {}).get(k, 0) // v) for k, v in resources.items())
+                for w in info]
+        return sum(min(n, int(w.get("nthreads", 1))) for n, w in zip(fits, info, strict=True))
+
+    def _on_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        msg = event[1]
+        self.heard(int(msg["index"]), str(msg["where"]), str(msg["phase"]), str(msg["line"]))
+
+    def control(self, index: int) -> Control:
+        name = f"bisectkit-{self._run}-{index}-{time.monotonic_ns()}"
+        self._events.append(name)
+        return DaskControl(name, self.topic)
+
+    def cancel(self, control: Control, future: Future[StepResult]) -> None:
+        assert isinstance(control, DaskControl)
+        _dask().Event(control.name, client=self.client).set()
+        future.cancel()
+
+    def close(self) -> None:
+        try:
+            for name in self._events:
+                _dask().Event(name, client=self.client).clear()
+            self.client.unsubscribe_topic(self.topic)
+        finally:
+            self.executor.shutdown(wait=False)
+            self.client.close()
+
+
+def _dask() -> Any:
+    """The ``distributed`` module, imported when a cluster is used (an optional extra)."""
+    return importlib.import_module("distributed")
+
+
+def open_pool(settings: Parallel, default_root: Path, run_id: str) -> Pool:
+    """The pool ``settings`` ask for (``--scheduler``, else ``--jobs`` local workspaces)."""
+    if settings.scheduler:
+        return DaskPool(settings, run_id)
+    root = Path(settings.workspace_root) if settings.workspace_root else default_root
+    return LocalPool(settings.jobs, root)

@@ -1,0 +1,112 @@
+"""Parallel steps, one at a time: what is sent (a recipe), what comes back (checked),
+and the step tester whose good-end check runs on the pool too."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bisectkit.errors import Aborted, BisectkitError, Cancelled, InfrastructureFailed
+from bisectkit.model import Outcome, Step
+from bisectkit.pipeline.testing import StepTester, cleaned
+from bisectkit.steptask import Control, Recipe, StepResult
+from bisectkit.strategies.base import Prepared
+from bisectkit.strategies.common import step_env
+
+if TYPE_CHECKING:
+    from bisectkit.pipeline.parallel import ParallelBisection
+
+
+@dataclass
+class Job:
+    """A step in flight."""
+
+    index: int
+    commit: str
+    prep: Prepared
+    step: Step
+    source: str
+    future: Future[StepResult]
+    control: Control
+    started: float = field(default_factory=time.monotonic)
+    trace_start: float = 0.0
+
+
+def make_recipe(b: ParallelBisection, index: int, commit: str, prep: Prepared,
+                phases: tuple[str, ...]) -> Recipe:
+    """Step ``index`` testing ``prep`` as a recipe a worker can follow anywhere."""
+    opts = b.opts
+    watch = tuple(p.pattern for ps in opts.rules.compiled().values() for p in ps)
+    return Recipe(index=index, commit=commit, checkouts=b.checkouts(prep), sources=b.sources,
+                  replay=prep.replay, shared=b.pool.shared, root=b.pool.root,
+                  build=opts.build, repro=opts.repro, user_root=b.session.root,
+                  env={**prep.env, **step_env(step=index)}, timeout=opts.timeout,
+                  keep=opts.keep_output, watch=watch, jobs=b.pool.slots, phases=phases)
+
+
+def checked_result(job: Job, future: Future[StepResult],
+                   expected: dict[str, str]) -> StepResult | None:
+    """The worker's result (None: cancelled), checked: the trees it tested are the
+    ``expected`` ones. A failure of the machinery is never a verdict."""
+    if future.cancelled():
+        return None
+    error = future.exception()
+    if isinstance(error, Cancelled):
+        return None
+    if isinstance(error, BisectkitError):
+        raise error
+    if error is not None:
+        lost = type(error).__name__ == "KilledWorker"
+        raise InfrastructureFailed(
+            f"step {job.index} ({job.commit[:12]}) could not run: "
+            f"{'the workers running it kept dying' if lost else type(error).__name__}: "
+            f"{error}; no verdict was taken from it") from error
+    result = future.result()
+    for key, want in expected.items():
+        if result.trees.get(key) != want:
+            raise InfrastructureFailed(
+                f"step {job.index}: {result.worker} tested tree "
+                f"{(result.trees.get(key) or '?')[:12]} for {key}, not {want[:12]}; no "
+                "verdict is taken from a tree that differs")
+    return result
+
+
+class RunsAt(Protocol):
+    """What :class:`PoolTester` needs: run phases at a commit on the pool, now."""
+
+    def run_at(self, commit: str, prep: Prepared, phases: tuple[str, ...]) -> StepResult: ...
+
+
+class PoolTester(StepTester):
+    """The good-end double check (exit 126/127) runs on the pool too."""
+
+    def __init__(self, bisection: ParallelBisection) -> None:
+        super().__init__(bisection)
+        self.parallel: RunsAt = bisection
+
+    def _run_at_good_end(self, phase: str, what: str, outcome: Outcome, step: Step
+                         ) -> tuple[dict[str, Any], Outcome | None]:
+        good = self.b.session.good[0]
+        prep = self.b.strategy.prepare(good)
+        if prep.skip_reason is not None:
+            raise Aborted(f"{what} {outcome.describe()} at {step.commit[:12]}, and the good "
+                          f"end {good[:12]} cannot be prepared to check whether the command "
+                          f"runs at all ({prep.skip_reason})")
+        self.b.hooks.message(f"{phase} {outcome.describe()} at {step.commit[:12]}: checking "
+                             f"that it runs at the good end {good[:12]}", "progress")
+        phases = ("build",) if phase == "build" else ("build", "repro")
+        result = self.parallel.run_at(good, prep, phases)
+        checked: dict[str, Any] = {"commit": good}
+        ran: Outcome | None = cleaned(result.build)
+        if ran is not None:
+            step.outputs["build at the good end"] = ran.output
+            checked["build"] = ran.describe()
+        if phase == "repro" and (ran is None or ran.ok):
+            ran = cleaned(result.repro)
+            if ran is not None:
+                step.outputs["repro at the good end"] = ran.output
+                checked["repro"] = ran.describe()
+        return checked, ran
+

@@ -1,0 +1,275 @@
+"""Workspaces: bisectkit's own checkouts of the superproject, where parallel steps run.
+
+A workspace is a complete superproject with its submodules, cloned from the
+user's repositories (sharing their objects with ``--shared`` on this
+machine, plain clones on a cluster worker) and kept between runs so that
+its build directory stays warm. It holds no work of anybody's: what is on
+disk is always "some commit, checked out, plus build outputs", so a kill at
+any instant is repaired by the next checkout (``checkout -f`` rewrites the
+tracked files that differ, and leaves the untracked build outputs alone).
+
+Workspaces ``ws-1``, ``ws-2``... live under a root; a step takes the first
+one whose lock (``ws-N.lock``, an ``flock`` the kernel drops when its holder
+dies) is free, so each is used by one step at a time and a dead run never
+leaves one locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisectkit import gitcli
+from bisectkit.errors import GitFailure, InfrastructureFailed
+from bisectkit.git import Repo
+from bisectkit.model import SUPERPROJECT
+from bisectkit.patchstack import Stack, replay
+from bisectkit.strategies.base import Replay
+
+#: How long a workspace waits for a git a killed run left writing its index.
+_INDEX_LOCK_WAIT_S = 10.0
+#: git settings for every command in a workspace: nothing of the user's config may
+#: recurse into submodules or run hooks there.
+_SAFE = ("-c", "submodule.recurse=false", "-c", "core.hooksPath=/dev/null",
+         "-c", "advice.detachedHead=false", "-c", "gc.auto=0")
+
+
+def default_root(git_dir: Path) -> Path:
+    """Where ``--jobs`` keeps its workspaces unless ``--workspace-root`` says."""
+    return git_dir / "bisectkit" / "workspaces"
+
+
+def sources_of(workdir: Path) -> list[str]:
+    """Where a workspace clones and fetches a repository from: the user's own first (it
+    has every commit, ours included), then the URLs of its remotes."""
+    out = gitcli.run(workdir, "config", "--get-regexp", r"^remote\..*\.url$").stdout
+    urls = [str(workdir)]
+    for line in out.splitlines():
+        url = line.partition(" ")[2].strip()
+        if url.startswith(("./", "../")):
+            url = str((workdir / url).resolve())
+        urls.append(url)
+    return list(dict.fromkeys(u for u in urls if u))
+
+
+@dataclass(frozen=True)
+class Found:
+    """A workspace on disk, for ``bisectkit workspaces``."""
+
+    path: Path
+    busy: bool
+    #: The superproject commit it last held (None: never checked out).
+    commit: str | None
+    last_used: float | None
+
+
+def listing(root: Path) -> list[Found]:
+    """The workspaces under ``root``, oldest name first."""
+    found = []
+    for path in sorted(root.glob("ws-*"), key=_number):
+        if not path.is_dir() or path.suffix:
+            continue
+        busy = _try_lock(path, probe=True) is None
+        head = _git(path, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip()
+        stamp = path / ".git" / "index"
+        found.append(Found(path, busy, head or None,
+                           stamp.stat().st_mtime if stamp.exists() else None))
+    return found
+
+
+def prune(root: Path) -> tuple[list[Path], list[Path]]:
+    """Remove the workspaces under ``root`` that no step holds; (removed, busy)."""
+    removed, busy = [], []
+    for ws in listing(root):
+        fd = _try_lock(ws.path)
+        if fd is None:
+            busy.append(ws.path)
+            continue
+        try:
+            shutil.rmtree(ws.path)
+            removed.append(ws.path)
+        finally:
+            os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                _lock_path(ws.path).unlink()
+    for leftover in root.glob("ws-*.tmp"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        root.rmdir()
+    return removed, busy
+
+
+class Workspace:
+    """One workspace, locked by this process while a step uses it."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self.job = _number(path)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Let another step use it (the lock also goes when this process dies)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def materialise(self, checkouts: Mapping[str, str], sources: Mapping[str, Sequence[str]],
+                    again: Replay | None, shared: bool) -> tuple[int, dict[str, str]]:
+        """Check out ``checkouts`` (``.`` first, then the submodules) with as few writes as
+        git allows; (files written, the tree each repository now holds)."""
+        written, trees = 0, {}
+        for key in sorted(checkouts, key=lambda k: k != SUPERPROJECT):
+            where = self.path if key == SUPERPROJECT else self.path / key
+            self._ensure_clone(where, sources.get(key, ()), shared)
+            sha = checkouts[key]
+            if not _has_commit(where, sha):
+                if again is not None and again.path == key:
+                    # Our patched commit exists only in the user's repository: make it
+                    # here by the same replay (never fetched: a real remote lacks it).
+                    sha = self._replay(where, again, sources.get(key, ()))
+                else:
+                    _fetch(where, sources.get(key, ()), [sha])
+            written += _checkout(where, sha)
+            trees[key] = _git(where, "rev-parse", "HEAD^{tree}").stdout.strip()
+        return written, trees
+
+    def tracked_changes(self) -> list[str]:
+        """Tracked files that differ from HEAD, in the superproject and its submodules
+        (a clean workspace has none: build outputs are untracked)."""
+        changed = []
+        for where in [self.path, *(p.parent for p in self.path.glob("**/.git") if p.is_dir()
+                                   and p.parent != self.path)]:
+            out = _git(where, "status", "--porcelain", "--untracked-files=no",
+                       "--ignore-submodules=all").stdout
+            changed += [f"{where.relative_to(self.path)}/{line[3:]}" for line in out.splitlines()]
+        return changed
+
+    def _ensure_clone(self, where: Path, sources: Sequence[str], shared: bool) -> None:
+        """Clone ``where`` from the first source that works, unless it is there."""
+        if (where / ".git").is_dir():
+            _settle_index_lock(where)
+            return
+        tmp = where.with_name(where.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)  # a clone a kill cut short
+        problems = []
+        for src in sources:
+            flags = ["--shared"] if shared else []
+            proc = _git(where.parent, "clone", "-q", "--no-checkout", *flags, src, str(tmp),
+                        check=False)
+            if proc.returncode == 0:
+                break
+            problems.append(f"{src}: {' '.join(proc.stderr.split())}")
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            raise InfrastructureFailed(f"cannot create workspace {where}: "
+                                       f"{'; '.join(problems) or 'no source to clone from'}")
+        if where.is_dir() and not any(where.iterdir()):
+            where.rmdir()  # the empty folder a superproject checkout leaves for a gitlink
+        os.rename(tmp, where)
+
+    def _replay(self, where: Path, again: Replay, sources: Sequence[str]) -> str:
+        """Make the patched commit here with the stack replay; its tree must be ``again.tree``."""
+        stack = Stack.from_json(again.stack)
+        wanted = [again.onto, stack.head] + [p.refers_to for p in stack.patches if p.refers_to]
+        missing = [sha for sha in wanted if not _has_commit(where, sha)]
+        if missing:
+            _fetch(where, sources, missing)
+        repo = Repo(where)
+        result = replay(repo, stack, again.onto, repo.is_ancestor,
+                        "drop" if again.on_conflict == "drop" else "skip")
+        if result.conflict is not None or str(result.tree) != again.tree:
+            raise InfrastructureFailed(
+                f"workspace {where}: replaying the patch stack onto {again.onto[:12]} gave "
+                f"tree {str(result.tree)[:12]}, not {again.tree[:12]} as on the client; no "
+                "verdict is taken from a tree that differs")
+        return str(result.commit)
+
+
+@contextlib.contextmanager
+def taken(root: Path) -> Iterator[Workspace]:
+    """The first free workspace under ``root`` (``ws-1``, ``ws-2``...), locked while used."""
+    root.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        path = root / f"ws-{n}"
+        fd = _try_lock(path)
+        if fd is not None:
+            ws = Workspace(path, fd)
+            try:
+                yield ws
+            finally:
+                ws.release()
+            return
+        n += 1
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _try_lock(path: Path, probe: bool = False) -> int | None:
+    """An fd holding ``path``'s lock, or None when a live process holds it."""
+    fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    if probe:
+        os.close(fd)
+        return 0
+    return fd
+
+
+def _number(path: Path) -> int:
+    digits = path.name.removeprefix("ws-").partition(".")[0]
+    return int(digits) if digits.isdigit() else 0
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = gitcli.run(cwd, *_SAFE, *args)
+    if check and proc.returncode != 0:
+        raise GitFailure(f"git {args[0]} in workspace {cwd}: {' '.join(proc.stderr.split())}")
+    return proc
+
+
+def _has_commit(where: Path, sha: str) -> bool:
+    return _git(where, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
+
+def _fetch(where: Path, sources: Sequence[str], shas: Sequence[str]) -> None:
+    """Fetch ``shas`` from the first source that has them (a fetch by id)."""
+    for src in sources:
+        if _git(where, "fetch", "-q", "--no-tags", src, *shas, check=False).returncode == 0:
+            return
+    raise InfrastructureFailed(f"workspace {where}: cannot fetch "
+                               f"{', '.join(s[:12] for s in shas)} from any of {list(sources)}")
+
+
+def _settle_index_lock(where: Path) -> None:
+    """A git that a killed run left writing here: let it finish, or clear its lock."""
+    lock = where / ".git" / "index.lock"
+    deadline = time.monotonic() + _INDEX_LOCK_WAIT_S
+    while lock.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()  # we hold the workspace: nobody else of ours writes here
+
+
+def _checkout(where: Path, sha: str) -> int:
+    """``checkout -f --detach``: writes the tracked files that differ (repairing any a kill
+    left half written) and nothing else; the number that differ."""
+    fresh = not (where / ".git" / "index").exists()
+    if fresh:
+        listed = _git(where, "ls-tree", "-r", "--name-only", sha).stdout
+    else:
+        listed = _git(where, "diff", "--name-only", "--no-renames", "HEAD", sha).stdout
+    _git(where, "checkout", "-q", "-f", "--detach", sha)
+    return len(listed.splitlines())
