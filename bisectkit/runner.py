@@ -153,9 +153,7 @@ def run(
     *,
     cwd: str,
     env: Mapping[str, str],
-    timeout: float | None = None,
-    echo: TextIO | None = None,
-    keep: int = DEFAULT_KEEP,
+    timeout: float | None = None, echo: TextIO | None = None, keep: int = DEFAULT_KEEP,
     watch: Sequence[re.Pattern[str]] = (),
     cancelled: Callable[[], bool] | None = None,
 ) -> Outcome:
@@ -164,10 +162,8 @@ def run(
     Everything is streamed to ``echo`` (default: stdout); at most ``keep``
     characters are kept (see :class:`_Kept`), plus the dropped lines that
     match a ``watch`` pattern. A ``KeyboardInterrupt`` while waiting kills
-    the child's process group before it propagates. ``cancelled`` is polled
-    while the child runs: once it says True, the group is killed and
-    :class:`~bisectkit.errors.Cancelled` raised (a parallel step whose
-    verdict no longer matters).
+    the child's process group before it propagates, as does ``cancelled()``
+    turning True (:class:`~bisectkit.errors.Cancelled`: a parallel step).
 
     Plugins get this as :func:`bisectkit.run_command`.
     """

@@ -1,17 +1,13 @@
 """Workspaces: bisectkit's own checkouts of the superproject, where parallel steps run.
 
-A workspace is a complete superproject with its submodules, cloned from the
-user's repositories (sharing their objects with ``--shared`` on this
-machine, plain clones on a cluster worker) and kept between runs so that
-its build directory stays warm. It holds no work of anybody's: what is on
-disk is always "some commit, checked out, plus build outputs", so a kill at
-any instant is repaired by the next checkout (``checkout -f`` rewrites the
-tracked files that differ, and leaves the untracked build outputs alone).
-
-Workspaces ``ws-1``, ``ws-2``... live under a root; a step takes the first
-one whose lock (``ws-N.lock``, an ``flock`` the kernel drops when its holder
-dies) is free, so each is used by one step at a time and a dead run never
-leaves one locked.
+A workspace is a superproject with its submodules, cloned from the user's
+repositories (``--shared`` on this machine, plain clones on a cluster
+worker), kept between runs so its build directory stays warm. It holds no
+one's work: a kill at any instant is repaired by the next checkout
+(``checkout -f`` rewrites the tracked files that differ, and leaves the
+untracked build outputs alone). Workspaces ``ws-1``, ``ws-2``... live under
+a root; a step takes the first whose lock (``ws-N.lock``, an ``flock`` the
+kernel drops when its holder dies) is free.
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -192,6 +189,14 @@ class Workspace:
         return str(result.commit)
 
 
+#: Workspaces this process holds. A lock released here can look held for a moment: a
+#: child forked by another thread holds a copy of the descriptor until it execs.
+_HELD: set[Path] = set()
+_HELD_LOCK = threading.Lock()
+#: How long a workspace this process does not hold may stay locked by such a copy.
+_FORK_LAG_S = 0.5
+
+
 @contextlib.contextmanager
 def taken(root: Path) -> Iterator[Workspace]:
     """The first free workspace under ``root`` (``ws-1``, ``ws-2``...), locked while used."""
@@ -199,15 +204,35 @@ def taken(root: Path) -> Iterator[Workspace]:
     n = 1
     while True:
         path = root / f"ws-{n}"
-        fd = _try_lock(path)
+        fd = _take(path)
         if fd is not None:
             ws = Workspace(path, fd)
             try:
                 yield ws
             finally:
                 ws.release()
+                with _HELD_LOCK:
+                    _HELD.discard(path)
             return
         n += 1
+
+
+def _take(path: Path) -> int | None:
+    """Lock ``path`` for this thread, or None when it is in use."""
+    with _HELD_LOCK:
+        if path in _HELD:
+            return None
+        _HELD.add(path)
+    deadline = time.monotonic() + _FORK_LAG_S
+    while True:
+        fd = _try_lock(path)
+        if fd is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    if fd is None:
+        with _HELD_LOCK:
+            _HELD.discard(path)
+    return fd
 
 
 def _lock_path(path: Path) -> Path:

@@ -141,7 +141,8 @@ class ParallelBisection(Bisection):
         if phases == ("build", "repro"):
             self.call_step_hook(step, lambda: self.hooks.step_start(step))
         future, control = self.pool.submit(make_recipe(
-            self, index, commit, prep, phases))
+            self.opts, self.pool, self.session.root, index, commit, prep, self.checkouts(prep),
+            self.sources, phases))
         job = Job(index, commit, prep, step, source, future, control,
                   trace_start=self.tracer.now())
         self.jobs[index] = job

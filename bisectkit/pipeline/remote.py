@@ -6,17 +6,15 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from bisectkit.errors import Aborted, BisectkitError, Cancelled, InfrastructureFailed
-from bisectkit.model import Outcome, Step
-from bisectkit.pipeline.testing import StepTester, cleaned
+from bisectkit.model import Outcome, RunOptions, Step
+from bisectkit.pipeline.pools import Pool
+from bisectkit.pipeline.testing import Host, StepTester, cleaned
 from bisectkit.steptask import Control, Recipe, StepResult
 from bisectkit.strategies.base import Prepared
 from bisectkit.strategies.common import step_env
-
-if TYPE_CHECKING:
-    from bisectkit.pipeline.parallel import ParallelBisection
 
 
 @dataclass
@@ -34,16 +32,16 @@ class Job:
     trace_start: float = 0.0
 
 
-def make_recipe(b: ParallelBisection, index: int, commit: str, prep: Prepared,
+def make_recipe(opts: RunOptions, pool: Pool, user_root: str, index: int, commit: str,
+                prep: Prepared, checkouts: dict[str, str], sources: dict[str, list[str]],
                 phases: tuple[str, ...]) -> Recipe:
     """Step ``index`` testing ``prep`` as a recipe a worker can follow anywhere."""
-    opts = b.opts
     watch = tuple(p.pattern for ps in opts.rules.compiled().values() for p in ps)
-    return Recipe(index=index, commit=commit, checkouts=b.checkouts(prep), sources=b.sources,
-                  replay=prep.replay, shared=b.pool.shared, root=b.pool.root,
-                  build=opts.build, repro=opts.repro, user_root=b.session.root,
+    return Recipe(index=index, commit=commit, checkouts=checkouts, sources=sources,
+                  replay=prep.replay, shared=pool.shared, root=pool.root,
+                  build=opts.build, repro=opts.repro, user_root=user_root,
                   env={**prep.env, **step_env(step=index)}, timeout=opts.timeout,
-                  keep=opts.keep_output, watch=watch, jobs=b.pool.slots, phases=phases)
+                  keep=opts.keep_output, watch=watch, jobs=pool.slots, phases=phases)
 
 
 def checked_result(job: Job, future: Future[StepResult],
@@ -73,8 +71,8 @@ def checked_result(job: Job, future: Future[StepResult],
     return result
 
 
-class RunsAt(Protocol):
-    """What :class:`PoolTester` needs: run phases at a commit on the pool, now."""
+class PoolHost(Host, Protocol):
+    """What :class:`PoolTester` needs: a :class:`Host` that runs phases on the pool, now."""
 
     def run_at(self, commit: str, prep: Prepared, phases: tuple[str, ...]) -> StepResult: ...
 
@@ -82,9 +80,9 @@ class RunsAt(Protocol):
 class PoolTester(StepTester):
     """The good-end double check (exit 126/127) runs on the pool too."""
 
-    def __init__(self, bisection: ParallelBisection) -> None:
+    def __init__(self, bisection: PoolHost) -> None:
         super().__init__(bisection)
-        self.parallel: RunsAt = bisection
+        self.parallel = bisection
 
     def _run_at_good_end(self, phase: str, what: str, outcome: Outcome, step: Step
                          ) -> tuple[dict[str, Any], Outcome | None]:

@@ -1,0 +1,283 @@
+"""Parallel steps through the real CLI: ``--jobs K`` local workspaces and Dask clusters
+(a ``distributed.LocalCluster`` and the real ``dask scheduler``/``dask worker`` CLI).
+
+Every parallel answer is checked against the ``--jobs 1`` answer on the same world;
+the user's tree and every workspace must end clean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, cli, snapshot
+
+GOOD_IF = "device .* not found"
+Popen = subprocess.Popen[str]
+
+
+def run(world: World, tmp_path: Path, name: str, *extra: str, good: str | None = None,
+        bad: str | None = None, target: tuple[str, ...] | None = None,
+        build: str = "./build.sh", env: dict[str, str] | None = None,
+        repro: tuple[str, ...] = ("./repro.sh",)) -> tuple[subprocess.CompletedProcess[str],
+                                                           dict]:
+    out = tmp_path / f"{name}.json"
+    if target is None:
+        target = ("--submodule", SUBMODULE, "--upstream", "upstream/main",
+                  "--good", good or world.sha(0), "--bad", bad or world.sha(300))
+    r = cli(world, "run", *target, "--build", build, "--good-if", GOOD_IF, "--no-cache",
+            "--json", str(out), *extra, "--", *repro, extra_env=env, timeout=300)
+    assert out.exists(), r.stderr + r.stdout
+    return r, json.loads(out.read_text())
+
+
+def answer(result: dict) -> tuple:
+    return result["status"], result["first_bad"], tuple(result.get("candidates") or ())
+
+
+def workspaces(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("ws-*") if p.is_dir() and not p.suffix)
+
+
+def tracked_changes(repo: Path) -> str:
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no",
+                          "--ignore-submodules=all"], cwd=repo, capture_output=True,
+                         text=True, check=True)
+    return out.stdout
+
+
+def assert_clean(ws: Path) -> None:
+    assert tracked_changes(ws) == "", ws
+    assert tracked_changes(ws / SUBMODULE) == "", ws
+
+
+@pytest.mark.parametrize("bad", [300, 400], ids=["below-merge-base", "across-conflicts"])
+def test_jobs3_gives_the_jobs1_answer_and_leaves_everything_clean(world: World,
+                                                                  tmp_path: Path, bad: int):
+    before = snapshot(world)
+    r1, one = run(world, tmp_path, "one", bad=world.sha(bad))
+    r3, three = run(world, tmp_path, "three", "--jobs", "3", bad=world.sha(bad))
+    assert r1.returncode == r3.returncode, r3.stderr + r3.stdout
+    assert answer(three) == answer(one)
+    assert snapshot(world) == before
+    root = world.superproject / ".git/bisectkit/workspaces"
+    found = workspaces(root)
+    assert 1 <= len(found) <= 3
+    for ws in found:
+        assert_clean(ws)
+        # Objects are shared with the user's repositories, not copied.
+        assert (ws / ".git/objects/info/alternates").exists()
+    ran = [s for s in three["steps"] if s["source"] == "run" and s.get("build_s") is not None]
+    assert ran and all(s["worker"] == "local" and Path(s["workspace"]) in found for s in ran)
+    assert {s["job"] for s in ran} <= {1, 2, 3}
+    assert "testing up to 3 candidates at once" in r3.stdout
+    assert len({s["index"] for s in three["steps"]}) == len(three["steps"])
+
+
+def test_integrate_with_jobs(integrate_world: World, tmp_path: Path):
+    w = integrate_world
+    target = ("--integrate", "--good", w.integrate["init"], "--bad", w.integrate["adv12"])
+    before = snapshot(w)
+    _, one = run(w, tmp_path, "one", target=target)
+    r, three = run(w, tmp_path, "three", "--jobs", "3", target=target)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert answer(three) == answer(one) and one["first_bad"] == w.integrate["adv8"]
+    assert snapshot(w) == before
+    for ws in workspaces(w.superproject / ".git/bisectkit/workspaces"):
+        assert_clean(ws)
+
+
+def test_stack_bisect_with_jobs(world: World, tmp_path: Path):
+    target = ("--submodule", SUBMODULE, "--upstream", "upstream/main", "--stack", "--at",
+              world.sha(330))
+    # The local fixup conflicts with nothing at 330; the repro fails on the fixup.
+    repro = tmp_path / "repro.sh"
+    repro.write_text("#!/bin/sh\n! grep -q 'our local fixup' third_party/llvm-project/lib/"
+                     "local.txt\n", encoding="utf-8")
+    repro.chmod(0o755)
+    _, one = run(world, tmp_path, "one", target=target, repro=(str(repro),))
+    r, two = run(world, tmp_path, "two", "--jobs", "2", target=target, repro=(str(repro),))
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert answer(two) == answer(one) and one["first_bad"] == world.stack[-1]
+
+
+def test_workspace_and_job_reach_the_build_and_workspaces_command(world: World,
+                                                                   tmp_path: Path):
+    seen = tmp_path / "seen.txt"
+    build = f'echo "$BISECTKIT_WORKSPACE $BISECTKIT_JOB $BISECTKIT_JOBS" >> {seen}; ./build.sh'
+    root = tmp_path / "elsewhere"
+    r, result = run(world, tmp_path, "three", "--jobs", "3", "--workspace-root", str(root),
+                    build=build)
+    assert r.returncode == 0, r.stderr + r.stdout
+    lines = {tuple(line.split()) for line in seen.read_text().splitlines()}
+    assert lines and all(ws == str(root / f"ws-{job}") and jobs == "3"
+                         for ws, job, jobs in lines)
+    assert not (world.superproject / ".git/bisectkit/workspaces").exists()
+    listed = cli(world, "workspaces", "--workspace-root", str(root))
+    assert listed.returncode == 0 and "idle" in listed.stdout and "ws-1" in listed.stdout
+    pruned = cli(world, "workspaces", "--prune", "--workspace-root", str(root))
+    assert pruned.returncode == 0 and "removed" in pruned.stdout
+    assert not workspaces(root)
+    nothing = cli(world, "workspaces")
+    assert nothing.returncode == 0 and "no workspaces" in nothing.stdout
+
+
+def test_parallel_refuses_bad_input_touching_nothing(world: World, tmp_path: Path):
+    before = snapshot(world)
+    r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
+            world.sha(300), "--jobs", "0", "--", "./repro.sh")
+    assert r.returncode == 2 and "--jobs" in r.stderr
+    r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
+            world.sha(300), "--jobs", "2", "--resources", "GPU=1", "--", "./repro.sh")
+    assert r.returncode == 2 and "--resources goes with --scheduler" in r.stderr
+    r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
+            world.sha(300), "--jobs", "2", "-p", "flaky", "--", "./repro.sh")
+    assert r.returncode == 2 and "flaky" in r.stderr and "--jobs 1" in r.stderr
+    assert snapshot(world) == before
+
+
+def test_ctrl_c_kills_every_step_and_restores(world: World, tmp_path: Path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    build = f"echo $$ > {pids}/$BISECTKIT_JOB; sleep 60; ./build.sh"
+    before = snapshot(world)
+    exe = [sys.executable, "-m", "bisectkit"]
+    proc = subprocess.Popen(
+        [*exe, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+         world.sha(0), "--bad", world.sha(300), "--jobs", "3", "--build", build,
+         "--no-cache", "--", "./repro.sh"], cwd=world.superproject, env=world.env,
+        text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(pids.iterdir())) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(list(pids.iterdir())) == 3, proc.communicate(timeout=5)
+    builds = [int(p.read_text()) for p in pids.iterdir()]
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/session.json").exists()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in builds) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in builds), "a build survived Ctrl-C"
+    for ws in workspaces(world.superproject / ".git/bisectkit/workspaces"):
+        assert_clean(ws)
+    # The workspaces are free again: the next run uses them (no ws-4).
+    r, result = run(world, tmp_path, "again", "--jobs", "3")
+    assert r.returncode == 0 and result["first_bad"] == world.sha(200)
+    assert len(workspaces(world.superproject / ".git/bisectkit/workspaces")) <= 3
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# -- Dask ------------------------------------------------------------------------------
+distributed = pytest.importorskip("distributed")
+
+
+def test_local_cluster_of_processes(world: World, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch):
+    roots = tmp_path / "workers"
+    # Worker processes inherit this environment: their workspaces go under roots/NAME.
+    monkeypatch.setenv("BISECTKIT_WORKER_ROOT", str(roots))
+    before = snapshot(world)
+    _, one = run(world, tmp_path, "one")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        r, dask = run(world, tmp_path, "dask", "--scheduler", cluster.scheduler_address)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert answer(dask) == answer(one) and dask["first_bad"] == world.sha(200)
+    ran = [s for s in dask["steps"] if s.get("build_s") is not None]
+    used = {Path(s["workspace"]).parent for s in ran}
+    assert len(used) == 2 and all(p.parent == roots for p in used), used
+    for parent in used:
+        for ws in workspaces(parent):
+            assert_clean(ws)
+            # A cluster worker makes its own clone and replays the stack itself.
+            assert not (ws / SUBMODULE / ".git/objects/info/alternates").exists()
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/workspaces").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def dask_cli(tmp_path: Path, world: World) -> Iterator[tuple[str, dict[str, Popen]]]:
+    """A real ``dask scheduler`` and two ``dask worker`` processes (``wa`` with GPU=1)."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "BISECTKIT_WORKER_ROOT": str(tmp_path / "workers"),
+           "HOME": world.env["HOME"], "GIT_CONFIG_NOSYSTEM": "1"}
+    procs: dict[str, Popen] = {}
+    logs = tmp_path / "dask-logs"
+    logs.mkdir()
+
+    def start(name: str, *argv: str) -> None:
+        with open(logs / f"{name}.log", "w") as log:  # the child keeps its own copy
+            procs[name] = subprocess.Popen(["dask", *argv], env=env, text=True, cwd=tmp_path,
+                                           stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True)
+
+    try:
+        start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+              "--no-dashboard")
+        for name, extra in (("wa", ["--resources", "GPU=1"]), ("wb", [])):
+            start(name, "worker", address, "--name", name, "--nthreads", "1", "--no-nanny",
+                  "--no-dashboard", *extra)
+        with distributed.Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address, procs
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def test_dask_cli_scheduler_and_workers(world: World, tmp_path: Path, dask_cli):
+    address, procs = dask_cli
+    before = snapshot(world)
+    r, result = run(world, tmp_path, "dask", "--scheduler", address)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+    workers = {s["worker"] for s in result["steps"] if s.get("build_s") is not None}
+    assert workers <= {"wa", "wb"} and workers
+    # A device repro goes only where the device is.
+    r, gpu = run(world, tmp_path, "gpu", "--scheduler", address, "--resources", "GPU=1")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert gpu["first_bad"] == world.sha(200)
+    assert {s["worker"] for s in gpu["steps"] if s.get("build_s") is not None} == {"wa"}
+    # A worker that dies mid-step is an infrastructure failure: the step runs again
+    # elsewhere, and is never a skip or a verdict.
+    marker = tmp_path / "killed-once"
+    build = (f'case "$BISECTKIT_WORKSPACE" in */wa/*) if [ ! -e {marker} ]; then '
+             f'touch {marker}; kill -9 $PPID; sleep 30; fi;; esac; ./build.sh')
+    r, lost = run(world, tmp_path, "lost", "--scheduler", address, build=build)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert marker.exists() and procs["wa"].wait(timeout=30) is not None
+    assert lost["first_bad"] == world.sha(200)
+    assert all(s["verdict"] != "skip" for s in lost["steps"])
+    assert snapshot(world) == before
