@@ -8,9 +8,11 @@ commit, or the set of commits that only skips leave undecided.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from bisectkit.model import Verdict
 
@@ -122,56 +124,80 @@ def schedule(candidates: Sequence[str], verdicts: Mapping[str, Verdict],
              ) -> Picks | Found | Inconclusive:
     """Up to ``slots`` candidates for free workers, given the tests ``in_flight``.
 
-    The in-flight candidates inside the undecided range cut it into gaps. Each
-    new point goes to the gap where it most reduces the expected size of what
-    is left (a gap of length L holding m evenly spread points leaves L²/(m+1)),
-    so k points started together split a range into k+1 equal parts: k workers
-    shrink the range k+1 times per round. Within a gap the points aim at equal
-    spacing and take the nearest untested candidate, as :func:`decide` does
-    (with nothing in flight and one slot, the pick *is* decide's). With nothing
-    left to test and nothing in flight, the answer (Found or Inconclusive).
+    1. ``lo, hi = bounds(...)`` (:class:`ContradictoryVerdicts` as in :func:`decide`).
+    2. ``lo``, ``hi`` and the in-flight candidates strictly between them are fixed
+       points; consecutive ones bound the gaps ``(a, b)``.
+    3. A candidate strictly inside a gap, with no verdict (good, bad or skip) and
+       not in flight, is available.
+    4. None available: wait (``Picks(())``) while a test in the range is in
+       flight, else :func:`decide`'s answer (Found or Inconclusive).
+    5. Each of the ``slots`` points goes, one at a time, to the gap where it most
+       lowers the expected size left (a gap of length L = b - a holding m evenly
+       spread points leaves L²/(m+1)), the lower gap on ties, never more points
+       than the gap has available candidates.
+    6. Point t of m in gap (a, b) aims at a + (b - a)·t/(m+1) and takes the
+       nearest available candidate not yet picked, searching outwards, the lower
+       first on ties: decide's midpoint search, so with nothing in flight and one
+       slot the pick *is* decide's.
+    7. The picks in candidate order, ``remaining = hi - lo - 1`` (as ``Next``) and
+       ``rounds_left = rounds_estimate(remaining, workers or max(slots, 1))``.
+
+    The marginal gains L²/((m+1)(m+2)) shrink as m grows (convex), so the greedy
+    allocation is optimal, and k points started together split a range into k+1
+    equal parts: that is what lets k workers shrink the range k+1 times a round.
     """
     lo, hi = bounds(candidates, verdicts)
     pos = _positions(candidates)
     flying = {c for c in in_flight if c in pos and lo < pos[c] < hi}
     fixed = [lo, *sorted(pos[c] for c in flying), hi]
-    gaps = [(a, b) for a, b in zip(fixed, fixed[1:], strict=False) if b - a > 1]
-    room = {g: _room(candidates, verdicts, flying, *g) for g in gaps}
+    gaps = [(a, b) for a, b in itertools.pairwise(fixed) if b - a > 1]
+    # Counting stops at ``slots``: a gap never gets more, and a full count
+    # would cost O(N) per call on a 100k range.
+    room = {g: _room(candidates, verdicts, flying, *g, cap=max(slots, 1)) for g in gaps}
     remaining = hi - lo - 1
     rounds = rounds_estimate(remaining, workers or max(slots, 1))
     if not any(room.values()):
         if flying:
             return Picks((), remaining, rounds)
         return _end(candidates, verdicts, lo, hi)
-    points = dict.fromkeys(gaps, 0)
-    for _ in range(slots):
-        open_gaps = [g for g in gaps if points[g] < room[g]]
-        if not open_gaps:
-            break
-        # Largest drop of L²/(m+1) first; ties: the lower gap (max keeps the first).
-        best = max(open_gaps, key=lambda g: (g[1] - g[0]) ** 2 / ((points[g] + 1) *
-                                                                   (points[g] + 2)))
-        points[best] += 1
+    points = _allocate(gaps, room, slots)
     picked: set[str] = set()
     for (a, b), m in points.items():
         for t in range(1, m + 1):
             i = _nearest(candidates, a, b, a + (b - a) * t / (m + 1),
                          lambda c: c not in verdicts and c not in flying and c not in picked)
-            if i is not None:
+            if i is not None:  # always: the gap holds at least m available
                 picked.add(candidates[i])
     return Picks(tuple(sorted(picked, key=pos.__getitem__)), remaining, rounds)
 
 
+def _allocate(gaps: list[tuple[int, int]], room: Mapping[tuple[int, int], int],
+              slots: int) -> dict[tuple[int, int], int]:
+    """How many of ``slots`` points each gap gets: greedily where the expected size left,
+    L²/(m+1) for a gap of length L holding m points, drops most; at most ``room[g]``."""
+    points = dict.fromkeys(gaps, 0)
+    for _ in range(slots):
+        open_gaps = [g for g in gaps if points[g] < room[g]]
+        if not open_gaps:
+            break
+        # Largest drop L²/(m+1) - L²/(m+2) first, compared exactly (Fraction) so
+        # ties really go to the lower gap (max keeps the first of equals).
+        best = max(open_gaps, key=lambda g: Fraction((g[1] - g[0]) ** 2,
+                                                     (points[g] + 1) * (points[g] + 2)))
+        points[best] += 1
+    return points
+
+
 def _room(candidates: Sequence[str], verdicts: Mapping[str, Verdict], flying: set[str],
-          a: int, b: int) -> int:
-    """How many candidates strictly between ``a`` and ``b`` could be tested (capped: a gap
-    never needs more points than there are workers to give it)."""
+          a: int, b: int, cap: int) -> int:
+    """How many candidates strictly between ``a`` and ``b`` are available, counted up
+    to ``cap`` (a gap never needs more points than there are slots to give it)."""
     count = 0
     for i in range(a + 1, b):
         c = candidates[i]
         if c not in verdicts and c not in flying:
             count += 1
-            if count >= 64:
+            if count >= cap:
                 break
     return count
 
@@ -188,7 +214,10 @@ def outside(candidates: Sequence[str], verdicts: Mapping[str, Verdict],
 
 def rounds_estimate(remaining: int, workers: int) -> int:
     """Rounds of ``workers`` tests at once a range of ``remaining`` undecided commits
-    needs: ceil(log_{workers+1}(remaining+1)), in integers (no rounding error)."""
+    needs: ceil(log_{workers+1}(remaining+1)), 0 for none; :func:`steps_estimate` for
+    one worker. In integers: a floating log rounds exact powers the wrong way."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     rounds, reach = 0, 1
     while reach < remaining + 1:
         reach *= workers + 1
