@@ -144,6 +144,19 @@ def test_parallel_refuses_bad_input_touching_nothing(world: World, tmp_path: Pat
     assert snapshot(world) == before
 
 
+def test_a_repro_that_cannot_run_aborts_after_the_good_end_check(world: World,
+                                                                   tmp_path: Path):
+    repro = tmp_path / "repro.sh"
+    repro.write_text("#!/bin/sh\nexec no-such-tool-anywhere --check\n", encoding="utf-8")
+    repro.chmod(0o755)
+    before = snapshot(world)
+    r, result = run(world, tmp_path, "broken", "--jobs", "2", repro=(str(repro),))
+    assert r.returncode == 3, r.stderr + r.stdout
+    assert "cannot run" in r.stderr and "at the good end" in r.stderr
+    assert result["status"] == "aborted" and result["first_bad"] is None
+    assert snapshot(world) == before
+
+
 def test_ctrl_c_kills_every_step_and_restores(world: World, tmp_path: Path):
     pids = tmp_path / "pids"
     pids.mkdir()

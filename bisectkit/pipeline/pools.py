@@ -177,9 +177,13 @@ class DaskPool(Pool):
         self.root = settings.workspace_root
         resources = dict(settings.resources) or None
         self.executor = self.client.get_executor(pure=False, resources=resources)
-        self.slots = max(1, self._threads(resources))
-        self.description = (f"Dask cluster at {settings.scheduler} "
-                            f"({self.slots} step{'s' if self.slots != 1 else ''} at once)")
+        threads = self._threads(resources)
+        # --jobs caps what one run asks of a shared cluster; by default, all it offers.
+        self.slots = settings.jobs if settings.jobs > 1 else max(1, threads)
+        having = f" with {_words(resources)}" if resources else ""
+        waiting = "; none yet: the steps wait for workers" if not threads else ""
+        self.description = (f"the Dask cluster at {settings.scheduler} ({threads} worker "
+                            f"thread{'s' if threads != 1 else ''}{having}{waiting})")
         self.client.subscribe_topic(self.topic, self._on_event)
         self._events: list[str] = []
 
@@ -215,6 +219,10 @@ class DaskPool(Pool):
         finally:
             self.executor.shutdown(wait=False)
             self.client.close()
+
+
+def _words(resources: dict[str, float]) -> str:
+    return ", ".join(f"{name}={amount:g}" for name, amount in resources.items())
 
 
 def _dask() -> Any:
