@@ -114,9 +114,16 @@ def test_workspace_and_job_reach_the_build_and_workspaces_command(world: World,
     seen = tmp_path / "seen.txt"
     build = f'echo "$BISECTKIT_WORKSPACE $BISECTKIT_JOB $BISECTKIT_JOBS" >> {seen}; ./build.sh'
     root = tmp_path / "elsewhere"
+    trace = tmp_path / "trace.json"
     r, result = run(world, tmp_path, "three", "--jobs", "3", "--workspace-root", str(root),
-                    build=build)
+                    "--trace", str(trace), build=build)
     assert r.returncode == 0, r.stderr + r.stdout
+    # One trace track per worker and workspace, each step a span on its track.
+    events = json.loads(trace.read_text())["traceEvents"]
+    tracks = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"
+              and e["args"]["name"].startswith("local ")}
+    assert tracks and all(name.startswith(f"local {root}/ws-") for name in tracks.values())
+    assert any(e["tid"] in tracks and e["name"].startswith("step ") for e in events)
     lines = {tuple(line.split()) for line in seen.read_text().splitlines()}
     assert lines and all(ws == str(root / f"ws-{job}") and jobs == "3"
                          for ws, job, jobs in lines)
@@ -294,3 +301,25 @@ def test_dask_cli_scheduler_and_workers(world: World, tmp_path: Path, dask_cli):
     assert lost["first_bad"] == world.sha(200)
     assert all(s["verdict"] != "skip" for s in lost["steps"])
     assert snapshot(world) == before
+
+
+def test_live_table_on_a_terminal_only() -> None:
+    import io
+
+    from rich.console import Console as RichConsole
+
+    from bisectkit.console import Console
+
+    rows = [{"index": 4, "commit": "a" * 40, "subject": "upstream commit 200",
+             "phase": "build", "where": "wa:ws-2", "elapsed": 12.3, "line": "[41/977] CXX"}]
+    piped = io.StringIO()
+    Console(piped).jobs(rows)
+    assert piped.getvalue() == ""  # not a terminal: the step lines say it all
+    tty = io.StringIO()
+    console = Console(tty)
+    console._c = RichConsole(file=tty, force_terminal=True, width=100)
+    console.jobs(rows)
+    console.jobs([])
+    shown = tty.getvalue()
+    for text in ("wa:ws-2", "aaaaaaaaaaaa", "build", "12 s", "[41/977] CXX"):
+        assert text in shown
