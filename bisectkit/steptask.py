@@ -11,7 +11,6 @@ client with its plugins, so a verdict never depends on where a step ran.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TextIO, cast
 
-from bisectkit import runner
+from bisectkit import gitcli, runner
 from bisectkit.errors import Cancelled
 from bisectkit.model import DEFAULT_KEEP, Outcome
 from bisectkit.strategies.base import Replay
@@ -101,7 +100,9 @@ def run_step(recipe: Recipe, control: Control) -> StepResult:
                                         recipe.shared)
         result = StepResult(recipe.index, worker, str(ws.path), ws.job, written, trees,
                             round(time.monotonic() - started, 4))
-        env = {**os.environ, **recipe.env,
+        # Not git's location variables of the user's shell: a git in the build would act
+        # on the user's repository, not on this workspace.
+        env = {**gitcli.git_env(), **recipe.env,
                **step_env(workspace=str(ws.path), job=ws.job, jobs=recipe.jobs)}
         if recipe.build and "build" in recipe.phases:
             result.build = _phase(recipe, control, where, ws, "build",

@@ -13,14 +13,11 @@ kernel drops when its holder dies) is free.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from bisectkit import gitcli
@@ -29,6 +26,7 @@ from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT
 from bisectkit.patchstack import Stack, replay
 from bisectkit.strategies.base import Replay
+from bisectkit.wsroot import MARKER, forget, number, ours, take
 
 #: How long a workspace waits for a git a killed run left writing its index.
 _INDEX_LOCK_WAIT_S = 10.0
@@ -56,59 +54,12 @@ def sources_of(workdir: Path) -> list[str]:
     return list(dict.fromkeys(u for u in urls if u))
 
 
-@dataclass(frozen=True)
-class Found:
-    """A workspace on disk, for ``bisectkit workspaces``."""
-
-    path: Path
-    busy: bool
-    #: The superproject commit it last held (None: never checked out).
-    commit: str | None
-    last_used: float | None
-
-
-def listing(root: Path) -> list[Found]:
-    """The workspaces under ``root``, oldest name first."""
-    found = []
-    for path in sorted(root.glob("ws-*"), key=_number):
-        if not path.is_dir() or path.suffix:
-            continue
-        busy = _try_lock(path, probe=True) is None
-        head = _git(path, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip()
-        stamp = path / ".git" / "index"
-        found.append(Found(path, busy, head or None,
-                           stamp.stat().st_mtime if stamp.exists() else None))
-    return found
-
-
-def prune(root: Path) -> tuple[list[Path], list[Path]]:
-    """Remove the workspaces under ``root`` that no step holds; (removed, busy)."""
-    removed, busy = [], []
-    for ws in listing(root):
-        fd = _try_lock(ws.path)
-        if fd is None:
-            busy.append(ws.path)
-            continue
-        try:
-            shutil.rmtree(ws.path)
-            removed.append(ws.path)
-        finally:
-            os.close(fd)
-            with contextlib.suppress(FileNotFoundError):
-                _lock_path(ws.path).unlink()
-    for leftover in root.glob("ws-*.tmp"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        root.rmdir()
-    return removed, busy
-
-
 class Workspace:
     """One workspace, locked by this process while a step uses it."""
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
-        self.job = _number(path)
+        self.job = number(path)
         self._fd = fd
 
     def release(self) -> None:
@@ -150,9 +101,14 @@ class Workspace:
 
     def _ensure_clone(self, where: Path, sources: Sequence[str], shared: bool) -> None:
         """Clone ``where`` from the first source that works, unless it is there."""
-        if (where / ".git").is_dir():
+        top = where == self.path
+        if (where / ".git").is_dir() and (ours(where) or not top):
             _settle_index_lock(where)
             return
+        if top and where.exists() and (where.is_file() or any(where.iterdir())):
+            raise InfrastructureFailed(f"{where} is not a bisectkit workspace (bisectkit did "
+                                       "not make it): it was left untouched; move it away or "
+                                       "choose another --workspace-root")
         tmp = where.with_name(where.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # a clone a kill cut short
         problems = []
@@ -167,6 +123,8 @@ class Workspace:
         else:
             raise InfrastructureFailed(f"cannot create workspace {where}: "
                                        f"{'; '.join(problems) or 'no source to clone from'}")
+        if top:
+            (tmp / ".git" / MARKER).write_text("made by bisectkit --jobs\n", encoding="utf-8")
         if where.is_dir() and not any(where.iterdir()):
             where.rmdir()  # the empty folder a superproject checkout leaves for a gitlink
         os.rename(tmp, where)
@@ -189,14 +147,6 @@ class Workspace:
         return str(result.commit)
 
 
-#: Workspaces this process holds. A lock released here can look held for a moment: a
-#: child forked by another thread holds a copy of the descriptor until it execs.
-_HELD: set[Path] = set()
-_HELD_LOCK = threading.Lock()
-#: How long a workspace this process does not hold may stay locked by such a copy.
-_FORK_LAG_S = 0.5
-
-
 @contextlib.contextmanager
 def taken(root: Path) -> Iterator[Workspace]:
     """The first free workspace under ``root`` (``ws-1``, ``ws-2``...), locked while used."""
@@ -204,58 +154,16 @@ def taken(root: Path) -> Iterator[Workspace]:
     n = 1
     while True:
         path = root / f"ws-{n}"
-        fd = _take(path)
+        fd = take(path)
         if fd is not None:
             ws = Workspace(path, fd)
             try:
                 yield ws
             finally:
                 ws.release()
-                with _HELD_LOCK:
-                    _HELD.discard(path)
+                forget(path)
             return
         n += 1
-
-
-def _take(path: Path) -> int | None:
-    """Lock ``path`` for this thread, or None when it is in use."""
-    with _HELD_LOCK:
-        if path in _HELD:
-            return None
-        _HELD.add(path)
-    deadline = time.monotonic() + _FORK_LAG_S
-    while True:
-        fd = _try_lock(path)
-        if fd is not None or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
-    if fd is None:
-        with _HELD_LOCK:
-            _HELD.discard(path)
-    return fd
-
-
-def _lock_path(path: Path) -> Path:
-    return path.with_name(path.name + ".lock")
-
-
-def _try_lock(path: Path, probe: bool = False) -> int | None:
-    """An fd holding ``path``'s lock, or None when a live process holds it."""
-    fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    if probe:
-        os.close(fd)
-        return 0
-    return fd
-
-
-def _number(path: Path) -> int:
-    digits = path.name.removeprefix("ws-").partition(".")[0]
-    return int(digits) if digits.isdigit() else 0
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -291,10 +199,11 @@ def _settle_index_lock(where: Path) -> None:
 def _checkout(where: Path, sha: str) -> int:
     """``checkout -f --detach``: writes the tracked files that differ (repairing any a kill
     left half written) and nothing else; the number that differ."""
-    fresh = not (where / ".git" / "index").exists()
-    if fresh:
-        listed = _git(where, "ls-tree", "-r", "--name-only", sha).stdout
-    else:
-        listed = _git(where, "diff", "--name-only", "--no-renames", "HEAD", sha).stdout
+    diff = _git(where, "diff", "--name-only", "--no-renames", "HEAD", sha, check=False) \
+        if (where / ".git" / "index").exists() else None
+    # Never checked out, or a HEAD whose objects are gone (a --shared clone borrows them
+    # from the user's repository, and a gc there drops our patched commits): all files.
+    listed = diff.stdout if diff is not None and diff.returncode == 0 else \
+        _git(where, "ls-tree", "-r", "--name-only", sha).stdout
     _git(where, "checkout", "-q", "-f", "--detach", sha)
     return len(listed.splitlines())

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("requests", ("requests", "precheck", "argtypes")),
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
-                    "worktree", "workspace", "steptask")),
+                    "worktree", "workspace", "wsroot", "steptask")),
     ("state", ("engine", "git", "gitstate", "gitcli", "gitobjects", "merge", "runner",
                "execution", "session", "journal", "journalrecords", "processes", "lock", "cache",
                "fingerprint", "workfiles")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bisectkit import workspace
+from bisectkit import workspace, wsroot
 from bisectkit.commands.context import Context
 
 
@@ -13,7 +13,7 @@ def cmd_workspaces(ctx: Context, root_given: str | None, prune: bool) -> int:
     """List the workspaces under the root (or remove the idle ones with ``prune``)."""
     root = _root(ctx, root_given)
     if prune:
-        removed, busy = workspace.prune(root)
+        removed, busy = wsroot.prune(root)
         for path in removed:
             ctx.console.line(f"removed {path}")
         for path in busy:
@@ -21,7 +21,7 @@ def cmd_workspaces(ctx: Context, root_given: str | None, prune: bool) -> int:
         if not removed and not busy:
             ctx.console.line(f"no workspaces under {root}")
         return 0
-    found = workspace.listing(root)
+    found = wsroot.listing(root)
     if not found:
         ctx.console.line(f"no workspaces under {root}")
         return 0

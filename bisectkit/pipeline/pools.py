@@ -21,6 +21,7 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.model import Parallel
 from bisectkit.steptask import Control, Recipe, StepResult, run_step
+from bisectkit.wsroot import foreign
 
 #: Seconds between two looks at a cluster step's cancel flag (each is a round trip).
 _CANCEL_POLL_S = 1.0
@@ -235,4 +236,8 @@ def open_pool(settings: Parallel, default_root: Path, run_id: str) -> Pool:
     if settings.scheduler:
         return DaskPool(settings, run_id)
     root = Path(settings.workspace_root) if settings.workspace_root else default_root
+    strangers = foreign(root) if root.is_dir() else []
+    if strangers:
+        raise BadInput(f"--workspace-root {root}: {strangers[0]} is not a bisectkit workspace "
+                       "(bisectkit did not make it); move it away or choose another root")
     return LocalPool(settings.jobs, root)
