@@ -148,7 +148,18 @@ def test_parallel_refuses_bad_input_touching_nothing(world: World, tmp_path: Pat
     r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
             world.sha(300), "--jobs", "2", "-p", "flaky", "--", "./repro.sh")
     assert r.returncode == 2 and "flaky" in r.stderr and "--jobs 1" in r.stderr
+    # A build script only the user's tree has cannot run in a workspace: said up front.
+    mine = world.superproject / "mybuild.sh"
+    mine.write_text("#!/bin/sh\n./build.sh\n", encoding="utf-8")
+    mine.chmod(0o755)
+    before = snapshot(world)
+    r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
+            world.sha(300), "--jobs", "2", "--build", "./mybuild.sh", "--", "./repro.sh")
+    assert r.returncode == 2, r.stderr + r.stdout
+    assert "./mybuild.sh, which the superproject does not commit" in r.stderr
     assert snapshot(world) == before
+    r, result = run(world, tmp_path, "absolute", "--jobs", "2", build=str(mine))
+    assert r.returncode == 0 and result["first_bad"] == world.sha(200), r.stderr
 
 
 def test_a_repro_that_cannot_run_aborts_after_the_good_end_check(world: World,

@@ -29,7 +29,13 @@ from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.pools import Pool
-from bisectkit.pipeline.remote import Job, PoolTester, checked_result, make_recipe
+from bisectkit.pipeline.remote import (
+    Job,
+    PoolTester,
+    checked_result,
+    make_recipe,
+    uncommitted_build,
+)
 from bisectkit.pipeline.testing import cleaned
 from bisectkit.steptask import StepResult
 from bisectkit.strategies.base import Prepared
@@ -53,6 +59,10 @@ class ParallelBisection(Bisection):
             raise BadInput(f"plugin {', '.join(busy)} runs the build or the repro itself, in "
                            "this process; --jobs and --scheduler run the --build command and "
                            "the repro on workers: use --jobs 1 with it")
+        problem = uncommitted_build(opts.build, self.superproject,
+                                    self.session.orig[SUPERPROJECT].sha)
+        if problem:
+            raise BadInput(problem)
         self.pool, self.opts = pool, opts
         self.tester = PoolTester(self)
         self.jobs: dict[int, Job] = {}

@@ -3,12 +3,15 @@ and the step tester whose good-end check runs on the pool too."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bisectkit.errors import Aborted, BisectkitError, Cancelled, InfrastructureFailed
+from bisectkit.git import Repo
 from bisectkit.model import Outcome, RunOptions, Step
 from bisectkit.pipeline.pools import Pool
 from bisectkit.pipeline.testing import Host, StepTester, cleaned
@@ -42,6 +45,27 @@ def make_recipe(opts: RunOptions, pool: Pool, user_root: str, index: int, commit
                   build=opts.build, repro=opts.repro, user_root=user_root,
                   env={**prep.env, **step_env(step=index)}, timeout=opts.timeout,
                   keep=opts.keep_output, watch=watch, jobs=pool.slots, phases=phases)
+
+
+def uncommitted_build(build: str | None, superproject: Repo, commit: str) -> str | None:
+    """Why ``--build`` cannot run in a workspace: it starts with a relative path to a file
+    the superproject does not commit (a workspace holds committed files only)."""
+    try:
+        first = shlex.split(build or "")[:1]
+    except ValueError:
+        return None
+    if not first or "/" not in first[0] or os.path.isabs(first[0]):
+        return None
+    root = superproject.workdir.resolve()
+    try:
+        rel = (root / first[0]).resolve().relative_to(root)
+    except ValueError:
+        return None  # outside the superproject: it runs as it is, from the workspace
+    if superproject.blob_at(superproject.tree_of(commit), rel.as_posix()) is not None:
+        return None
+    return (f"--build starts with {first[0]}, which the superproject does not commit: "
+            "a workspace holds committed files only; commit it, or give its absolute path "
+            f"({root / rel})")
 
 
 def checked_result(job: Job, future: Future[StepResult],
