@@ -79,13 +79,20 @@ def run_with(ctx: Context, b: Bisection) -> int:
     if not settings.enabled:
         return _run_loop(ctx, b)
     pool = open_pool(settings, default_root(b.superproject.git_dir), secrets.token_hex(4))
+    parallel: ParallelBisection | None = None
+
+    def close() -> None:
+        if parallel is not None:
+            parallel.stop_all()  # a verify step in flight when Ctrl-C came, say
+        pool.close()
+
     try:
         parallel = ParallelBisection(b, pool, ctx.options)
         ctx.hooks.message(f"testing up to {pool.slots} candidates at once: "
                           f"{pool.description}", "info")
         return _run_loop(ctx, parallel)
     finally:
-        signals.run_shielded(pool.close)
+        signals.run_shielded(close)
 
 
 def _run_loop(ctx: Context, b: Bisection) -> int:
