@@ -88,17 +88,6 @@ class Workspace:
             trees[key] = _git(where, "rev-parse", "HEAD^{tree}").stdout.strip()
         return written, trees
 
-    def tracked_changes(self) -> list[str]:
-        """Tracked files that differ from HEAD, in the superproject and its submodules
-        (a clean workspace has none: build outputs are untracked)."""
-        changed = []
-        for where in [self.path, *(p.parent for p in self.path.glob("**/.git") if p.is_dir()
-                                   and p.parent != self.path)]:
-            out = _git(where, "status", "--porcelain", "--untracked-files=no",
-                       "--ignore-submodules=all").stdout
-            changed += [f"{where.relative_to(self.path)}/{line[3:]}" for line in out.splitlines()]
-        return changed
-
     def _ensure_clone(self, where: Path, sources: Sequence[str], shared: bool) -> None:
         """Clone ``where`` from the first source that works, unless it is there."""
         top = where == self.path

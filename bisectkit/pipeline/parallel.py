@@ -25,7 +25,6 @@ from bisectkit import engine, signals
 from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision
 from bisectkit.errors import Aborted, BadInput
-from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.pools import Pool
@@ -37,8 +36,10 @@ from bisectkit.pipeline.remote import (
     uncommitted_build,
 )
 from bisectkit.pipeline.testing import cleaned
+from bisectkit.recovery import open_repo
 from bisectkit.steptask import StepResult
 from bisectkit.strategies.base import Prepared
+from bisectkit.strategies.common import initialised_submodules
 from bisectkit.workspace import sources_of
 
 #: Seconds between two refreshes of the live table while waiting.
@@ -71,8 +72,8 @@ class ParallelBisection(Bisection):
         self._last_index = 0
         self._tracks: dict[str, int] = {}
         self._base = self._pinned()
-        self.sources = {key: sources_of(self._repo(key).workdir) for key in
-                         {SUPERPROJECT, *self._base}}
+        self.sources = {key: sources_of(open_repo(self.superproject, key).workdir)
+                        for key in {SUPERPROJECT, *self._base}}
 
     # -- the loop ------------------------------------------------------------------
     def run(self, cache: VerdictCache | None, max_env_skips: int = 0) -> Decision:
@@ -161,8 +162,7 @@ class ParallelBisection(Bisection):
     def _finish(self, job: Job, future: Future[StepResult],
                 cache: VerdictCache | None) -> StepRecord | None:
         """Judge and record a finished step (None: it was cancelled)."""
-        self.jobs.pop(job.index, None)
-        self.pool.done(job.index)
+        self._forget(job)
         result = checked_result(job, future, self._expected(job.prep))
         if result is None:
             return None
@@ -199,8 +199,7 @@ class ParallelBisection(Bisection):
         """Run ``phases`` at ``commit`` on the pool now (the good-end check); no record."""
         job = self._dispatch(self.next_index(), commit, prep, "check", phases)
         wait([job.future])
-        self.jobs.pop(job.index, None)
-        self.pool.done(job.index)
+        self._forget(job)
         result = checked_result(job, job.future, self._expected(job.prep))
         if result is None:
             raise Aborted(f"the check at {commit[:12]} was cancelled")
@@ -220,11 +219,15 @@ class ParallelBisection(Bisection):
 
     def _cancel(self, job: Job) -> None:
         self.pool.cancel(job.control, job.future)
-        self.jobs.pop(job.index, None)
-        self.pool.done(job.index)
+        self._forget(job)
         self._stopped.append(job.future)
         self.hooks.message(f"step {job.index} ({job.commit[:12]}) cancelled: its verdict can "
                            "no longer change the answer", "note")
+
+    def _forget(self, job: Job) -> None:
+        """``job`` no longer holds a slot here nor a row of the live table."""
+        self.jobs.pop(job.index, None)
+        self.pool.done(job.index)
 
     def stop_all(self) -> None:
         """Cancel every step in flight and wait until each has stopped (its processes
@@ -264,20 +267,16 @@ class ParallelBisection(Bisection):
     def _pinned(self) -> dict[str, str]:
         """Every initialised submodule at the commit the user's tree holds: a workspace
         is the whole superproject, not only the submodules the strategy moves."""
-        sp = self.superproject
         orig = self.session.orig
-        return {p: orig[p].sha if p in orig else Repo(sp.workdir / p).head_state().sha
-                for p in sorted(sp.gitlinks()) if (sp.workdir / p / ".git").exists()}
+        return {p: orig[p].sha if p in orig else open_repo(self.superproject, p).head_state().sha
+                for p in initialised_submodules(self.superproject)}
 
     def _expected(self, prep: Prepared) -> dict[str, str]:
         """The tree each repository of a workspace must hold to test ``prep``."""
-        return {key: self._repo(key).tree_of(sha) for key, sha in self.checkouts(prep).items()}
+        return {key: open_repo(self.superproject, key).tree_of(sha)
+                for key, sha in self.checkouts(prep).items()}
 
     def checkouts(self, prep: Prepared) -> dict[str, str]:
         """What a workspace holds to test ``prep``: every initialised submodule (as the
         user has it, unless the strategy moves it) and the superproject."""
         return {**self._base, **prep.checkouts}
-
-    def _repo(self, key: str) -> Repo:
-        return self.superproject if key == SUPERPROJECT else Repo(self.superproject.workdir /
-                                                                    key)

@@ -91,10 +91,9 @@ class Pool:
 class _LocalControl:
     """A thread's step: an :class:`threading.Event` to cancel, the pool's table to report to."""
 
-    def __init__(self, pool: LocalPool, index: int) -> None:
+    def __init__(self, pool: LocalPool) -> None:
         self._pool = pool
         self._stop = threading.Event()
-        self._index = index
 
     def cancelled(self) -> bool:
         return self._stop.is_set()
@@ -121,7 +120,7 @@ class LocalPool(Pool):
         self.executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="bisectkit-job")
 
     def control(self, index: int) -> Control:
-        return _LocalControl(self, index)
+        return _LocalControl(self)
 
     def cancel(self, control: Control, future: Future[StepResult]) -> None:
         future.cancel()

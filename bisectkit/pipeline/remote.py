@@ -8,9 +8,9 @@ import shlex
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from bisectkit.errors import Aborted, BisectkitError, Cancelled, InfrastructureFailed
+from bisectkit.errors import BisectkitError, Cancelled, InfrastructureFailed
 from bisectkit.git import Repo
 from bisectkit.model import Outcome, RunOptions, Step
 from bisectkit.pipeline.pools import Pool
@@ -108,27 +108,10 @@ class PoolTester(StepTester):
         super().__init__(bisection)
         self.parallel = bisection
 
-    def _run_at_good_end(self, phase: str, what: str, outcome: Outcome, step: Step
-                         ) -> tuple[dict[str, Any], Outcome | None]:
-        good = self.b.session.good[0]
-        prep = self.b.strategy.prepare(good)
-        if prep.skip_reason is not None:
-            raise Aborted(f"{what} {outcome.describe()} at {step.commit[:12]}, and the good "
-                          f"end {good[:12]} cannot be prepared to check whether the command "
-                          f"runs at all ({prep.skip_reason})")
-        self.b.hooks.message(f"{phase} {outcome.describe()} at {step.commit[:12]}: checking "
-                             f"that it runs at the good end {good[:12]}", "progress")
+    def _phases_at(self, good: str, prep: Prepared, phase: str, step: Step
+                   ) -> tuple[Outcome | None, Outcome | None]:
+        """The build (and repro) at the good end as a step on the pool; the worker runs the
+        repro only when the build passed, as a local check does."""
         phases = ("build",) if phase == "build" else ("build", "repro")
         result = self.parallel.run_at(good, prep, phases)
-        checked: dict[str, Any] = {"commit": good}
-        ran: Outcome | None = cleaned(result.build)
-        if ran is not None:
-            step.outputs["build at the good end"] = ran.output
-            checked["build"] = ran.describe()
-        if phase == "repro" and (ran is None or ran.ok):
-            ran = cleaned(result.repro)
-            if ran is not None:
-                step.outputs["repro at the good end"] = ran.output
-                checked["repro"] = ran.describe()
-        return checked, ran
-
+        return cleaned(result.build), cleaned(result.repro)

@@ -155,7 +155,7 @@ class StepTester:
 
     def _run_at_good_end(self, phase: str, what: str, outcome: Outcome, step: Step
                          ) -> tuple[dict[str, Any], Outcome | None]:
-        """Check the good end out and run ``phase`` (its build first) there."""
+        """Prepare the good end and run ``phase`` (its build first) there."""
         b, good = self.b, self.b.session.good[0]
         prep = b.strategy.prepare(good)
         if prep.skip_reason is not None:
@@ -164,25 +164,36 @@ class StepTester:
                           f"the command runs at all ({prep.skip_reason})")
         b.hooks.message(f"{phase} {outcome.describe()} at {step.commit[:12]}: checking that it "
                         f"runs at the good end {good[:12]}", "progress")
+        built, ran = self._phases_at(good, prep, phase, step)
+        checked: dict[str, Any] = {"commit": good}
+        result = built
+        if built is not None:
+            step.outputs["build at the good end"] = built.output
+            checked["build"] = built.describe()
+        if phase == "repro" and (built is None or built.ok):
+            result = ran
+            if ran is not None:
+                step.outputs["repro at the good end"] = ran.output
+                checked["repro"] = ran.describe()
+        return checked, result
+
+    def _phases_at(self, good: str, prep: Prepared, phase: str, step: Step
+                   ) -> tuple[Outcome | None, Outcome | None]:
+        """Check the good end out, build it and, checking the repro, run the repro when
+        the build passed: (build, repro) outcomes."""
+        b = self.b
         b.session.current = None  # the work tree will hold the good end
         b.store.save(b.session)
         self._double_checking = True
         try:
             b.strategy.checkout(prep)
             at_good = b.new_step(step.index, good, prep)
-            checked: dict[str, Any] = {"commit": good}
-            result = self._build(at_good)
-            if result is not None:
-                step.outputs["build at the good end"] = result.output
-                checked["build"] = result.describe()
-            if phase == "repro" and (result is None or result.ok):
-                result = self._repro(at_good)
-                if result is not None:
-                    step.outputs["repro at the good end"] = result.output
-                    checked["repro"] = result.describe()
+            built = self._build(at_good)
+            ran = self._repro(at_good) if phase == "repro" and (built is None or built.ok) \
+                else None
         finally:
             self._double_checking = False
-        return checked, result
+        return built, ran
 
 
 def cleaned(outcome: Outcome | None) -> Outcome | None:

@@ -56,6 +56,12 @@ def check_clean(superproject: Repo, subs: Mapping[str, Repo]) -> None:
             raise BadInput(_dirty_message(f"submodule {path}", sub, dirty))
 
 
+def initialised_submodules(superproject: Repo) -> list[str]:
+    """Paths of the submodules checked out in the superproject's work tree (sorted)."""
+    return [p for p in sorted(superproject.gitlinks())
+            if (superproject.workdir / p / ".git").exists()]
+
+
 def _dirty_message(what: str, repo: Repo, dirty: list[str]) -> str:
     """The one-line refusal for a work tree with uncommitted changes."""
     more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""

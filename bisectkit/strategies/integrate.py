@@ -23,7 +23,12 @@ from bisectkit.model import (
 )
 from bisectkit.session import Session
 from bisectkit.strategies.base import Prepared, Strategy, new_session, resolve_range
-from bisectkit.strategies.common import check_clean, resolve_upstream, step_env
+from bisectkit.strategies.common import (
+    check_clean,
+    initialised_submodules,
+    resolve_upstream,
+    step_env,
+)
 from bisectkit.upstream import CONFIG_KEY, GuessRefused
 from bisectkit.worktree import Mover
 
@@ -33,8 +38,7 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
     if req.submodules:
         paths = [open_submodule(superproject, p)[0] for p in req.submodules]
     else:
-        paths = [p for p in sorted(superproject.gitlinks())
-                 if (superproject.workdir / p / ".git").exists()]
+        paths = initialised_submodules(superproject)
     check_clean(superproject, {p: Repo(superproject.workdir / p) for p in paths})
     bad, goods = resolve_range(superproject, req.bad, req.good, req.terms)
     upstreams = {p: find_upstream(superproject, p, req.upstream) for p in paths}
