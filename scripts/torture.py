@@ -51,15 +51,30 @@ MODES = ("before", "during", "after")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 SHIM = """#!/bin/sh
-# bisectkit torture shim: count git commands; at the Nth, stop bisectkit (our parent).
+# bisectkit torture shim: count git commands; at the Nth, stop bisectkit.
+# The count is taken under a lock: with --jobs, worker threads run git at the same time.
+exec 9>>"{count}.lock"
+flock 9
 count=$(( $(cat "{count}" 2>/dev/null || echo 0) + 1 ))
 echo "$count" > "{count}"
+echo "$count $*" >> "{count}.log"
+exec 9>&-
 if [ "$count" -eq {n} ]; then
+  # Whom to stop: the nearest ancestor that is bisectkit (our parent, unless a script of
+  # bisectkit's runs this git), else our parent.
+  target=$PPID
+  while [ "$target" -gt 1 ]; do
+    case "$(tr '\\0' ' ' < /proc/$target/cmdline 2>/dev/null)" in
+      *python*bisectkit*) break ;;
+    esac
+    target=$(awk '{{print $4}}' /proc/$target/stat 2>/dev/null || echo 1)
+  done
+  [ "$target" -gt 1 ] || target=$PPID
   case "{mode}" in
-    before) kill -9 $PPID; exit 128 ;;
-    during) "{git}" "$@" & pid=$!; kill -9 $PPID; wait $pid; exit $? ;;
-    after) "{git}" "$@"; rc=$?; kill -9 $PPID; exit $rc ;;
-    signal) "{git}" "$@"; rc=$?; kill -{sig} $PPID; exit $rc ;;
+    before) kill -9 $target; exit 128 ;;
+    during) "{git}" "$@" & pid=$!; kill -9 $target; wait $pid; exit $? ;;
+    after) "{git}" "$@"; rc=$?; kill -9 $target; exit $rc ;;
+    signal) "{git}" "$@"; rc=$?; kill -{sig} $target; exit $rc ;;
   esac
 fi
 exec "{git}" "$@"
@@ -208,6 +223,7 @@ def write_shim(where: Path, n: int, mode: str, sig: int = signal.SIGINT) -> Path
     where.mkdir(parents=True, exist_ok=True)
     count = where / "count"
     count.unlink(missing_ok=True)
+    count.with_name("count.log").unlink(missing_ok=True)
     real = shutil.which("git")
     assert real is not None
     shim = where / "git"
@@ -292,6 +308,61 @@ def _after(scenario: Scenario, before: dict[str, str], n: int, mode: str,
         tail = (fresh.stdout + fresh.stderr).strip().splitlines()[-3:]
         result.wrong = f"fresh run exit {fresh.returncode}: {' | '.join(tail)}"
     result.dirty = diff_states(before, fingerprint(world))
+    return result
+
+
+def with_jobs(scenario: Scenario, jobs: int = 2) -> Scenario:
+    """``scenario`` run as ``--jobs`` (one-shot worlds only): every step in a workspace."""
+    args = [*scenario.check[:-2], "--jobs", str(jobs), "--no-cache", "--", "./repro.sh"]
+    return Scenario(f"{scenario.name} --jobs {jobs}", scenario.world, [("bisectkit", args)],
+                    args, scenario.expected)
+
+
+def workspace_dirt(world: World) -> list[str]:
+    """Tracked changes left in any workspace (superproject or submodule) of ``world``."""
+    root = world.superproject / ".git" / "bisectkit" / "workspaces"
+    dirt = []
+    for ws in sorted(p for p in root.glob("ws-*") if p.is_dir() and not p.suffix):
+        for repo in (ws, ws / SUBMODULE):
+            proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no",
+                                   "--ignore-submodules=all"], cwd=repo, env=world.env,
+                                  text=True, capture_output=True)
+            if proc.returncode != 0 or proc.stdout:
+                dirt.append(f"workspace {repo.relative_to(root)}: "
+                            f"{(proc.stdout + proc.stderr).strip()[:200]}")
+    return dirt
+
+
+def parallel_round(scenario: Scenario, n: int, mode: str, tmp: Path,
+                   sig: int = signal.SIGINT, fresh_workspaces: bool = False,
+                   no_reset: bool = False) -> Round:
+    """:func:`kill_round` for a ``--jobs`` run: the workspaces must end clean too.
+
+    ``fresh_workspaces``: remove them first, so the kill may land while one is cloned.
+    ``no_reset``: after a SIGKILL, run again at once: a one-line refusal (exit 2) or the
+    right answer, never a wrong one.
+    """
+    world = scenario.world
+    if fresh_workspaces:
+        shutil.rmtree(world.superproject / ".git" / "bisectkit" / "workspaces",
+                      ignore_errors=True)
+    if not no_reset:
+        result = kill_round(scenario, n, mode, tmp, sig)
+    else:
+        before = fingerprint(world)
+        proc = _run(world, "bisectkit", scenario.commands[0][1], str(write_shim(tmp / "shim",
+                                                                              n, mode, sig)))
+        again = _run(world, "bisectkit", scenario.check)
+        result = _after(scenario, before, n, f"{mode}, run again without reset",
+                        proc.returncode == -signal.SIGKILL)
+        line = f"{scenario.expected} is the first bad commit"
+        refused = again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
+        if not refused and (again.returncode != 0 or line not in again.stdout.splitlines()):
+            tail = (again.stdout + again.stderr).strip().splitlines()[-3:]
+            result.wrong = f"run without reset exit {again.returncode}: {' | '.join(tail)}"
+    if fresh_workspaces:
+        result.mode += ", workspaces removed first"
+    result.dirty += workspace_dirt(world)
     return result
 
 
