@@ -44,4 +44,8 @@ def test_kill_a_parallel_run(worlds: dict[str, Scenario], name: str, tmp_path: P
                                      signal.SIGINT))
     bad = [r.describe() for r in rounds if not r.ok]
     assert not bad, "\n".join(bad)
-    assert all(r.killed for r in rounds if not r.mode.startswith("signal"))
+    # The fixed early points are always reached; the spread ones may lie past the end of
+    # a run, whose git count varies with which steps finish first (they are still checked).
+    missed = [r.describe() for r in rounds[:5] if not r.killed and
+              not r.mode.startswith("signal")]
+    assert not missed, f"never reached (a run of {total} git commands): {missed}"
