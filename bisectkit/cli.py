@@ -22,8 +22,9 @@ from pathlib import Path
 import pluggy
 
 from bisectkit import plugins, replaylog, requests, signals
+from bisectkit.advancing import apply_request
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
-from bisectkit.commands import manual, running, workspaces
+from bisectkit.commands import advance, manual, running, workspaces
 from bisectkit.commands.context import Context
 from bisectkit.console import Console
 from bisectkit.errors import (
@@ -36,7 +37,7 @@ from bisectkit.errors import (
 from bisectkit.execution import BuildPlugin, ReproPlugin
 from bisectkit.git import Repo, find_superproject
 from bisectkit.hooks import Hooks
-from bisectkit.model import GIT_PROG, Config, RunOptions, StartRequest
+from bisectkit.model import GIT_PROG, AdvanceRequest, Config, RunOptions, StartRequest
 from bisectkit.observers import ConsoleObserver
 from bisectkit.parser import build_parser
 from bisectkit.session import SessionStore
@@ -130,7 +131,7 @@ def _prepare(argv: list[str], git_mode: bool,
     args = _parse(build_parser(git_mode, pm), argv)
     if getattr(args, "json", None) == "-":
         console.to_stderr()  # stdout holds nothing but the JSON result
-    is_run = args.handler in ("run", "oneshot")
+    is_run = args.handler in ("run", "oneshot", "advance")
     run = _run_options(args, sp, pm, origins) if is_run else None
     config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                     console=console, run=run, origins=origins)
@@ -204,6 +205,12 @@ def _start_request(ctx: Context, args: argparse.Namespace) -> StartRequest:
     return requests.start_request(args, sp.config_get("bisectkit.submodule") if sp else None)
 
 
+def _advance_request(ctx: Context, args: argparse.Namespace) -> AdvanceRequest:
+    request = _start_request(ctx, args)
+    assert isinstance(request, AdvanceRequest)
+    return request
+
+
 def _replay(ctx: Context, args: argparse.Namespace) -> int:
     """``replay FILE``: the log is read and its start line parsed before anything ends."""
     path = Path(args.file)
@@ -224,6 +231,8 @@ Handler = Callable[[Context, argparse.Namespace], int]
 #: The parser's ``handler`` names -> the commands, with their typed arguments.
 _HANDLERS: dict[str, Handler] = {
     "oneshot": lambda ctx, a: running.cmd_oneshot(ctx, _start_request(ctx, a)),
+    "advance": lambda ctx, a: advance.cmd_advance(ctx, _advance_request(ctx, a),
+                                                  apply_request(a)),
     "run": lambda ctx, a: running.cmd_run(ctx),
     "start": lambda ctx, a: manual.cmd_start(ctx, _start_request(ctx, a)),
     "mark": lambda ctx, a: manual.cmd_mark(ctx, a.verdict, a.revs),

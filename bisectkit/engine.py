@@ -51,7 +51,17 @@ class Inconclusive:
     candidates: tuple[str, ...]
 
 
-Decision = Next | Found | Inconclusive
+@dataclass(frozen=True)
+class Clear:
+    """An open range (:mod:`bisectkit.search`: the far end is not known bad) in which no
+    candidate is bad: ``last_good`` is the newest good one (None: none is), and
+    ``skipped`` the candidates after it that only skips cover (empty: it is the end)."""
+
+    last_good: str | None
+    skipped: tuple[str, ...] = ()
+
+
+Decision = Next | Found | Inconclusive | Clear
 
 
 def bounds(candidates: Sequence[str], verdicts: Mapping[str, Verdict]) -> tuple[int, int]:
@@ -59,7 +69,7 @@ def bounds(candidates: Sequence[str], verdicts: Mapping[str, Verdict]) -> tuple[
     if not candidates:
         raise ValueError("no candidates")
     # Work from the verdicts (few) rather than the candidates (maybe 100k).
-    pos = _positions(candidates)
+    pos = positions(candidates)
     known = [(pos[c], v) for c, v in verdicts.items() if c in pos]
     hi = min((i for i, v in known if v == "bad"), default=len(candidates) - 1)
     goods = [i for i, v in known if v == "good"]
@@ -75,17 +85,22 @@ def decide(candidates: Sequence[str], verdicts: Mapping[str, Verdict]) -> Decisi
     # Nearest untested candidate to the midpoint, searching outwards (lower
     # first on ties); git picks the same way when skips fall on the midpoint,
     # so the step count stays logarithmic.
-    pick = _nearest(candidates, lo, hi, (lo + hi) / 2, lambda c: c not in verdicts)
+    pick = nearest(candidates, lo, hi, (lo + hi) / 2, lambda c: c not in verdicts)
     if pick is None:
-        return _end(candidates, verdicts, lo, hi)
+        return end(candidates, verdicts, lo, hi)
     remaining = hi - lo - 1
     return Next(candidates[pick], remaining, steps_estimate(remaining))
 
 
-def _nearest(candidates: Sequence[str], lo: int, hi: int, aim: float,
-             free: Callable[[str], bool]) -> int | None:
+def nearest(candidates: Sequence[str], lo: int, hi: int, aim: float,
+            free: Callable[[str], bool]) -> int | None:
     """Index of the ``free`` candidate strictly between ``lo`` and ``hi`` nearest ``aim``,
     searching outwards, the lower one first on ties."""
+    return nearest_index(lo, hi, aim, lambda i: free(candidates[i]))
+
+
+def nearest_index(lo: int, hi: int, aim: float, free: Callable[[int], bool]) -> int | None:
+    """:func:`nearest` on indices: the ``free`` index strictly between ``lo`` and ``hi``."""
     down, up = math.floor(aim), math.floor(aim) + 1
     while down > lo or up < hi:
         # Merge the two directions in (distance, index) order.
@@ -95,12 +110,12 @@ def _nearest(candidates: Sequence[str], lo: int, hi: int, aim: float,
             down -= 1
         else:
             up += 1
-        if lo < i < hi and free(candidates[i]):
+        if lo < i < hi and free(i):
             return i
     return None
 
 
-def _end(candidates: Sequence[str], verdicts: Mapping[str, Verdict], lo: int,
+def end(candidates: Sequence[str], verdicts: Mapping[str, Verdict], lo: int,
          hi: int) -> Found | Inconclusive:
     """The answer once nothing between ``lo`` and ``hi`` is left to test."""
     skipped = [c for c in candidates[lo + 1:hi] if verdicts.get(c) == "skip"]
@@ -147,7 +162,7 @@ def schedule(candidates: Sequence[str], verdicts: Mapping[str, Verdict],
     equal parts: that is what lets k workers shrink the range k+1 times a round.
     """
     lo, hi = bounds(candidates, verdicts)
-    pos = _positions(candidates)
+    pos = positions(candidates)
     flying = {c for c in in_flight if c in pos and lo < pos[c] < hi}
     fixed = [lo, *sorted(pos[c] for c in flying), hi]
     gaps = [(a, b) for a, b in itertools.pairwise(fixed) if b - a > 1]
@@ -159,12 +174,12 @@ def schedule(candidates: Sequence[str], verdicts: Mapping[str, Verdict],
     if not any(room.values()):
         if flying:
             return Picks((), remaining, rounds)
-        return _end(candidates, verdicts, lo, hi)
+        return end(candidates, verdicts, lo, hi)
     points = _allocate(gaps, room, slots)
     picked: set[str] = set()
     for (a, b), m in points.items():
         for t in range(1, m + 1):
-            i = _nearest(candidates, a, b, a + (b - a) * t / (m + 1),
+            i = nearest(candidates, a, b, a + (b - a) * t / (m + 1),
                          lambda c: c not in verdicts and c not in flying and c not in picked)
             if i is not None:  # always: the gap holds at least m available
                 picked.add(candidates[i])
@@ -207,7 +222,7 @@ def outside(candidates: Sequence[str], verdicts: Mapping[str, Verdict],
     """The in-flight candidates no longer strictly inside the undecided range: their
     verdict cannot change the answer. In candidate order."""
     lo, hi = bounds(candidates, verdicts)
-    pos = _positions(candidates)
+    pos = positions(candidates)
     return sorted((c for c in in_flight if c in pos and not lo < pos[c] < hi),
                   key=pos.__getitem__)
 
@@ -228,7 +243,7 @@ def rounds_estimate(remaining: int, workers: int) -> int:
 _POSITIONS: dict[int, tuple[Sequence[str], dict[str, int]]] = {}
 
 
-def _positions(candidates: Sequence[str]) -> dict[str, int]:
+def positions(candidates: Sequence[str]) -> dict[str, int]:
     """Index of every candidate, memoised per candidate list (it never changes in a session)."""
     cached = _POSITIONS.get(id(candidates))
     if cached is None or cached[0] is not candidates:

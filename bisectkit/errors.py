@@ -40,6 +40,15 @@ class Aborted(BisectkitError):
     exit_code = EXIT_ABORTED
 
 
+class MachineSkips(Aborted):
+    """Too many consecutive steps were skipped for the machine's sake (``--max-env-skips``)."""
+
+    def __init__(self, streak: int, last_reason: str) -> None:
+        super().__init__(f"stopped after {streak} consecutive steps skipped for the machine, "
+                         f"not the commit (last: {last_reason}); fix the machine or the "
+                         "command, or raise --max-env-skips")
+
+
 class RangeNotVerified(BisectkitError):
     """``--verify-range``: the good end is not good, or the bad end is not bad."""
 

@@ -10,25 +10,18 @@ import argparse
 
 import pluggy
 
-from bisectkit.argtypes import byte_size, positive_float, resource, whole_number
-from bisectkit.hooks import Hooks
-from bisectkit.model import (
-    DEFAULT_KEEP,
-    DEFAULT_MAX_ENV_SKIPS,
-    GIT_PROG,
-    ON_CONFLICT,
-    VERDICTS,
-    VERSION,
+from bisectkit.model import GIT_PROG, ON_CONFLICT, VERDICTS, VERSION
+from bisectkit.options import (
+    UPSTREAM_HELP,
+    add_force_ignored,
+    add_plugin_group,
+    add_plugin_option,
+    add_repro,
+    add_run_options,
+    add_workspace_root,
 )
-from bisectkit.upstream import CONFIG_KEY
-
-#: Shared by every command that takes --upstream (the guess lives in upstream.py).
-UPSTREAM_HELP = (f"upstream ref in the submodule (default: git config {CONFIG_KEY}, else guessed "
-                 "from the remote-tracking branches: the nearest merge-base with HEAD, "
-                 "printed with the reason)")
 
 
-# -- parsers --------------------------------------------------------------------
 def _add_target_options(p: argparse.ArgumentParser) -> None:
     """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
     p.add_argument("--submodule", action="append", default=[], metavar="PATH",
@@ -55,103 +48,8 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="word for the old side (default: good, or broken with --find-fix)")
     p.add_argument("--term-new", metavar="WORD",
                    help="word for the new side (default: bad, or fixed with --find-fix)")
-    _add_force_ignored(p)
+    add_force_ignored(p)
 
-
-def _add_force_ignored(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument("--force-ignored", action="store_true",
-                   help="when an untracked or ignored file sits where a candidate tracks one, "
-                        "set it aside (in the git dir) and put it back at the end, instead of "
-                        "refusing")
-
-
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("run options")
-    g.add_argument("--build", metavar="CMD",
-                   help="shell command run in the superproject root before the repro at every "
-                        "step; a failing build marks the step skip (default: git config "
-                        "bisectkit.build)")
-    g.add_argument("--good-if", action="append", default=[], metavar="REGEX",
-                   help="mark good when REGEX matches the repro's output "
-                        "(overrides the exit status)")
-    g.add_argument("--bad-if", action="append", default=[], metavar="REGEX",
-                   help="mark bad when REGEX matches (beats --skip-if and --good-if)")
-    g.add_argument("--skip-if", action="append", default=[], metavar="REGEX",
-                   help="mark skip when REGEX matches (beats --good-if)")
-    g.add_argument("--timeout", type=positive_float, metavar="SECONDS",
-                   help="kill a build or repro running longer than this (its process group)")
-    g.add_argument("--timeout-verdict", choices=VERDICTS, default="skip",
-                   help="verdict of a repro that timed out (default: skip); a timed-out "
-                        "build is always skip")
-    g.add_argument("--keep-output", type=byte_size, default=DEFAULT_KEEP, metavar="BYTES",
-                   help="keep at most this much of each build's and repro's output (its head "
-                        "and tail; lines matching the rules are kept from the middle); "
-                        "suffixes K, M, G (default: 8M)")
-    g.add_argument("--json", metavar="FILE",
-                   help="write the result as JSON (atomically); '-' writes it to stdout and "
-                        "everything else to stderr")
-    g.add_argument("--no-cache", action="store_true",
-                   help="do not reuse verdicts of trees already tested with the same commands")
-    g.add_argument("--cache-input", action="append", default=[], metavar="PATH",
-                   help="a file or directory (hashed recursively) the verdict depends on that "
-                        "no command names: changing it invalidates cached verdicts "
-                        "(repeatable)")
-    g.add_argument("--verify-range", action="store_true",
-                   help="test the good and bad ends first; stop (exit 5) if they are not")
-    g.add_argument("--no-verify", action="store_true",
-                   help="do not test an untested end that the answer rests on (by default "
-                        "it is tested, and one that does not test as claimed exits 5)")
-    g.add_argument("--max-env-skips", type=whole_number(0), default=DEFAULT_MAX_ENV_SKIPS,
-                   metavar="N",
-                   help="stop (exit 3) after N consecutive steps skipped for the machine's "
-                        "sake: a timeout, a command that cannot run, a driver the machine "
-                        f"should have (default {DEFAULT_MAX_ENV_SKIPS}; 0: never stop)")
-    g.add_argument("--check-stack", action="store_true",
-                   help="once found, test the first bad commit without the patch stack (one "
-                        "more build) and print the --stack command if the stack is implicated")
-    g.add_argument("--trace", metavar="FILE",
-                   help="write a Chrome trace-event JSON of every step (Perfetto)")
-    _add_parallel_options(p)
-    g.add_argument("--report", metavar="FILE",
-                   help="write a Markdown report ready to paste into an issue")
-    _add_plugin_option(g)
-
-
-def _add_parallel_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("parallel steps")
-    g.add_argument("--jobs", "-j", type=whole_number(1), metavar="K",
-                   help="test K candidates at once, each in its own workspace (a clone "
-                        "sharing objects with yours; kept between runs so builds stay warm); "
-                        "1 tests in your own tree (default: git config bisectkit.jobs, else 1)")
-    g.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run the steps on a Dask cluster (tcp://HOST:PORT of a 'dask "
-                        "scheduler'; pip install 'bisectkit[dask]'); each worker builds in its "
-                        "own workspace (default: git config bisectkit.scheduler)")
-    _add_workspace_root(g)
-    g.add_argument("--resources", action="append", default=[], type=resource,
-                   metavar="NAME=N",
-                   help="with --scheduler: what a step needs of a worker, e.g. GPU=1 routes "
-                        "steps to workers started with --resources GPU=1 (repeatable)")
-
-
-def _add_workspace_root(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument("--workspace-root", metavar="DIR",
-                   help="where the workspaces live (default: git config "
-                        "bisectkit.workspace-root, else .git/bisectkit/workspaces locally and "
-                        "~/.cache/bisectkit/workspaces/WORKER on a Dask worker)")
-
-
-def _add_plugin_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    # Read before parsing by plugins.scan_argv; declared here for --help and validation.
-    p.add_argument("-p", "--plugin", action="append", default=[], metavar="NAME|PATH",
-                   help="load a plugin: a bundled one (iree_devices, flaky, cmake_ninja), a "
-                        "module, or a .py file; no:NAME blocks one (repeatable; before the "
-                        "repro)")
-
-
-def _add_repro(p: argparse.ArgumentParser) -> None:
-    p.add_argument("repro", nargs=argparse.REMAINDER, metavar="[--] REPRO [ARGS...]",
-                   help="command that exits 0 when good, 1-127 (not 125) when bad, 125 to skip")
 
 
 def build_parser(git_mode: bool = False,
@@ -187,9 +85,9 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
                    "with --find-fix: still broken; not with --stack)")
     p.add_argument("--bad", "--new", dest="bad", metavar="REV",
                    help="a revision on the new side: bad (with --find-fix: already fixed)")
-    _add_run_options(p)
-    _add_plugin_group(p, pm)
-    _add_repro(p)
+    add_run_options(p)
+    add_plugin_group(p, pm)
+    add_repro(p)
     p.set_defaults(handler="oneshot")
     p = sub.add_parser(
         "status", help="show a patched submodule against its upstream",
@@ -204,13 +102,14 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("pathspec", nargs="*", metavar="PATHSPEC",
                    help="count only upstream commits touching these path prefixes")
     p.set_defaults(handler="stack_status")
+    _add_advance(sub, pm)
     p = sub.add_parser("workspaces", help="list the workspaces of --jobs (or remove them)")
-    _add_workspace_root(p)
+    add_workspace_root(p)
     p.add_argument("--prune", action="store_true",
                    help="remove every workspace no run is using (their builds go too)")
     p.set_defaults(handler="workspaces")
     p = sub.add_parser("plugins", help="list loaded plugins, their origin and hooks")
-    _add_plugin_option(p)
+    add_plugin_option(p)
     p.set_defaults(handler="plugins")
 
 
@@ -225,6 +124,10 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
               "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
         epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
     _add_target_options(p)
+    p.add_argument("--advance", action="store_true",
+                   help="a session that finds how far the pin of --submodule can move toward "
+                        "upstream (no BAD/GOOD: see 'bisectkit advance')")
+    _add_advance_target(p)
     p.add_argument("bad", nargs="?", metavar="BAD", help="a known bad revision")
     p.add_argument("good", nargs="*", metavar="GOOD", help="known good revisions")
     p.set_defaults(handler="start", pathspec=[])
@@ -233,13 +136,13 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                 else f"{verdict} (the repro's outcome)")
         p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
         p.add_argument("revs", nargs="*", metavar="REV")
-        _add_force_ignored(p)
+        add_force_ignored(p)
         p.set_defaults(handler="mark", verdict=verdict)
     p = sub.add_parser("run", help="build and test candidates automatically until done")
-    _add_run_options(p)
-    _add_force_ignored(p)
-    _add_plugin_group(p, pm)
-    _add_repro(p)
+    add_run_options(p)
+    add_force_ignored(p)
+    add_plugin_group(p, pm)
+    add_repro(p)
     p.set_defaults(handler="run")
     sub.add_parser("status", help="show the session").set_defaults(handler="status")
     sub.add_parser("log", help="print a log that 'replay' accepts").set_defaults(
@@ -251,17 +154,61 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         handler="reset")
 
 
+def _add_advance_target(p: argparse.ArgumentParser) -> None:
+    """``--to`` and ``--linear``: shared by ``bisectkit advance`` and ``start --advance``."""
+    p.add_argument("--to", metavar="REV",
+                   help="advance: the farthest upstream commit to consider (default: the "
+                        "upstream's head)")
+    p.add_argument("--linear", action="store_true",
+                   help="advance: test every affecting commit in order and stop at the first "
+                        "failure, instead of the far end first and a gallop")
+
+
+def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                 pm: pluggy.PluginManager | None) -> None:
+    """``bisectkit advance``: move the pin as far as the smoketest passes."""
+    p = sub.add_parser(
+        "advance", help="find how far the submodule's pin can move toward upstream (and move it)",
+        usage="bisectkit advance [--submodule PATH] [--upstream REF] [--to REV] [--linear] "
+              "[--pathspec PREFIX]... [--apply [--branch NAME] [--step-commits]] "
+              "[RUN OPTIONS] [--] SMOKETEST [ARGS...]",
+        description="Test the affecting upstream commits after the pin's merge-base (the "
+                    "patch stack replayed at each, as a bisect does): the far end first, then "
+                    "a gallop from the pin and a bisection, about 2*log2(d) builds when the "
+                    "first failure is d commits ahead. Prints the last good commit and the "
+                    "first bad one; --apply moves the pin there.")
+    p.add_argument("--submodule", action="append", default=[], metavar="PATH",
+                   help="the patched submodule (default: git config bisectkit.submodule, or "
+                        "the only submodule)")
+    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
+    _add_advance_target(p)
+    p.add_argument("--pathspec", action="append", default=[], metavar="PREFIX",
+                   help="only upstream commits that change these path prefixes are "
+                        "candidates (repeatable), like 'bisectkit status -- PREFIX'")
+    p.add_argument("--on-conflict", choices=ON_CONFLICT, default=None,
+                   help="when a local patch conflicts at a candidate: the candidate blocks "
+                        "the advance (skip, the default), or drop the patch there")
+    g = p.add_argument_group("moving the pin")
+    g.add_argument("--apply", action="store_true",
+                   help="rebase the patch stack onto the last good commit on a new submodule "
+                        "branch and commit the new pin in the superproject (default: a dry "
+                        "run that prints the plan)")
+    g.add_argument("--branch", metavar="NAME",
+                   help="with --apply: the new submodule branch (default: "
+                        "sm-integrate-YYYYMMDD)")
+    g.add_argument("--step-commits", action="store_true",
+                   help="with --apply --linear: one superproject commit per good step")
+    add_run_options(p)
+    add_force_ignored(p)
+    add_plugin_group(p, pm)
+    add_repro(p)
+    p.set_defaults(handler="advance", advance=True, stack=False, integrate=False, at=None,
+                   find_fix=False, term_old=None, term_new=None)
+
+
 def _add_show_step(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("show-step", help="print the kept build and repro output of step N")
     p.add_argument("index", type=int, metavar="N")
     p.set_defaults(handler="show_step")
 
 
-def _add_plugin_group(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
-    if pm is None:
-        return
-    group = p.add_argument_group("plugin options")
-    Hooks(pm).addoption(group)
-    # Remember the options plugins added: their values are part of the cache key
-    # and of follow-up commands.
-    p.set_defaults(plugin_actions=list(group._group_actions))

@@ -27,7 +27,8 @@ def log_lines(b: Bisection) -> list[str]:
     for v in s.verdicts:
         if v.source == "auto":
             # Conflict skips are recomputed on replay; keep them as comments.
-            lines.append(f"# skip: [{v.commit}] {_subject(b, v.commit)} ({v.reason})")
+            lines.append(f"# {b.term(v.verdict)}: [{v.commit}] {_subject(b, v.commit)} "
+                         f"({v.reason})")
             continue
         if v.source in ("check-stack", "confirm"):
             continue

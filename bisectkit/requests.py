@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisectkit import precheck
+from bisectkit.advancing import advance_request
 from bisectkit.errors import BadInput
 from bisectkit.model import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    AdvanceRequest,
     FollowUp,
     IntegrateRequest,
     Parallel,
@@ -79,6 +81,8 @@ def terms_argv(terms: Terms) -> list[str]:
 
 def _target_argv(request: StartRequest) -> list[str]:
     """What to bisect, the revisions aside: the words shared by ``start`` and ``run``."""
+    if isinstance(request, AdvanceRequest):
+        return _advance_argv(request)
     if isinstance(request, IntegrateRequest):
         words = ["--integrate"]
         for path in request.submodules:
@@ -94,6 +98,16 @@ def _target_argv(request: StartRequest) -> list[str]:
     return words
 
 
+def _advance_argv(request: AdvanceRequest) -> list[str]:
+    words = ["--advance", "--submodule", request.submodule]
+    for flag, value in (("--upstream", request.upstream), ("--to", request.to)):
+        if value:
+            words += [flag, value]
+    if request.on_conflict != "skip":
+        words += ["--on-conflict", request.on_conflict]
+    return words + (["--linear"] if request.linear else [])
+
+
 def start_argv(request: StartRequest) -> list[str]:
     """``request`` as the words of ``git bisect-patched start`` (the replay log's first line).
 
@@ -103,7 +117,8 @@ def start_argv(request: StartRequest) -> list[str]:
     words = ["start", *terms_argv(request.terms), *_target_argv(request)]
     if isinstance(request, StackRequest):
         return words
-    words += [request.bad, *request.good]
+    if not isinstance(request, AdvanceRequest):
+        words += [request.bad, *request.good]
     return words + (["--", *request.pathspec] if request.pathspec else [])
 
 
@@ -116,6 +131,8 @@ def run_argv(request: StartRequest) -> list[str]:
     words = _target_argv(request)
     if isinstance(request, StackRequest):
         return [*words, *terms_argv(request.terms)]
+    if isinstance(request, AdvanceRequest):
+        raise ValueError("an advance is run by 'bisectkit advance', not 'run'")
     if request.pathspec:
         raise ValueError("a request with a pathspec needs 'start', not 'run'")
     for good in request.good:
@@ -160,6 +177,8 @@ def start_request(args: Namespace, default_submodule: str | None) -> StartReques
     """What ``start``/``bisectkit run`` asks to bisect; bad option combinations refused."""
     terms = _terms(args)
     pathspec = tuple(getattr(args, "pathspec", ()))
+    if getattr(args, "advance", False):
+        return advance_request(args, default_submodule, pathspec, terms)
     if args.on_conflict is not None and (args.stack or args.integrate):
         raise BadInput("--on-conflict goes with a submodule bisect (not --stack or --integrate): "
                        "only it replays the patch stack onto upstream candidates")

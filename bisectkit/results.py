@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bisectkit.engine import Decision, Found, Inconclusive
+from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import EXIT_FOUND, EXIT_INCONCLUSIVE
 from bisectkit.pipeline.bisection import Bisection
 
@@ -24,10 +24,11 @@ def status_word(decision: Decision | None) -> str:
 
 
 def exit_code(decision: Decision) -> int:
-    """0 when found, 1 when only skipped commits are left (as ``git bisect run``)."""
-    if isinstance(decision, Found):
+    """0 when found (or, advancing, when nothing is bad), 1 when only skipped commits are
+    left (as ``git bisect run``)."""
+    if isinstance(decision, Found) or (isinstance(decision, Clear) and not decision.skipped):
         return EXIT_FOUND
-    if isinstance(decision, Inconclusive):
+    if isinstance(decision, Inconclusive | Clear):
         return EXIT_INCONCLUSIVE
     raise AssertionError(decision)
 
@@ -89,3 +90,28 @@ def _previous(b: Bisection, first_bad: str) -> dict[str, Any]:
     prev = b.session.candidates[i - 1] if i > 0 else b.session.good[0]
     info = b.strategy.describe(prev)
     return {"sha": prev, "subject": info.subject, **details_at(b, prev)}
+
+
+def advance_json(b: Bisection, decision: Decision) -> dict[str, Any]:
+    """An advance's result: ``status`` up-to-date | advanced | stuck, ``from`` (the merge-base
+    the pin is on), ``to`` (the last good commit, or ``from``), ``first_bad`` (null when
+    every candidate passed, or when skips leave it open: then ``candidates``), ``builds``."""
+    s = b.session
+    data = result_json(b, "", decision if isinstance(decision, Found | Inconclusive) else None)
+    lo, _ = b.search.bounds(s.candidates, s.verdict_map())
+    status = "up-to-date" if not s.candidates else "advanced" if lo >= 0 else "stuck"
+    if isinstance(decision, Clear):
+        data["candidates"] = list(decision.skipped)
+    data.update(status=status, target=s.bad, crossed=lo + 1, builds=builds(b),
+                to=s.candidates[lo] if lo >= 0 else s.good[0], **{"from": s.good[0]})
+    data["to_subject"] = b.strategy.describe(data["to"]).subject
+    data["decided"] = isinstance(decision, Found) or (
+        isinstance(decision, Clear) and not decision.skipped)
+    return data
+
+
+def builds(b: Bisection) -> int:
+    """Steps that built and tested something (cache hits and conflict skips cost nothing)."""
+    return sum(1 for st in b.session.steps
+               if st.source not in ("cache", "auto") and not st.reason.startswith("cached:")
+               and (st.build_s is not None or st.repro_s is not None))

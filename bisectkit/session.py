@@ -69,7 +69,8 @@ class Session:
     # -- verdicts ----------------------------------------------------------
     def verdict_map(self) -> dict[str, Verdict]:
         """Latest verdict per commit (later entries override earlier ones)."""
-        known: dict[str, Verdict] = {self.bad: "bad"}
+        # An advance's far end is a question, not a known bad end (``open_end``).
+        known: dict[str, Verdict] = {} if self.params.get("open_end") else {self.bad: "bad"}
         for entry in self.verdicts:
             known[entry.commit] = entry.verdict
         return known

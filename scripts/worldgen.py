@@ -95,6 +95,9 @@ class WorldSpec:
     #: feature.txt: v0 -> v1 at ``feature_prep``, v1 -> v2 at ``reverted``; stack reverts it.
     feature_prep: int = 50
     reverted: int | None = 120
+    #: upstream reverts ``reverted`` itself here (feature.txt back to v1, so ``reverted``
+    #: must come after ``feature_prep``), if set.
+    upstream_reverts_at: int | None = None
     #: upstream fixes cherry-picked with -x (their "build fix" commits are picked by default).
     picks: list[int] = field(default_factory=lambda: [320])
     #: an upstream commit picked without a trailer (found by patch id).
@@ -145,6 +148,7 @@ def _events(spec: WorldSpec) -> dict[int, dict[str, str]]:
         put(y, "lib/build.txt", "ok\n")
     put(spec.feature_prep, "lib/feature.txt", "feature v1\n")
     put(spec.reverted, "lib/feature.txt", "feature v2\n")
+    put(spec.upstream_reverts_at, "lib/feature.txt", "feature v1\n")
     put(spec.pick_by_patch_id, "lib/fix2.txt", "fixed by patch-id pick\n")
     put(spec.local_conflict, "lib/local.txt", "upstream rewrote this line\n")
     return ev

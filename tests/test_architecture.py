@@ -28,25 +28,27 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "bisectkit"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("cli", ("__main__", "cli", "parser", "commands", "commands.*")),
-    ("requests", ("requests", "precheck", "argtypes")),
+    ("cli", ("__main__", "cli", "parser", "options", "commands", "commands.*")),
+    ("requests", ("requests", "advancing", "precheck", "argtypes")),
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
-                    "worktree", "workspace", "wsroot", "steptask")),
-    ("state", ("engine", "git", "gitstate", "gitcli", "gitobjects", "merge", "runner",
-               "execution", "session", "journal", "journalrecords", "processes", "lock", "cache",
-               "fingerprint", "workfiles")),
+                    "worktree", "workspace", "wsroot", "steptask", "pinning")),
+    ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
+               "merge", "runner", "execution", "session", "journal", "journalrecords",
+               "processes", "lock", "cache", "fingerprint", "workfiles")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "trace", "report", "report.*", "steplog")),
     ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio")),
 ]
 
 #: Modules that must never print: everything the user sees goes through observers.
-SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "session")
+SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "search", "session",
+          "pinning")
 #: Third-party libraries confined to their own modules.
 CONFINED = {"pygit2": ("git", "gitstate", "gitobjects", "merge"), "pexpect": ("runner",),
             "rich": ("console",),
-            "argparse": ("cli", "parser", "requests", "commands", "commands.*", "argtypes")}
+            "argparse": ("cli", "parser", "options", "requests", "commands", "commands.*",
+                         "argtypes", "advancing")}
 
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 50

@@ -16,6 +16,7 @@ from bisectkit.engine import Decision, Found, Inconclusive, Next
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.report.advance import render_advance_markdown, render_advance_terminal
 
 
 def header(ctx: Context, b: Bisection) -> None:
@@ -86,9 +87,12 @@ def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:
     sp = ctx.superproject
     url = sp.config_get("bisectkit.commit-url") if sp else None
     fork_url = sp.config_get("bisectkit.fork-url") if sp else None
-    path.write_text(report.render_markdown(result, url, fork_url=fork_url), encoding="utf-8")
+    advancing = result.get("strategy") == "advance"
+    markdown = render_advance_markdown if advancing else report.render_markdown
+    terminal = render_advance_terminal if advancing else report.render_terminal
+    path.write_text(markdown(result, url, fork_url=fork_url), encoding="utf-8")
     ctx.console.line("")
-    for line in report.render_terminal(result, url, fork_url):
+    for line in terminal(result, url, fork_url):
         ctx.console.line(line)
     ctx.console.line(f"report written to {path}", style="dim")
 

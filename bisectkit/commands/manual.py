@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from bisectkit import engine, plugins, signals, steplog
+from bisectkit import plugins, signals, steplog
 from bisectkit import status as stack_status
 from bisectkit.commands import answer
 from bisectkit.commands.context import Context
@@ -87,10 +87,11 @@ def cmd_status(ctx: Context) -> int:
     decision = b.decide()
     if not isinstance(decision, Next):
         return answer.show_result(ctx, b, decision)
-    lo, hi = engine.bounds(s.candidates, s.verdict_map())
+    lo, hi = b.search.bounds(s.candidates, s.verdict_map())
+    upper = s.candidates[hi][:12] if hi < len(s.candidates) else "the far end (untested)"
     console.line(f"  {decision.remaining} candidates left between "
                  f"{f'the {old} end' if lo < 0 else s.candidates[lo][:12]} and "
-                 f"{s.candidates[hi][:12]}, roughly {decision.steps_left} steps")
+                 f"{upper}, roughly {decision.steps_left} steps")
     if s.current:
         console.line(f"  under test: {s.current} {b.strategy.describe(s.current).subject}")
     else:

@@ -13,7 +13,7 @@ from bisectkit.model import GIT_PROG
 from bisectkit.pipeline.bisection import Bisection
 
 
-def reproduce_command(ctx: Context, b: Bisection) -> str:
+def reproduce_command(ctx: Context, b: Bisection, ends: tuple[str, str] | None = None) -> str:
     """One command line that runs this bisection again, on another machine too.
 
     Built from the session and the run options rather than from the words
@@ -21,10 +21,14 @@ def reproduce_command(ctx: Context, b: Bisection) -> str:
     config (``bisectkit.submodule``, ``.upstream``, ``.build``, ``.plugins``)
     or from ``BISECTKIT_PLUGINS`` written out as options. Run it in the
     superproject root. A range limited by a pathspec needs ``start``, so it
-    is ``git bisect-patched start ... && git bisect-patched run ...``.
+    is ``git bisect-patched start ... && git bisect-patched run ...``. ``ends`` (good,
+    bad) tests that pair as a submodule bisect instead (an advance's last good and first
+    bad commits: the answer tests both).
     """
     s, opts = b.session, ctx.options
     target = [*_target(b), *requests.terms_argv(b.terms)]
+    pathspec, good, bad = (s.pathspec, s.good, s.bad) if ends is None else \
+        ([], [ends[0]], ends[1])
     run_words = [flag for flag, on in (("--verify-range", ctx.flags.verify_range),
                                        ("--check-stack", ctx.flags.check_stack)) if on]
     run_words += [w for spec in _plugins_from_elsewhere(ctx) for w in ("-p", spec)]
@@ -32,12 +36,12 @@ def reproduce_command(ctx: Context, b: Bisection) -> str:
     if opts.repro:
         words = [*words[:len(words) - len(opts.repro)], *_portable_repro(ctx, opts.repro)]
     run_words += words
-    if s.pathspec:
-        start = [*GIT_PROG.split(), "start", *target, s.bad, *s.good, "--", *s.pathspec]
+    if pathspec:
+        start = [*GIT_PROG.split(), "start", *target, bad, *good, "--", *pathspec]
         return f"{shlex.join(start)} && {shlex.join([*GIT_PROG.split(), 'run', *run_words])}"
-    ends = [] if s.strategy == "stack" else [
-        *(w for g in s.good for w in ("--good", g)), "--bad", s.bad]
-    return shlex.join(["bisectkit", "run", *target, *ends, *run_words])
+    words = [] if s.strategy == "stack" else [
+        *(w for g in good for w in ("--good", g)), "--bad", bad]
+    return shlex.join(["bisectkit", "run", *target, *words, *run_words])
 
 
 def _target(b: Bisection) -> list[str]:

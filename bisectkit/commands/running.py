@@ -6,6 +6,7 @@ import contextlib
 import os
 import secrets
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +73,17 @@ def _cache(ctx: Context, b: Bisection) -> VerdictCache | None:
     return VerdictCache(b.store, run_identity(ctx.options, b.superproject, moved, outputs))
 
 
-def run_with(ctx: Context, b: Bisection) -> int:
+#: Shows a run's answer (and writes its result): the exit code. ``advance`` has its own.
+Shower = Callable[[Context, Bisection, Decision, dict[str, Any], VerdictCache | None], int]
+
+
+def run_with(ctx: Context, b: Bisection, show: Shower | None = None) -> int:
     """Run the loop (in the user's tree, or on a pool of workspaces); report, write the
     JSON result and the trace however it ends."""
     settings = ctx.options.parallel
+    show = show or _show_bisection
     if not settings.enabled:
-        return _run_loop(ctx, b)
+        return _run_loop(ctx, b, show)
     pool = open_pool(settings, default_root(b.superproject.git_dir), secrets.token_hex(4))
     parallel: ParallelBisection | None = None
 
@@ -90,24 +96,24 @@ def run_with(ctx: Context, b: Bisection) -> int:
         parallel = ParallelBisection(b, pool, ctx.options)
         ctx.hooks.message(f"testing up to {pool.slots} candidates at once: "
                           f"{pool.description}", "info")
-        return _run_loop(ctx, parallel)
+        return _run_loop(ctx, parallel, show)
     finally:
         signals.run_shielded(close)
 
 
-def _run_loop(ctx: Context, b: Bisection) -> int:
+def _run_loop(ctx: Context, b: Bisection, show: Shower) -> int:
     opts, flags = ctx.options, ctx.flags
     cache = _cache(ctx, b)
     if flags.trace:
         b.tracer = Tracer()
-    result: dict[str, Any] | None = None
+    answered = False
     error: str | None = None
     b.commands = {"build": opts.build or "", "repro": shlex.join(opts.repro)}
     try:
         decision, checks = verify.run_to_end(b, cache, opts, verify_range_first=flags.verify_range,
                                              check_the_stack=flags.check_stack)
-        result = _result(ctx, b, decision, checks)
-        return _show(ctx, b, decision, result, cache)
+        answered = True
+        return show(ctx, b, decision, checks, cache)
     except KeyboardInterrupt:
         error = "interrupted"
         raise
@@ -115,7 +121,7 @@ def _run_loop(ctx: Context, b: Bisection) -> int:
         error = str(exc)
         raise
     finally:
-        if result is None:
+        if not answered:
             _wrap_up_aborted(ctx, b, error)
         elif flags.trace:
             signals.run_shielded(lambda: b.tracer.write(flags.trace or ""))
@@ -136,9 +142,10 @@ def _rerun(ctx: Context) -> list[str]:
     return requests.run_options_argv(ctx.options)
 
 
-def _show(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any],
-          cache: VerdictCache | None) -> int:
-    """Write and print the result; the exit code."""
+def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict[str, Any],
+                    cache: VerdictCache | None) -> int:
+    """Write and print a bisection's result; the exit code."""
+    result = _result(ctx, b, decision, checks)
     if ctx.flags.json:
         answer.write_result(ctx.flags.json, result)
     ctx.hooks.session_finish(result)

@@ -10,6 +10,8 @@ from :mod:`bisectkit`.
 """
 
 from bisectkit.model.requests import (
+    AdvanceRequest,
+    ApplyRequest,
     Config,
     FollowUp,
     IntegrateRequest,
@@ -54,6 +56,8 @@ __all__ = [
     "GIT_PROG",
     "HOW_TO_CHOOSE_UPSTREAM",
     "HeadState",
+    "AdvanceRequest",
+    "ApplyRequest",
     "IntegrateRequest",
     "ON_CONFLICT",
     "OnConflict",

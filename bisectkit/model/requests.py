@@ -58,8 +58,32 @@ class StackRequest:
     terms: Terms = Terms()
 
 
+@dataclass(frozen=True)
+class AdvanceRequest:
+    """Find how far a patched submodule's pin can move toward upstream (``advance``): the
+    affecting upstream commits after the merge-base up to ``to`` (None: the upstream's
+    head), the stack replayed at each; a gallop, or each in order (``linear``)."""
+
+    submodule: str
+    upstream: str | None = None
+    to: str | None = None
+    pathspec: tuple[str, ...] = ()
+    linear: bool = False
+    on_conflict: OnConflict = "skip"
+    terms: Terms = Terms()
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """``advance --apply``: the new submodule branch ("": the default name) and whether
+    each good step of a linear advance gets its own superproject commit."""
+
+    branch: str = ""
+    step_commits: bool = False
+
+
 #: What ``start`` (or ``bisectkit run``) was asked to bisect, before validation.
-StartRequest = SubmoduleRequest | IntegrateRequest | StackRequest
+StartRequest = SubmoduleRequest | IntegrateRequest | StackRequest | AdvanceRequest
 
 
 @dataclass(frozen=True)

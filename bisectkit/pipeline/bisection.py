@@ -1,9 +1,7 @@
 """One session's steps: engine decision -> materialise -> build -> repro -> classify -> record.
 
-Shared by the manual flow (``start``/``good``/``bad``/``skip``), ``git
-bisect-patched run`` and the one-shot ``bisectkit run``. It saves the session
-after every change and tells observers what happens through the hooks; it
-never prints.
+Shared by the manual flow, ``run``, ``bisectkit run`` and ``advance``. It saves the
+session after every change and tells observers through the hooks; it never prints.
 """
 
 from __future__ import annotations
@@ -13,10 +11,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from bisectkit import engine
+from bisectkit import engine, search
 from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision, Next
-from bisectkit.errors import Aborted, BadInput, PluginFailed
+from bisectkit.errors import BadInput, MachineSkips, PluginFailed
 from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
 from bisectkit.model import Step, StepRecord, Terms, Verdict
@@ -46,6 +44,8 @@ class Bisection:
         self.mover = mover
         # ``strategy``: the session's own unless given (the pipeline's unit tests).
         self.strategy = strategy or make_strategy(superproject, session, mover)
+        #: How the next candidate is chosen (a bisection, or an advance's gallop or walk).
+        self.search = search.named(session.params.get("search"))
         self.tracer: Tracer = NullTracer()
         #: The build and repro commands as shown to the user (set by the run command).
         self.commands: dict[str, str] = {}
@@ -59,7 +59,7 @@ class Bisection:
         return self.session.terms
 
     def decide(self) -> Decision:
-        return engine.decide(self.session.candidates, self.session.verdict_map())
+        return self.search.decide(self.session.candidates, self.session.verdict_map())
 
     def advance(self, cache: VerdictCache | None = None) -> Decision:
         """Move to the next candidate that needs a real test (checked out), or the result.
@@ -113,7 +113,8 @@ class Bisection:
                     workdir=self.session.root)
         if prep.skip_reason is not None:
             self.hooks.prepared(index, prep.details, None)
-            self.record(cand, "skip", prep.skip_reason, "auto", step=step, **prep.details,
+            verdict, reason = self.engine_verdict("skip", prep.skip_reason)
+            self.record(cand, verdict, reason, "auto", step=step, **prep.details,
                         prepare_s=_since(started))
             return None
         hit = cache.get(cache.key(prep.trees)) if cache is not None else None
@@ -142,8 +143,10 @@ class Bisection:
         """The repro's verdict (good = passes) as the engine's old/new side.
 
         Looking for a fix, a passing repro is the new side: the engine's
-        "bad" (the side the first commit of which is reported).
+        "bad" (the side the first commit of which is reported). The strategy
+        judges first (:meth:`~bisectkit.strategies.base.Strategy.judged`).
         """
+        verdict, reason = self.strategy.judged(verdict, reason)
         side = self.terms.side(verdict)
         return (side, reason) if side == verdict else (side, f"{reason} -> {self.term(side)}")
 
@@ -224,10 +227,9 @@ class Bisection:
             if sha not in s.candidates:
                 raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
         try:
-            engine.bounds(s.candidates, {**s.verdict_map(), **dict.fromkeys(shas, side)})
+            self.search.bounds(s.candidates, {**s.verdict_map(), **dict.fromkeys(shas, side)})
         except engine.ContradictoryVerdicts as exc:
-            raise BadInput(f"cannot mark {self.term(side)}: "
-                           f"{self.contradiction(exc)}") from exc
+            raise BadInput(f"cannot mark {self.term(side)}: {self.contradiction(exc)}") from exc
         for sha in shas:
             details = dict(s.current_step) if sha == s.current else {}
             reason = "marked by hand" if source == "manual" else f"from {source}"
@@ -244,8 +246,8 @@ class Bisection:
         cand, prep = self.session.current, self._prepared
         assert cand is not None
         prep = prep if prep is not None and prep.candidate == cand else self.strategy.prepare(cand)
-        return self._recorded(cand, prep, cache, self.tester.test(
-            cand, prep, dict(self.session.current_step)), "run", affects=True)
+        tested = self.tester.test(cand, prep, dict(self.session.current_step))
+        return self._recorded(cand, prep, cache, tested, "run", affects=True)
 
     def test_commit(self, commit: str, prep: Prepared, cache: VerdictCache | None,
                     source: str) -> StepRecord:
@@ -289,9 +291,7 @@ class Bisection:
             record = self.test_current(cache)
             streak = streak + 1 if record.environment else 0
             if max_env_skips and streak >= max_env_skips:
-                raise Aborted(f"stopped after {streak} consecutive steps skipped for the "
-                              f"machine, not the commit (last: {record.reason}); fix the "
-                              "machine or the command, or raise --max-env-skips")
+                raise MachineSkips(streak, record.reason)
             decision = self.advance(cache)
         return decision
 

@@ -24,7 +24,7 @@ from typing import Any
 from bisectkit import engine, signals
 from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision
-from bisectkit.errors import Aborted, BadInput
+from bisectkit.errors import Aborted, BadInput, MachineSkips
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.pools import Pool
@@ -90,10 +90,7 @@ class ParallelBisection(Bisection):
                         continue
                     streak = streak + 1 if record.environment else 0
                     if max_env_skips and streak >= max_env_skips:
-                        raise Aborted(f"stopped after {streak} consecutive steps skipped for "
-                                      f"the machine, not the commit (last: {record.reason}); "
-                                      "fix the machine or the command, or raise "
-                                      "--max-env-skips")
+                        raise MachineSkips(streak, record.reason)
         finally:
             signals.run_shielded(self.stop_all)
 
@@ -104,8 +101,8 @@ class ParallelBisection(Bisection):
             self._cancel_outside(verdicts)
             flying = [j.commit for j in self.jobs.values() if j.source == "run"]
             free = max(self.pool.slots - len(self.jobs), 0)
-            plan = engine.schedule(self.session.candidates, verdicts, flying, free,
-                                   self.pool.slots)
+            plan = self.search.schedule(self.session.candidates, verdicts, flying, free,
+                                        self.pool.slots)
             if not isinstance(plan, engine.Picks):
                 self.stop_all()  # the answer is known: nothing in flight can change it
                 self.session.current = None
@@ -174,7 +171,7 @@ class ParallelBisection(Bisection):
         job.step.workdir = result.workspace
         tested = self.tester.conclude(job.step, cleaned(result.build),
                                       lambda: cleaned(result.repro), details)
-        affects = job.source != "run" or job.commit not in engine.outside(
+        affects = job.source != "run" or job.commit not in self.search.outside(
             self.session.candidates, self.session.verdict_map(), [job.commit])
         if job.source == "run" and not affects:
             tested = (*tested[:2], f"{tested[2]}; outside the range by then, not counted",
@@ -209,7 +206,7 @@ class ParallelBisection(Bisection):
     def _cancel_outside(self, verdicts: dict[str, Any]) -> None:
         """Cancel tests in flight that can no longer change the answer, unless nearly done."""
         flying = [j.commit for j in self.jobs.values() if j.source == "run"]
-        gone = set(engine.outside(self.session.candidates, verdicts, flying))
+        gone = set(self.search.outside(self.session.candidates, verdicts, flying))
         median = statistics.median(self._durations) if self._durations else None
         for job in [j for j in self.jobs.values() if j.commit in gone and j.source == "run"]:
             nearly = median is not None and \

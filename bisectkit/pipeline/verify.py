@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bisectkit import engine
 from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision, Found
 from bisectkit.errors import RangeNotVerified
@@ -51,7 +50,7 @@ def confirm_ends(b: Bisection, decision: Found, cache: VerdictCache | None) -> s
     """
     s = b.session
     tested = {st.commit for st in s.steps if st.source in ("run", "cache", "verify")}
-    lo, _ = engine.bounds(s.candidates, s.verdict_map())
+    lo, _ = b.search.bounds(s.candidates, s.verdict_map())
     ends: list[tuple[str, Verdict]] = []
     if lo < 0:
         ends += [(g, "good") for g in s.good if g not in tested]
@@ -142,7 +141,7 @@ def stack_check(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dic
 def confirm_boundary(b: Bisection, decision: Found) -> dict[str, Any]:
     """Re-test the last old and the first new commit once more; how much to trust it."""
     s = b.session
-    lo, _ = engine.bounds(s.candidates, s.verdict_map())
+    lo, _ = b.search.bounds(s.candidates, s.verdict_map())
     pair: list[tuple[str, Verdict]] = [
         (s.candidates[lo], "good") if lo >= 0 else (s.good[0], "good"),
         (decision.first_bad, "bad")]

@@ -46,14 +46,14 @@ def render_markdown(result: Result, commit_url: str | None = None,
     out += [f"**Searched:** {searched(result, links)}.", ""]
     out += on_conflict_note(result)
     if status == "found" and first_bad:
-        out += _culprit(result, first_bad, links, max_error_lines)
+        out += culprit(result, first_bad, links, max_error_lines)
     else:
         out += _undecided(result, status, links)
-    out += _closing(result, links)
+    out += closing(result, links)
     return "\n".join(out).rstrip() + "\n"
 
 
-def _culprit(result: Result, first_bad: str, links: Links, max_error_lines: int) -> list[str]:
+def culprit(result: Result, first_bad: str, links: Links, max_error_lines: int) -> list[str]:
     """The first bad commit: who and when, the patch stack or the submodule moves there and
     just before, and the error lines of its log."""
     _, new = result_terms(result)
@@ -99,7 +99,7 @@ def _undecided(result: Result, status: str, links: Links) -> list[str]:
     return [f"No first {new} commit was found.", ""]
 
 
-def _closing(result: Result, links: Links) -> list[str]:
+def closing(result: Result, links: Links) -> list[str]:
     """The sections after the verdict: --check-stack, the patches that stop applying, the
     skipped and flagged steps, the follow-ups and the command that reproduces the run."""
     out: list[str] = []

@@ -4,6 +4,7 @@
   patch stack replayed onto each (:mod:`.stops`: where a patch stops applying);
 - :mod:`.integrate`: the superproject's own commits, submodules moved to their pins;
 - :mod:`.stack`: the local patch stack itself, at one upstream commit;
+- :mod:`.advance`: how far the pin can move toward upstream (an open range);
 - :mod:`.base`: the :class:`~.base.Strategy` interface; :mod:`.common`: what they share.
 
 Callers use three functions: :func:`start` validates a typed request into a
@@ -18,9 +19,15 @@ from typing import assert_never
 
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
-from bisectkit.model import IntegrateRequest, StackRequest, StartRequest, SubmoduleRequest
+from bisectkit.model import (
+    AdvanceRequest,
+    IntegrateRequest,
+    StackRequest,
+    StartRequest,
+    SubmoduleRequest,
+)
 from bisectkit.session import Session
-from bisectkit.strategies import integrate, stack, submodule
+from bisectkit.strategies import advance, integrate, stack, submodule
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.worktree import Mover
 
@@ -30,6 +37,7 @@ _STRATEGIES: dict[str, type[Strategy]] = {
     submodule.SubmoduleStrategy.name: submodule.SubmoduleStrategy,
     integrate.IntegrateStrategy.name: integrate.IntegrateStrategy,
     stack.StackStrategy.name: stack.StackStrategy,
+    advance.AdvanceStrategy.name: advance.AdvanceStrategy,
 }
 
 
@@ -54,6 +62,8 @@ def start(superproject: Repo, request: StartRequest) -> Session:
         return integrate.start(superproject, request)
     if isinstance(request, StackRequest):
         return stack.start(superproject, request)
+    if isinstance(request, AdvanceRequest):
+        return advance.start(superproject, request)
     assert_never(request)
 
 
@@ -66,4 +76,6 @@ def settled(request: StartRequest, session: Session) -> StartRequest:
         return integrate.settled(request, session)
     if isinstance(request, StackRequest):
         return stack.settled(request, session)
+    if isinstance(request, AdvanceRequest):
+        return advance.settled(request, session)
     assert_never(request)

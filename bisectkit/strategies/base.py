@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
-from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms
+from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms, Verdict
 from bisectkit.session import Session
 from bisectkit.worktree import Mover
 
@@ -101,6 +101,11 @@ class Strategy(ABC):
     def followup(self, first_bad: str) -> list[FollowUp]:
         """Bisections to run next once ``first_bad`` is known (the caller words them)."""
         return []
+
+    def judged(self, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
+        """A step's verdict and reason as this strategy counts them (unchanged here; an
+        advance counts a failed build or a conflicting stack as bad)."""
+        return verdict, reason
 
     @property
     def terms(self) -> Terms:

@@ -1,0 +1,152 @@
+"""``bisectkit advance``: how far the submodule's pin can move toward upstream; ``--apply``
+moves it (a new submodule branch and a superproject commit).
+
+The search is a session like a bisection's (lock, journal, steps, verdict
+cache shared with ``run``, Ctrl-C restores everything); it ends, and every
+repository is back where it was, before ``--apply`` writes anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bisectkit import pinning, results, signals
+from bisectkit.cache import VerdictCache
+from bisectkit.commands import answer, running
+from bisectkit.commands.context import Context
+from bisectkit.commands.reproduce import reproduce_command
+from bisectkit.commands.starting import new_session
+from bisectkit.engine import Clear, Decision, Found, Inconclusive
+from bisectkit.errors import Aborted, BadInput
+from bisectkit.git import open_submodule
+from bisectkit.model import AdvanceRequest, ApplyRequest
+from bisectkit.patchstack import Stack
+from bisectkit.pipeline.bisection import Bisection
+
+
+def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | None) -> int:
+    """Search (always restored), then apply when asked; write the result and the report."""
+    sp, _ = ctx.open()
+    if ctx.flags.verify_range:
+        raise BadInput("--verify-range goes with a bisection: an advance has no known-bad end "
+                       "(it tests the far end first)")
+    shown: dict[str, Any] = {}
+
+    def show(ctx: Context, b: Bisection, decision: Decision, checks: dict[str, Any],
+             cache: VerdictCache | None) -> int:
+        result = results.advance_json(b, decision)
+        result.update(checks, command=ctx.command)
+        if result.get("first_bad"):
+            result["reproduce"] = reproduce_command(ctx, b, (result["to"], result["first_bad"]))
+        shown.update(result=result, bisection=b)
+        _print(ctx, b, decision, result)
+        return results.exit_code(decision)
+
+    with ctx.run(sp) as run:
+        run.require_idle()
+        session = new_session(sp, request)  # validates; nothing touched yet
+        branch = (apply.branch or pinning.default_branch()) if apply else ""
+        if apply is not None:
+            path = session.params["submodule"]
+            pinning.check(sp, path, open_submodule(sp, path)[1], branch)
+
+        def restore() -> None:
+            for line in run.end():
+                ctx.console.line(line, style="dim")
+
+        try:
+            try:
+                b = run.begin(session)
+                answer.header(ctx, b)
+                code = running.run_with(ctx, b, show)
+            finally:
+                signals.run_shielded(restore)
+        except Aborted:
+            ctx.console.error("aborted; the superproject and the submodules were restored")
+            raise
+        result = shown["result"]
+        try:
+            if apply is not None:
+                result["applied"] = _apply(ctx, shown["bisection"], result, branch, apply)
+            elif result["crossed"]:
+                ctx.console.line(f"dry run: nothing was changed; --apply moves the pin to "
+                                 f"{result['to'][:12]}", style="dim")
+        finally:
+            _write(ctx, result)
+    return code
+
+
+def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any]) -> None:
+    """The answer: where the pin can go, the first commit it cannot (as a bisect shows a
+    first bad commit), what could not be decided."""
+    console, path = ctx.console, b.session.params["submodule"]
+    status, to, total = result["status"], result["to"], len(b.session.candidates)
+    builds = f"{result['builds']} build{'s' if result['builds'] != 1 else ''}"
+    if status == "up-to-date":
+        console.line(f"up-to-date: {path} already contains {b.session.params['to_ref']} "
+                     f"({b.session.bad[:12]}); {builds}", style="bold")
+    elif status == "advanced":
+        console.line(f"advanced: {path} can move {result['crossed']} of {total} upstream "
+                     f"commits, to {to[:12]} {result['to_subject']} ({builds})", style="bold")
+    else:
+        console.line(f"stuck: {path} cannot move past its merge-base {to[:12]} ({builds})",
+                     style="bold")
+    if isinstance(decision, Found | Inconclusive):
+        answer.show_result(ctx, b, decision)
+    elif isinstance(decision, Clear) and decision.skipped:
+        console.line(f"the {len(decision.skipped)} commit(s) after it could not be tested "
+                     f"(skipped): {' '.join(c[:12] for c in decision.skipped[:8])}",
+                     style="yellow")
+
+
+def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
+           apply: ApplyRequest) -> dict[str, Any] | None:
+    """Rebase the stack onto each target for real, commit the pins; what was written."""
+    s, sp = b.session, b.superproject
+    if not result["crossed"]:
+        ctx.console.line("--apply: nothing to apply, the pin stays where it is", style="dim")
+        return None
+    path = s.params["submodule"]
+    _, sub = open_submodule(sp, path)
+    lo = result["crossed"] - 1
+    verdicts = s.verdict_map()
+    targets = [c for c in s.candidates[:lo] if verdicts.get(c) == "good"] \
+        if apply.step_commits else []
+    targets.append(s.candidates[lo])
+    crossed, previous = [], 0
+    for target in targets:
+        i = s.candidates.index(target) + 1
+        crossed.append(s.candidates[previous:i])
+        previous = i
+    stack = Stack.from_json(s.params["stack"])
+    moves = pinning.plan(sub, stack, s.params["on_conflict"], targets, crossed)
+    steps = len(result["steps"])
+    tested = f"{' '.join(ctx.typed_repro).removeprefix('-- ')} ({steps} step{'s' * (steps != 1)})"
+    messages = [pinning.message(path, sub, m, branch, tested) for m in moves]
+    done = pinning.write(sp, path, sub, moves, branch, messages)
+    last = done[-1]
+    ctx.console.line(f"applied: {path} branch {branch} at {last.tip[:12]} (the stack on "
+                     f"{last.upstream[:12]}); superproject commit "
+                     f"{last.superproject_commit[:12]} "
+                     f"{messages[-1].splitlines()[0]}", style="bold green")
+    if len(done) > 1:
+        ctx.console.line(f"  {len(done)} superproject commits, one per good step "
+                         f"(submodule branches {branch}-step-1..{len(done) - 1})")
+    ctx.console.line(f"  the work trees are unchanged: 'git -C {path} checkout {branch}' puts "
+                     "the new pin on disk", style="dim")
+    return {"branch": branch, "submodule_commit": last.tip,
+            "superproject_commits": [m.superproject_commit for m in done],
+            "moves": [{"upstream": m.upstream, "submodule_commit": m.tip,
+                       "superproject_commit": m.superproject_commit,
+                       "crossed": len(m.crossed),
+                       "patches": [a.to_json() for a in m.actions]} for m in done]}
+
+
+def _write(ctx: Context, result: dict[str, Any]) -> None:
+    """``--json``, the plugins' ``session_finish``, ``--report``."""
+    if ctx.flags.json:
+        answer.write_result(ctx.flags.json, result)
+    ctx.hooks.session_finish(result)
+    if ctx.flags.report and result.get("first_bad"):
+        answer.write_report(ctx, result, Path(ctx.flags.report))

@@ -1,0 +1,97 @@
+"""Writing commits and refs the way git does, for ``advance --apply`` (the git CLI only).
+
+Commits are made with ``git commit-tree``, so the committer is the user's own
+identity (git config, ``GIT_COMMITTER_*``) and a rebased patch keeps its
+author, author date and message byte for byte, as ``git rebase`` does.
+Refs move with ``git update-ref`` given the value they must still have, so a
+branch moved by someone else meanwhile is never overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import bisectkit.gitcli as gitcli
+from bisectkit.errors import BadInput, GitFailure
+
+
+def committer_problem(cwd: Path) -> str | None:
+    """Why git cannot make a commit here (no user.name/user.email), or None."""
+    proc = gitcli.run(cwd, "var", "GIT_COMMITTER_IDENT")
+    if proc.returncode == 0:
+        return None
+    return (f"git cannot make commits in {cwd} (no committer identity: set git config "
+            "user.name and user.email)")
+
+
+def branch_problem(cwd: Path, name: str) -> str | None:
+    """Why ``name`` cannot be a new branch here (not a valid name, or it exists), or None."""
+    if gitcli.run(cwd, "check-ref-format", "--branch", name).returncode != 0:
+        return f"'{name}' is not a valid branch name"
+    if gitcli.run(cwd, "rev-parse", "--verify", "-q", f"refs/heads/{name}").returncode == 0:
+        return (f"branch '{name}' already exists in {cwd}; pass --branch NAME, or delete it "
+                f"('git -C {cwd} branch -D {name}')")
+    return None
+
+
+def commit_like(cwd: Path, tree: str, parent: str, like: str) -> str:
+    """A new commit of ``tree`` on ``parent`` with ``like``'s author, date and message,
+    committed by the user (no ref moved)."""
+    raw = gitcli.read_bytes(cwd, f"cannot read commit {like[:12]}", "cat-file", "commit", like)
+    headers, _, message = raw.partition(b"\n\n")
+    env = dict(gitcli.git_env())
+    for line in headers.split(b"\n"):
+        if line.startswith(b"author "):
+            who, _, when = line[len(b"author "):].decode("utf-8", "replace").rpartition("> ")
+            name, _, email = who.partition(" <")
+            env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_AUTHOR_DATE=f"@{when}")
+    return _commit_tree(cwd, tree, [parent], message, env)
+
+
+def commit(cwd: Path, tree: str, parent: str, message: str) -> str:
+    """A new commit of ``tree`` on ``parent`` by the user (no ref moved)."""
+    return _commit_tree(cwd, tree, [parent], message.encode(), dict(gitcli.git_env()))
+
+
+def _commit_tree(cwd: Path, tree: str, parents: list[str], message: bytes,
+                 env: dict[str, str]) -> str:
+    args = ["git", "commit-tree", tree, *(w for p in parents for w in ("-p", p))]
+    proc = subprocess.run(args, cwd=cwd, env=env, input=message, capture_output=True,
+                          check=False)
+    if proc.returncode != 0:
+        detail = " ".join(os.fsdecode(proc.stderr).split()) or f"exit {proc.returncode}"
+        raise GitFailure(f"cannot make a commit in {cwd}: {detail}")
+    return os.fsdecode(proc.stdout).strip()
+
+
+def create_branch(cwd: Path, name: str, sha: str, message: str) -> None:
+    """Create branch ``name`` at ``sha``; refused (BadInput) if it appeared meanwhile."""
+    proc = gitcli.run(cwd, "update-ref", "-m", message, f"refs/heads/{name}", sha, "0" * 40)
+    if proc.returncode != 0:
+        raise BadInput(f"cannot create branch '{name}' in {cwd}: "
+                       f"{' '.join(proc.stderr.split())}")
+
+
+def move_head(cwd: Path, new: str, old: str, message: str) -> None:
+    """Move HEAD (the branch it is on, or HEAD itself when detached) from ``old`` to
+    ``new``; refused (BadInput) if HEAD no longer is ``old``."""
+    proc = gitcli.run(cwd, "update-ref", "-m", message, "HEAD", new, old)
+    if proc.returncode != 0:
+        raise BadInput(f"cannot move HEAD of {cwd} (it moved while bisectkit ran?): "
+                       f"{' '.join(proc.stderr.split())}")
+
+
+def stage_gitlink(cwd: Path, path: str, sha: str) -> None:
+    """Make the index pin submodule ``path`` at ``sha`` (its work tree is not touched)."""
+    gitcli.checked(cwd, f"cannot update the index of {cwd}", "update-index", "--cacheinfo",
+                   f"160000,{sha},{path}")
+
+
+def staged_gitlink(cwd: Path, path: str) -> str | None:
+    """The commit the index pins at submodule ``path``, if any."""
+    out = gitcli.read_bytes(cwd, f"cannot read the index of {cwd}", "ls-files", "-s", "--",
+                            path).decode()
+    fields = out.split()
+    return fields[1] if len(fields) >= 4 and fields[0] == "160000" else None

@@ -1,0 +1,135 @@
+"""``advance --apply``: rebase the patch stack onto the new upstream commit for real and
+commit the new pin in the superproject.
+
+The stack is replayed by the rules every step used (:mod:`bisectkit.patchstack`):
+picks already upstream and reverts of absent commits dropped, a patch that
+became empty left out (as ``git rebase`` does), a conflict refused before
+anything is written. The rebased commits keep each patch's author, date and
+message; the user commits them. Everything is computed first (objects only);
+then the submodule branch is created and the superproject's HEAD moved from
+the commit it must still be on, and its index made to pin the new commit.
+The work trees are not touched: ``git -C <submodule> checkout <branch>``
+puts the new pin on disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from bisectkit import gitwrite
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo
+from bisectkit.gitobjects import GITLINK_MODE
+from bisectkit.merge import TreeEntry
+from bisectkit.model import OnConflict
+from bisectkit.patchstack import PatchAction, Stack, replay
+from bisectkit.strategies.common import conflict_reason
+
+#: Commits crossed listed one by one in a commit message (the rest are counted).
+_LISTED = 40
+
+
+def default_branch(now: datetime | None = None) -> str:
+    """``sm-integrate-YYYYMMDD`` (today, UTC)."""
+    return f"sm-integrate-{(now or datetime.now(UTC)):%Y%m%d}"
+
+
+@dataclass(frozen=True)
+class PinMove:
+    """One superproject commit: the pin moved to upstream ``upstream`` plus the stack."""
+
+    upstream: str
+    #: The rebased stack's last commit (``upstream`` itself when no patch is left).
+    tip: str
+    actions: tuple[PatchAction, ...]
+    #: Upstream candidates this move crosses, oldest first.
+    crossed: tuple[str, ...]
+    superproject_commit: str = ""
+
+
+def check(superproject: Repo, path: str, sub: Repo, branch: str) -> None:
+    """Refuse, before anything is tested, what would stop the apply at the end: a branch
+    name taken or invalid, no committer identity, a pin the submodule does not hold."""
+    for cwd in (sub.workdir, superproject.workdir):
+        problem = gitwrite.committer_problem(cwd)
+        if problem:
+            raise BadInput(problem)
+    problem = gitwrite.branch_problem(sub.workdir, branch)
+    if problem:
+        raise BadInput(problem)
+    head = superproject.head_state().sha
+    pinned = superproject.gitlink_at(head, path)
+    if pinned != sub.head_state().sha:
+        raise BadInput(f"submodule {path} is checked out at {sub.head_state().sha[:12]} but "
+                       f"the superproject pins {str(pinned)[:12]}: commit that move or "
+                       f"'git submodule update {path}' first, so --apply moves the real pin")
+    if gitwrite.staged_gitlink(superproject.workdir, path) != pinned:
+        raise BadInput(f"the superproject's index stages another commit for {path}; "
+                       "commit or unstage it first")
+
+
+def plan(sub: Repo, stack: Stack, on_conflict: OnConflict, targets: Sequence[str],
+         crossed: Sequence[Sequence[str]]) -> list[PinMove]:
+    """The stack rebased for real onto each of ``targets`` (objects only, no ref moved)."""
+    moves = []
+    for target, between in zip(targets, crossed, strict=True):
+        replayed = replay(sub, stack, target, on_conflict=on_conflict)
+        if replayed.conflict is not None:
+            raise BadInput(f"cannot rebase the stack onto {target[:12]}: "
+                           f"{conflict_reason(replayed.conflict)}; nothing was changed")
+        tip = target
+        # Replay made one commit per applied patch (the patch's author, date and
+        # message): the same again, committed by the user.
+        for made in _chain(sub, replayed.commit or target, target):
+            tip = gitwrite.commit_like(sub.workdir, sub.tree_of(made), tip, made)
+        if sub.tree_of(tip) != replayed.tree:
+            raise AssertionError(f"the rebased stack at {target[:12]} is not the tree tested")
+        moves.append(PinMove(target, tip, replayed.actions, tuple(between)))
+    return moves
+
+
+def _chain(sub: Repo, tip: str, base: str) -> list[str]:
+    """First-parent commits from ``base`` (excluded) to ``tip``, oldest first."""
+    chain = []
+    while tip != base:
+        chain.append(tip)
+        tip = sub.commit_info(tip).parents[0]
+    return chain[::-1]
+
+
+def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch: str,
+          messages: Sequence[str]) -> list[PinMove]:
+    """Create ``branch`` (and ``branch-step-N`` for earlier moves), commit each move in the
+    superproject on top of HEAD, move HEAD, and stage the last pin."""
+    head = superproject.head_state().sha
+    parent, done = head, []
+    for move, message in zip(moves, messages, strict=True):
+        tree = superproject.merger.edit_tree(
+            superproject.tree_of(parent), {path: TreeEntry(move.tip, GITLINK_MODE)})
+        parent = gitwrite.commit(superproject.workdir, tree, parent, message)
+        done.append(PinMove(move.upstream, move.tip, move.actions, move.crossed, parent))
+    note = f"bisectkit advance: {path} to {moves[-1].upstream[:12]}"
+    for n, move in enumerate(moves[:-1], 1):
+        gitwrite.create_branch(sub.workdir, f"{branch}-step-{n}", move.tip, note)
+    gitwrite.create_branch(sub.workdir, branch, moves[-1].tip, note)
+    gitwrite.move_head(superproject.workdir, parent, head, note)
+    gitwrite.stage_gitlink(superproject.workdir, path, moves[-1].tip)
+    return done
+
+
+def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> str:
+    """"Advance P to <short>: <subject>", the commits crossed and each patch's fate."""
+    info = sub.commit_info(move.upstream)
+    lines = [f"Advance {path} to {move.upstream[:12]}: {info.subject}", "",
+             f"Crosses {len(move.crossed)} upstream commit"
+             f"{'s' if len(move.crossed) != 1 else ''}:"]
+    for sha in move.crossed[:_LISTED]:
+        lines.append(f"  {sha[:12]} {sub.commit_info(sha).subject}")
+    if len(move.crossed) > _LISTED:
+        lines.append(f"  ... and {len(move.crossed) - _LISTED} more")
+    lines += ["", f"Patch stack on {move.upstream[:12]} (branch {branch} at {move.tip[:12]}):"]
+    lines += [f"  {a.action:<8} {a.patch.sha[:12]} {a.patch.subject}"
+              f"{'' if a.action == 'applied' else f' ({a.why})'}" for a in move.actions]
+    return "\n".join([*lines, "", f"Tested by bisectkit advance: {tested}", ""])

@@ -1,0 +1,108 @@
+"""Advance strategy: how far can a patched submodule's pin move toward upstream?
+
+The candidates are the affecting upstream commits after the submodule's
+merge-base up to ``--to`` (the upstream's head by default), materialised like
+a submodule bisect's (the stack replayed by the same rules). The range is
+*open*: no end is known bad. The session's search is a gallop or a walk
+(:mod:`bisectkit.search`), and a candidate the pin cannot move to counts as
+bad: its smoketest fails, its build fails, or its patch stack conflicts. A
+skip (exit 125, a machine problem, a timeout) says nothing about the commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from bisectkit.errors import BadInput
+from bisectkit.git import Repo, open_submodule
+from bisectkit.model import AdvanceRequest, Verdict
+from bisectkit.patchstack import analyse
+from bisectkit.session import Session
+from bisectkit.status import default_submodule
+from bisectkit.strategies.base import new_session
+from bisectkit.strategies.common import check_clean, guess_lines, resolve_upstream
+from bisectkit.strategies.submodule import SubmoduleStrategy
+
+#: What ends a blocking reason in a step record (the pin cannot move to that commit).
+BLOCKS = "the pin cannot move here"
+
+
+def start(superproject: Repo, req: AdvanceRequest) -> Session:
+    """Validate ``req`` against the repositories and build a new session; touches nothing."""
+    path, sub = open_submodule(superproject, default_submodule(superproject, req.submodule))
+    check_clean(superproject, {path: sub})
+    up = resolve_upstream(superproject, path, sub, req.upstream)
+    target = sub.resolve(req.to) if req.to else up.sha
+    stack = analyse(sub, sub.head_state().sha, up.sha, extra_upstream=(target,))
+    base = stack.merge_base
+    for patch in stack.patches:
+        if sub.is_ancestor(patch.sha, target):
+            raise BadInput(f"--to '{req.to}' contains local patch {patch.sha[:12]} "
+                           f"({patch.subject}); give an upstream commit")
+    if sub.is_ancestor(target, base):
+        candidates: list[str] = []  # already there: up to date
+    elif not sub.is_ancestor(base, target):
+        raise BadInput(f"--to '{req.to}' ({target[:12]}) does not descend from the "
+                       f"submodule's merge-base {base[:12]} with {up.ref}")
+    else:
+        candidates = sub.first_parent_range(target, [base], list(req.pathspec), keep_tip=False)
+    return new_session(
+        "advance", superproject, bad=target, good=[base], candidates=candidates, moves=[path],
+        pathspec=req.pathspec, terms=req.terms,
+        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
+                "upstream_guessed": up.guessed, "stack": stack.to_json(),
+                "on_conflict": req.on_conflict, "open_end": True,
+                "search": "linear" if req.linear else "gallop",
+                "to_ref": req.to or up.ref})
+
+
+def settled(req: AdvanceRequest, session: Session) -> AdvanceRequest:
+    """``req`` as ``session`` understood it: the submodule's path, the upstream found and
+    ``--to`` as a full sha (a replay means the same candidates)."""
+    return dataclasses.replace(req, submodule=session.params["submodule"], to=session.bad,
+                               upstream=session.params["upstream_ref"])
+
+
+def blocks(reason: str) -> bool:
+    """Does a skip with this reason mean the pin cannot move to the commit: its build
+    fails (not a timeout: that may be the machine) or its patch stack conflicts?"""
+    return reason.startswith("conflict in ") or (
+        reason.startswith("build failed") and "timed out" not in reason)
+
+
+class AdvanceStrategy(SubmoduleStrategy):
+    """Upstream commits after the pin, the stack replayed at each; an open range."""
+
+    name = "advance"
+
+    def judged(self, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
+        """A failed build or a conflicting stack blocks the advance: bad, not skip."""
+        if verdict == "skip" and blocks(reason):
+            return "bad", f"{reason}; {BLOCKS}"
+        return verdict, reason
+
+    def header_lines(self) -> list[str]:
+        s, p = self.session, self.session.params
+        stack = p["stack"]
+        where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
+        how = ("each in order (--linear)" if p.get("search") == "linear" else
+               "the far end first, then a gallop from the pin")
+        lines = [
+            f"advancing submodule {self.path}",
+            f"  from merge-base {stack['merge_base'][:12]} (patched HEAD {stack['head'][:12]}) "
+            f"toward {p['to_ref']} at {s.bad[:12]}",
+            *guess_lines(p),
+            f"  {len(s.candidates)} upstream commit{'s' if len(s.candidates) != 1 else ''}"
+            f"{where} to cross; testing {how}",
+        ]
+        patches = stack["patches"]
+        lines.append(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")
+        lines += [f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}" for p in patches]
+        return lines
+
+    def result_extra(self, first_bad: str | None) -> dict[str, Any]:
+        extra = super().result_extra(first_bad)
+        extra.update(search=self.session.params.get("search"),
+                     to_ref=self.session.params["to_ref"])
+        return extra

@@ -1,0 +1,299 @@
+"""``bisectkit advance``: how far the pin moves, in how many builds; ``--apply``, ``--linear``,
+``--step-commits``, the report, Ctrl-C and the cache shared with ``run`` (issue 14).
+
+Every test drives the real CLI on a real world: upstream (400 commits), the
+fork's patch stack on merge-base 100, and the superproject pinning it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
+
+BASE = 100
+#: The smoketest: the compiler is fine until lib/bug.txt says "miscompile".
+SMOKE = "#!/bin/sh\n! grep -q miscompile third_party/llvm-project/lib/bug.txt\n"
+
+
+def spec(bug_at: int, **changes: Any) -> WorldSpec:
+    """A world whose pin sits on upstream BASE; the build breaks at 80 and the fork picks
+    the fix (upstream 150), so that pick becomes upstream on the way."""
+    settings: dict[str, Any] = dict(merge_base=BASE, bug_at=bug_at, build_breaks=[(80, 150)],
+                                    reverted=60, picks=[150], pick_by_patch_id=160,
+                                    local_conflict=None)
+    settings.update(changes)
+    return WorldSpec(**settings)
+
+
+@pytest.fixture
+def make(world_factory: Any, tmp_path: Path) -> Any:
+    def build(bug_at: int, **changes: Any) -> World:
+        w: World = world_factory(tmp_path, spec(bug_at, **changes))
+        smoke = w.superproject / "smoke.sh"
+        smoke.write_text(SMOKE, encoding="utf-8")
+        smoke.chmod(0o755)
+        w.git(w.superproject, "add", "smoke.sh")
+        w.git(w.superproject, "commit", "-qm", "smoketest")
+        return w
+    return build
+
+
+def advance(w: World, tmp_path: Path, *extra: str, smoke: str = "./smoke.sh",
+            build: str = "sh build.sh") -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    out = tmp_path / f"advance-{time.monotonic_ns()}.json"
+    r = cli(w, "advance", "--build", build, "--json", str(out), *extra, "--", smoke)
+    data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    return r, data
+
+
+def bound(d: int) -> int:
+    return 2 * math.ceil(math.log2(d + 1)) + 2
+
+
+def test_upstream_head_good_is_one_build(make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=999)  # never
+    before = snapshot(w)
+    r, data = advance(w, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert data["status"] == "advanced"
+    assert data["to"] == w.sha(400) and data["first_bad"] is None
+    assert data["builds"] == 1 and data["crossed"] == 300
+    assert "advanced: third_party/llvm-project can move 300 of 300" in r.stdout
+    assert "dry run: nothing was changed" in r.stdout
+    assert snapshot(w) == before
+
+
+def test_up_to_date_costs_nothing(make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=999)
+    r, data = advance(w, tmp_path, "--to", w.sha(BASE - 3))
+    assert r.returncode == 0, r.stderr
+    assert (data["status"], data["builds"], data["to"]) == ("up-to-date", 0, w.sha(BASE))
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 37, 150])
+def test_break_d_ahead_in_logarithmic_builds(make: Any, tmp_path: Path, d: int) -> None:
+    w = make(bug_at=BASE + d)
+    before = snapshot(w)
+    r, data = advance(w, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert data["first_bad"] == w.sha(BASE + d)
+    assert data["to"] == w.sha(BASE + d - 1)
+    assert data["status"] == ("stuck" if d == 1 else "advanced")
+    assert data["builds"] <= bound(d), (d, data["builds"])
+    assert f"{w.sha(BASE + d)} is the first bad commit" in r.stdout
+    assert snapshot(w) == before
+
+
+def test_linear_tests_each_commit_in_order(make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=BASE + 6)
+    r, data = advance(w, tmp_path, "--linear")
+    assert r.returncode == 0, r.stderr
+    assert [s["commit"] for s in data["steps"]] == [w.sha(BASE + k) for k in range(1, 7)]
+    assert (data["first_bad"], data["builds"]) == (w.sha(BASE + 6), 6)
+
+
+def hand_rebase(w: World, tmp_path: Path, onto: str) -> str:
+    """The tree ``git rebase`` makes of the fork's stack onto ``onto`` (picks already
+    upstream skipped, commits that become empty dropped)."""
+    clone = tmp_path / "by-hand"
+    w.git(tmp_path, "clone", "-q", str(w.fork), str(clone))
+    w.git(clone, "remote", "add", "upstream", str(w.upstream))
+    w.git(clone, "fetch", "-q", "upstream")
+    w.git(clone, "rebase", "-q", "--onto", onto, w.sha(BASE), "main")
+    return w.git(clone, "rev-parse", "HEAD^{tree}")
+
+
+def test_apply_rebases_like_git_and_commits_the_pin(make: Any, tmp_path: Path) -> None:
+    # On the way to 200: upstream 150 (picked) and 160 (picked by patch id) land, and
+    # upstream reverts 60 itself at 170, so our revert of it becomes empty.
+    w = make(bug_at=200, upstream_reverts_at=170)
+    head, sub_head = (w.git(w.superproject, "rev-parse", "HEAD"),
+                      w.git(w.submodule, "rev-parse", "HEAD"))
+    r, data = advance(w, tmp_path, "--apply", "--branch", "sm-next")
+    assert r.returncode == 0, r.stderr
+    assert data["to"] == w.sha(199) and data["first_bad"] == w.sha(200)
+    tip = w.git(w.submodule, "rev-parse", "sm-next")
+    assert data["applied"]["submodule_commit"] == tip
+    assert w.git(w.submodule, "rev-parse", "sm-next^{tree}") == hand_rebase(w, tmp_path,
+                                                                           w.sha(199))
+    fates = {p["subject"]: p["action"] for p in data["applied"]["moves"][0]["patches"]}
+    assert fates == {'Revert "upstream commit 60: touch lib/feature.txt"': "empty",
+                     "upstream commit 150: touch lib/build.txt": "dropped",
+                     "[local] backport fix2": "dropped",
+                     "[local] fixup for our target": "applied"}
+    # One superproject commit on the user's branch, pinning the new branch; the rest as it was.
+    new = w.git(w.superproject, "rev-parse", "HEAD")
+    assert w.git(w.superproject, "rev-parse", "HEAD^") == head
+    assert w.git(w.superproject, "rev-parse", f"HEAD:{SUBMODULE}") == tip
+    assert w.git(w.superproject, "symbolic-ref", "HEAD") == "refs/heads/main"
+    message = w.git(w.superproject, "log", "-1", "--format=%B")
+    assert message.startswith(f"Advance {SUBMODULE} to {w.sha(199)[:12]}: upstream commit 199")
+    assert "Crosses 99 upstream commits" in message and "empty" in message
+    assert data["applied"]["superproject_commits"] == [new]
+    assert w.git(w.submodule, "rev-parse", "HEAD") == sub_head
+    assert w.git(w.submodule, "status", "--porcelain") == ""
+    # Only the submodule differs from the new pin (" M": its work tree, not the index).
+    assert w.git(w.superproject, "status", "--porcelain") == f"M {SUBMODULE}"
+    assert w.git(w.submodule, "log", "-1", "--format=%an|%cn", "sm-next") == \
+        "Bisect Tester|Bisect Tester"
+
+
+def test_local_patch_conflict_on_the_way_blocks_the_advance(make: Any,
+                                                            tmp_path: Path) -> None:
+    w = make(bug_at=999, local_conflict=BASE + 20)
+    r, data = advance(w, tmp_path, "--report", str(tmp_path / "report.md"))
+    assert r.returncode == 0, r.stderr
+    assert (data["first_bad"], data["to"]) == (w.sha(BASE + 20), w.sha(BASE + 19))
+    at_b = next(s for s in data["steps"] if s["commit"] == w.sha(BASE + 20))
+    assert at_b["verdict"] == "bad" and at_b["source"] == "auto"
+    assert "conflict in" in at_b["reason"] and "the pin cannot move here" in at_b["reason"]
+    assert data["builds"] <= bound(20)
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "can move 19 of 300" in report and w.sha(BASE + 20)[:12] in report
+    # Dropping the conflicting patch there lets the pin go all the way.
+    r, data = advance(w, tmp_path, "--on-conflict", "drop")
+    assert r.returncode == 0, r.stderr
+    assert (data["status"], data["to"]) == ("advanced", w.sha(400))
+
+
+def test_build_failure_blocks_and_the_report_shows_its_errors(make: Any,
+                                                              tmp_path: Path) -> None:
+    # Broken again from 165 (past the pick of the fix at 150, which upstream has by then).
+    w = make(bug_at=999, build_breaks=[(80, 150), (165, 999)])
+    r, data = advance(w, tmp_path, "--report", str(tmp_path / "report.md"))
+    assert r.returncode == 0, r.stderr
+    assert data["first_bad"] == w.sha(165)
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "lib/build.txt:1: error: upstream build is broken" in report
+    assert "bisectkit run --submodule third_party/llvm-project" in report
+    assert f"--good {w.sha(164)} --bad {w.sha(165)}" in report
+    assert "advance: third_party/llvm-project can move 64 of 300" in r.stdout
+
+
+def test_linear_step_commits_one_superproject_commit_per_good_step(make: Any,
+                                                                   tmp_path: Path) -> None:
+    w = make(bug_at=BASE + 4)
+    head = w.git(w.superproject, "rev-parse", "HEAD")
+    r, data = advance(w, tmp_path, "--linear", "--apply", "--step-commits", "--branch", "adv")
+    assert r.returncode == 0, r.stderr
+    commits = data["applied"]["superproject_commits"]
+    assert len(commits) == 3
+    log = w.git(w.superproject, "rev-list", "--reverse", f"{head}..HEAD").split()
+    assert log == commits
+    for n, sha in enumerate(commits, 1):
+        pin = w.git(w.superproject, "rev-parse", f"{sha}:{SUBMODULE}")
+        branch = "adv" if n == 3 else f"adv-step-{n}"
+        assert w.git(w.submodule, "rev-parse", branch) == pin
+        # Each pin is upstream BASE+n with the stack rebased onto it.
+        assert w.git(w.submodule, "merge-base", pin, w.sha(400)) == w.sha(BASE + n)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--step-commits", "--apply"), "--step-commits goes with --linear"),
+    (("--branch", "x"), "--branch and --step-commits go with --apply"),
+    (("--verify-range",), "--verify-range goes with a bisection"),
+    (("--to", "HEAD~1"), "contains local patch"),
+])
+def test_refusals_touch_nothing(make: Any, tmp_path: Path, args: tuple[str, ...],
+                                message: str) -> None:
+    w = make(bug_at=999)
+    before = snapshot(w)
+    r, _ = advance(w, tmp_path, *args)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert snapshot(w) == before
+
+
+def test_apply_refuses_an_existing_branch_before_testing(make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=999)
+    w.git(w.submodule, "branch", "taken")
+    r, data = advance(w, tmp_path, "--apply", "--branch", "taken")
+    assert r.returncode == 2 and "branch 'taken' already exists" in r.stderr
+    assert data == {}
+
+
+def test_cache_is_shared_with_run(make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=BASE + 37)
+    r = cli(w, "run", "--submodule", SUBMODULE, "--good", w.sha(BASE), "--bad", w.sha(400),
+            "--build", "sh build.sh", "--", "./smoke.sh")
+    assert r.returncode == 0, r.stderr
+    r, data = advance(w, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert data["first_bad"] == w.sha(BASE + 37)
+    cached = [s for s in data["steps"] if s["source"] == "cache"]
+    assert cached and data["builds"] == len(data["steps"]) - len(cached)
+
+
+def test_jobs_give_the_same_answer(make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=BASE + 37)
+    before = snapshot(w)
+    r, data = advance(w, tmp_path, "--jobs", "3")
+    assert r.returncode == 0, r.stderr
+    assert (data["first_bad"], data["to"]) == (w.sha(BASE + 37), w.sha(BASE + 36))
+    assert snapshot(w) == before
+
+
+SLOW_BUILD = """#!/bin/sh
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+if [ $n -eq 3 ]; then echo $$ > {marker}; sleep 60; fi
+sh build.sh
+"""
+
+
+def test_ctrl_c_mid_advance_restores_and_the_next_run_resumes(make: Any,
+                                                              tmp_path: Path) -> None:
+    w = make(bug_at=BASE + 37)
+    before = snapshot(w)
+    marker, count = tmp_path / "started", tmp_path / "count"
+    build = tmp_path / "slow-build.sh"
+    build.write_text(SLOW_BUILD.format(count=count, marker=marker), encoding="utf-8")
+    build.chmod(0o755)
+    exe = subprocess.run(["which", "bisectkit"], capture_output=True, text=True).stdout.strip()
+    proc = subprocess.Popen([exe, "advance", "--build", str(build), "--", "./smoke.sh"],
+                            cwd=w.superproject, env=w.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert snapshot(w) == before
+    # The same command again reuses the two verdicts it had (the build sleeps only once).
+    r, data = advance(w, tmp_path, build=str(build))
+    assert r.returncode == 0, r.stderr
+    assert data["first_bad"] == w.sha(BASE + 37)
+    assert [s["source"] for s in data["steps"][:2]] == ["cache", "cache"]
+
+
+def test_manual_advance_session_log_and_replay(make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=BASE + 3)
+    before = snapshot(w)
+    r = git_cli(w, "start", "--advance", "--submodule", SUBMODULE)
+    assert r.returncode == 0, r.stderr
+    far = w.git(w.submodule, "rev-parse", "HEAD")
+    assert w.git(w.submodule, "merge-base", far, w.sha(400)) == w.sha(400)  # the far end
+    for verdict in ("bad", "good", "good", "bad", "bad"):  # far end, +1, +2, +4, +3
+        r = git_cli(w, verdict)
+        assert r.returncode == 0, r.stderr
+    assert f"{w.sha(BASE + 3)} is the first bad commit" in r.stdout
+    log = git_cli(w, "log").stdout
+    assert "start --advance --submodule third_party/llvm-project" in log
+    (tmp_path / "log.txt").write_text(log, encoding="utf-8")
+    assert git_cli(w, "reset").returncode == 0
+    r = git_cli(w, "replay", str(tmp_path / "log.txt"))
+    assert r.returncode == 0, r.stderr
+    assert f"{w.sha(BASE + 3)} is the first bad commit" in r.stdout
+    assert git_cli(w, "reset").returncode == 0
+    assert snapshot(w) == before
