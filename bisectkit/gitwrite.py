@@ -58,8 +58,10 @@ def commit(cwd: Path, tree: str, parent: str, message: str) -> str:
 def _commit_tree(cwd: Path, tree: str, parents: list[str], message: bytes,
                  env: dict[str, str]) -> str:
     args = ["git", "commit-tree", tree, *(w for p in parents for w in ("-p", p))]
+    # Its own session, as every git bisectkit runs (gitcli): a terminal Ctrl-C reaches
+    # bisectkit, which decides when to stop.
     proc = subprocess.run(args, cwd=cwd, env=env, input=message, capture_output=True,
-                          check=False)
+                          check=False, start_new_session=True)
     if proc.returncode != 0:
         detail = " ".join(os.fsdecode(proc.stderr).split()) or f"exit {proc.returncode}"
         raise GitFailure(f"cannot make a commit in {cwd}: {detail}")
@@ -72,6 +74,11 @@ def create_branch(cwd: Path, name: str, sha: str, message: str) -> None:
     if proc.returncode != 0:
         raise BadInput(f"cannot create branch '{name}' in {cwd}: "
                        f"{' '.join(proc.stderr.split())}")
+
+
+def delete_branch(cwd: Path, name: str, sha: str) -> bool:
+    """Delete branch ``name`` if it still points at ``sha``; whether it was deleted."""
+    return gitcli.run(cwd, "update-ref", "-d", f"refs/heads/{name}", sha).returncode == 0
 
 
 def move_head(cwd: Path, new: str, old: str, message: str) -> None:

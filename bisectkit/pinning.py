@@ -14,12 +14,15 @@ puts the new pin on disk.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from bisectkit import gitwrite
 from bisectkit.errors import BadInput
+from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
 from bisectkit.gitobjects import GITLINK_MODE
 from bisectkit.merge import TreeEntry
@@ -100,9 +103,13 @@ def _chain(sub: Repo, tip: str, base: str) -> list[str]:
 
 
 def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch: str,
-          messages: Sequence[str]) -> list[PinMove]:
+          messages: Sequence[str], record: Path) -> list[PinMove]:
     """Create ``branch`` (and ``branch-step-N`` for earlier moves), commit each move in the
-    superproject on top of HEAD, move HEAD, and stage the last pin."""
+    superproject on top of HEAD, move HEAD, and stage the last pin.
+
+    The commits exist before anything moves; ``record`` names the moves about
+    to happen, so that :func:`settle` finishes or undoes them after a kill.
+    """
     head = superproject.head_state().sha
     parent, done = head, []
     for move, message in zip(moves, messages, strict=True):
@@ -110,13 +117,46 @@ def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch
             superproject.tree_of(parent), {path: TreeEntry(move.tip, GITLINK_MODE)})
         parent = gitwrite.commit(superproject.workdir, tree, parent, message)
         done.append(PinMove(move.upstream, move.tip, move.actions, move.crossed, parent))
+    branches = [(f"{branch}-step-{n}", m.tip) for n, m in enumerate(moves[:-1], 1)]
+    branches.append((branch, moves[-1].tip))
+    write_json_atomic(record, {"path": path, "old": head, "new": parent,
+                               "tip": moves[-1].tip, "branches": branches})
     note = f"bisectkit advance: {path} to {moves[-1].upstream[:12]}"
-    for n, move in enumerate(moves[:-1], 1):
-        gitwrite.create_branch(sub.workdir, f"{branch}-step-{n}", move.tip, note)
-    gitwrite.create_branch(sub.workdir, branch, moves[-1].tip, note)
+    for name, tip in branches:
+        gitwrite.create_branch(sub.workdir, name, tip, note)
     gitwrite.move_head(superproject.workdir, parent, head, note)
     gitwrite.stage_gitlink(superproject.workdir, path, moves[-1].tip)
+    record.unlink()
     return done
+
+
+def settle(superproject: Repo, record: Path) -> list[str]:
+    """Finish (HEAD already moved: stage the pin) or undo (HEAD not moved: delete the new
+    branches) an apply a kill cut short; what was done. Idempotent."""
+    if not record.exists():
+        return []
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        path, old, new, tip = data["path"], data["old"], data["new"], data["tip"]
+        branches = [(str(n), str(s)) for n, s in data["branches"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BadInput(f"{record} (an interrupted advance --apply) cannot be read ({exc}); "
+                       "check the superproject's HEAD and index, then delete it") from exc
+    head = superproject.head_state().sha
+    sub = superproject.workdir / path
+    if head == new:
+        if gitwrite.staged_gitlink(superproject.workdir, path) != tip:
+            gitwrite.stage_gitlink(superproject.workdir, path, tip)
+        line = f"finished an interrupted advance --apply: the index now pins {path} at {tip[:12]}"
+    elif head == old:
+        gone = [n for n, sha in branches if gitwrite.delete_branch(sub, n, sha)]
+        line = ("undid an interrupted advance --apply: the superproject had not moved"
+                + (f"; removed branch {', '.join(gone)} in {path}" if gone else ""))
+    else:
+        line = ("an interrupted advance --apply left a record, but the superproject's HEAD has "
+                "moved since: nothing to finish")
+    record.unlink()
+    return [line]
 
 
 def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> str:

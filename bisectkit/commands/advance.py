@@ -68,7 +68,8 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         result = shown["result"]
         try:
             if apply is not None:
-                result["applied"] = _apply(ctx, shown["bisection"], result, branch, apply)
+                result["applied"] = _apply(ctx, shown["bisection"], result, branch, apply,
+                                           run.apply_record)
             elif result["crossed"]:
                 ctx.console.line(f"dry run: nothing was changed; --apply moves the pin to "
                                  f"{result['to'][:12]}", style="dim")
@@ -101,7 +102,7 @@ def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any
 
 
 def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
-           apply: ApplyRequest) -> dict[str, Any] | None:
+           apply: ApplyRequest, record: Path) -> dict[str, Any] | None:
     """Rebase the stack onto each target for real, commit the pins; what was written."""
     s, sp = b.session, b.superproject
     if not result["crossed"]:
@@ -124,7 +125,8 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
     steps = len(result["steps"])
     tested = f"{' '.join(ctx.typed_repro).removeprefix('-- ')} ({steps} step{'s' * (steps != 1)})"
     messages = [pinning.message(path, sub, m, branch, tested) for m in moves]
-    done = pinning.write(sp, path, sub, moves, branch, messages)
+    with signals.held():  # a Ctrl-C waits for the refs and the index to agree
+        done = pinning.write(sp, path, sub, moves, branch, messages, record)
     last = done[-1]
     ctx.console.line(f"applied: {path} branch {branch} at {last.tip[:12]} (the stack on "
                      f"{last.upstream[:12]}); superproject commit "

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from bisectkit import journal as journal_mod
-from bisectkit import recovery, signals
+from bisectkit import pinning, recovery, signals
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
@@ -42,6 +42,8 @@ class Run:
         self.journal = Journal(self.store.journal_path)
         self.force_ignored = force_ignored
         self.bisection: Bisection | None = None
+        #: What ``advance --apply`` is about to move (see :func:`pinning.settle`).
+        self.apply_record = self.store.dir / "apply.json"
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Run:
@@ -50,6 +52,12 @@ class Run:
         if gone is not None and gone.pid is not None:
             self._note(f"the previous bisectkit here ({gone.describe()}) had died; "
                        "its lock was released")
+        try:
+            for line in pinning.settle(self.superproject, self.apply_record):
+                self._note(line)
+        except BaseException:
+            self.lock.release()
+            raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,

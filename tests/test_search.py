@@ -1,0 +1,137 @@
+"""The open searches of ``bisectkit advance`` (pure): gallop and linear, one worker or k.
+
+Worlds are simulated: candidate i is good below the first bad index ``b``
+(``b == n``: none is bad), some candidates skip. The gallop must find what a
+walk in order finds, in at most 2*ceil(log2(d+1)) + 1 tests for a break d
+commits ahead (+1 when the answer rests on the pin: the confirmation the CLI
+adds), and with k workers (random completion order) the same answer.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from bisectkit.engine import Clear, ContradictoryVerdicts, Found, Inconclusive, Next, Picks
+from bisectkit.search import SEARCHES, Gallop, Linear, named
+
+
+def cands(n: int) -> list[str]:
+    return [f"c{i}" for i in range(n)]
+
+
+def truth(i: int, bad: int, skips: set[int]) -> str:
+    return "skip" if i in skips else ("bad" if i >= bad else "good")
+
+
+def run(search: str, n: int, bad: int, skips: frozenset[int] = frozenset()) -> tuple[object, int]:
+    """The decision and the number of tests one worker needs."""
+    c, verdicts, tests = cands(n), {}, 0
+    while True:
+        d = named(search).decide(c, verdicts)
+        if not isinstance(d, Next):
+            return d, tests
+        tests += 1
+        verdicts[d.commit] = truth(int(d.commit[1:]), bad, set(skips))
+
+
+def run_parallel(search: str, n: int, bad: int, k: int, rng: random.Random,
+                 skips: frozenset[int] = frozenset()) -> object:
+    """k workers, results coming back in random order; tests outside the range cancelled."""
+    c, verdicts, flying = cands(n), {}, []
+    s = named(search)
+    while True:
+        flying = [f for f in flying if f not in s.outside(c, verdicts, flying)]
+        plan = s.schedule(c, verdicts, flying, k - len(flying), k)
+        if not isinstance(plan, Picks):
+            return plan
+        flying += plan.commits
+        assert flying, "nothing to wait for"
+        done = flying.pop(rng.randrange(len(flying)))
+        verdicts[done] = truth(int(done[1:]), bad, set(skips))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 400])
+def test_gallop_finds_every_break_in_logarithmic_tests(n: int) -> None:
+    for bad in range(n + 1):
+        decision, tests = run("gallop", n, bad)
+        if bad == n:
+            assert decision == Clear(f"c{n - 1}", ()) and tests == 1
+            continue
+        assert decision == Found(f"c{bad}")
+        d = bad + 1  # distance from the pin
+        confirm = 1 if bad == 0 else 0
+        assert tests + confirm <= 2 * math.ceil(math.log2(d + 1)) + 2, (n, bad, tests)
+        # Never worse than a bisection by more than the gallop's own probes.
+        assert tests <= 2 * math.ceil(math.log2(n + 1)) + 1
+
+
+def test_linear_walks_in_order_and_stops_at_the_first_failure() -> None:
+    decision, tests = run("linear", 400, 6)
+    assert (decision, tests) == (Found("c6"), 7)
+    assert run("linear", 5, 5) == (Clear("c4", ()), 5)
+
+
+def test_empty_range_is_clear_with_nothing_good() -> None:
+    for search in ("gallop", "linear"):
+        assert named(search).decide([], {}) == Clear(None, ())
+
+
+def test_skips_leave_the_first_bad_open_and_never_name_a_skipped_commit() -> None:
+    decision, _ = run("gallop", 100, 20, frozenset({17, 18, 19}))
+    assert decision == Inconclusive(("c17", "c18", "c19", "c20"))
+    # Skips up to the end with nothing bad: clear up to the last good, the rest named.
+    decision, _ = run("gallop", 50, 50, frozenset(range(40, 50)))
+    assert decision == Clear("c39", tuple(f"c{i}" for i in range(40, 50)))
+    decision, _ = run("linear", 10, 10, frozenset({0, 1}))
+    assert decision == Clear("c9", ())
+
+
+def test_a_good_far_end_is_not_a_contradiction_but_good_after_bad_is() -> None:
+    s = named("gallop")
+    assert s.bounds(cands(5), {"c4": "good"}) == (4, 5)
+    with pytest.raises(ContradictoryVerdicts):
+        s.bounds(cands(5), {"c1": "bad", "c3": "good"})
+    assert named("bisect").bounds(cands(5), {}) == (-1, 4)  # the bisection's bad end
+
+
+def test_random_worlds_gallop_equals_linear_and_k_workers_agree() -> None:
+    rng = random.Random(14)
+    for _ in range(400):
+        n = rng.randint(1, 120)
+        bad = rng.randint(0, n)
+        skips = frozenset(i for i in range(n) if rng.random() < 0.1)
+        gallop, _ = run("gallop", n, bad, skips)
+        linear, _ = run("linear", n, bad, skips)
+        # With skips the two walks may stop at different skipped commits, but never
+        # disagree on a decided answer.
+        if isinstance(gallop, Found) and isinstance(linear, Found):
+            assert gallop == linear
+        if not skips:
+            assert gallop == linear
+        for k in (2, 3, 5):
+            # Without skips the answer is exact: the same whatever order results come in.
+            assert run_parallel("gallop", n, bad, k, rng) == run("gallop", n, bad)[0]
+            assert run_parallel("linear", n, bad, k, rng) == run("linear", n, bad)[0]
+
+
+def test_k_workers_start_with_the_far_end_and_the_first_gallop_probes() -> None:
+    plan = Gallop().schedule(cands(400), {}, (), 3, 3)
+    assert isinstance(plan, Picks) and plan.commits == ("c0", "c1", "c399")
+    plan = Linear().schedule(cands(400), {"c0": "good"}, ("c1",), 2, 3)
+    assert isinstance(plan, Picks) and plan.commits == ("c2", "c3")
+    # Everything left is in flight: wait.
+    plan = Gallop().schedule(cands(2), {}, ("c0", "c1"), 1, 2)
+    assert isinstance(plan, Picks) and plan.commits == ()
+
+
+def test_outside_cancels_what_a_good_far_end_makes_moot() -> None:
+    assert Gallop().outside(cands(10), {"c9": "good"}, ["c0", "c1"]) == ["c0", "c1"]
+    assert Gallop().outside(cands(10), {"c3": "bad"}, ["c1", "c7"]) == ["c7"]
+
+
+def test_every_search_is_registered_by_name() -> None:
+    assert set(SEARCHES) == {"bisect", "gallop", "linear"}
+    assert named(None).name == "bisect" and not named(None).open_end
