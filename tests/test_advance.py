@@ -322,7 +322,8 @@ def test_apply_killed_between_its_ref_moves_is_settled_by_the_next_command(
     shim = tmp_path / "shim"
     shim.mkdir()
     real = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
-    (shim / "git").write_text(KILLING_GIT.format(command=command, word=word, git=real), encoding="utf-8")
+    (shim / "git").write_text(KILLING_GIT.format(command=command, word=word, git=real),
+                              encoding="utf-8")
     (shim / "git").chmod(0o755)
     env = {"PATH": f"{shim}:{os.environ['PATH']}"}
     r = cli(w, "advance", "--build", "sh build.sh", "--apply", "--branch", "next", "--",
