@@ -233,7 +233,7 @@ _HANDLERS: dict[str, Handler] = {
     "oneshot": lambda ctx, a: running.cmd_oneshot(ctx, _start_request(ctx, a)),
     "advance": lambda ctx, a: advance.cmd_advance(ctx, _advance_request(ctx, a),
                                                   apply_request(a)),
-    "run": lambda ctx, a: running.cmd_run(ctx),
+    "run": lambda ctx, a: running.cmd_run(ctx, {"advance": advance.show_result}),
     "start": lambda ctx, a: manual.cmd_start(ctx, _start_request(ctx, a)),
     "mark": lambda ctx, a: manual.cmd_mark(ctx, a.verdict, a.revs),
     "status": lambda ctx, a: manual.cmd_status(ctx),

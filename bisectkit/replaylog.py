@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisectkit import engine
-from bisectkit.engine import Decision, Found, Inconclusive
+from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
 from bisectkit.model import VERDICTS
 from bisectkit.pipeline.bisection import Bisection
@@ -52,6 +52,10 @@ def _answer(b: Bisection, decision: Decision | None) -> list[str]:
     if isinstance(decision, Found):
         return [f"# first {new} commit: [{decision.first_bad}] "
                 f"{_subject(b, decision.first_bad)}"]
+    if isinstance(decision, Clear):
+        last = decision.last_good
+        return [f"# no {new} commit: the pin can move to "
+                f"[{last}] {_subject(b, last)}" if last else f"# no {new} commit"]
     if isinstance(decision, Inconclusive):
         return ["# only skipped commits left to test", *(
             f"# possible first {new} commit: [{c}] {_subject(b, c)}"

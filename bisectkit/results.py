@@ -15,11 +15,13 @@ from bisectkit.pipeline.bisection import Bisection
 
 
 def status_word(decision: Decision | None) -> str:
-    """``found``, ``inconclusive`` or ``aborted`` (no decision)."""
+    """``found``, ``inconclusive``, ``clear`` (an advance: nothing bad) or ``aborted``."""
     if isinstance(decision, Found):
         return "found"
     if isinstance(decision, Inconclusive):
         return "inconclusive"
+    if isinstance(decision, Clear):
+        return "clear"
     return "aborted"
 
 

@@ -35,12 +35,9 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
 
     def show(ctx: Context, b: Bisection, decision: Decision, checks: dict[str, Any],
              cache: VerdictCache | None) -> int:
-        result = results.advance_json(b, decision)
-        result.update(checks, command=ctx.command)
-        if result.get("first_bad"):
-            result["reproduce"] = reproduce_command(ctx, b, (result["to"], result["first_bad"]))
-        shown.update(result=result, bisection=b)
-        _print(ctx, b, decision, result)
+        # Written once --apply is done (or refused): the result says what it did.
+        shown.update(result=_result(ctx, b, decision, checks), bisection=b)
+        _print(ctx, b, decision, shown["result"])
         return results.exit_code(decision)
 
     with ctx.run(sp) as run:
@@ -76,6 +73,24 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         finally:
             _write(ctx, result)
     return code
+
+
+def show_result(ctx: Context, b: Bisection, decision: Decision, checks: dict[str, Any],
+                cache: VerdictCache | None) -> int:
+    """``git bisect-patched run`` on an advance session: print and write the result."""
+    result = _result(ctx, b, decision, checks)
+    _print(ctx, b, decision, result)
+    _write(ctx, result)
+    return results.exit_code(decision)
+
+
+def _result(ctx: Context, b: Bisection, decision: Decision,
+            checks: dict[str, Any]) -> dict[str, Any]:
+    result = results.advance_json(b, decision)
+    result.update(checks, command=ctx.command)
+    if result.get("first_bad"):
+        result["reproduce"] = reproduce_command(ctx, b, (result["to"], result["first_bad"]))
+    return result
 
 
 def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from bisectkit import engine, report, requests, results
 from bisectkit.cache import VerdictCache
 from bisectkit.commands.context import Context
-from bisectkit.engine import Decision, Found, Inconclusive, Next
+from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
 from bisectkit.pipeline.bisection import Bisection
@@ -52,6 +52,13 @@ def show_result(ctx: Context, b: Bisection, decision: Decision,
         console.inconclusive([b.strategy.describe(c) for c in decision.candidates],
                              b.terms.new)
         _closing_lines(ctx, b, None)
+    elif isinstance(decision, Clear):
+        # An advance where nothing is bad: how far the pin can go.
+        last = decision.last_good
+        console.line(f"no candidate is {b.terms.new}: the pin can move to "
+                     f"{last[:12] + ' ' + b.strategy.describe(last).subject if last else '(none)'}"
+                     + (f"; {len(decision.skipped)} later commit(s) could not be tested"
+                        if decision.skipped else ""), style="bold")
     return results.exit_code(decision)
 
 

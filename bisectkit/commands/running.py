@@ -50,13 +50,16 @@ def cmd_oneshot(ctx: Context, request: StartRequest) -> int:
             raise
 
 
-def cmd_run(ctx: Context) -> int:
-    """``git bisect-patched run``: test until done; on abort the session is kept."""
+def cmd_run(ctx: Context, shows: dict[str, Shower] | None = None) -> int:
+    """``git bisect-patched run``: test until done; on abort the session is kept.
+
+    ``shows``: how a strategy's result is shown (an advance's is not a bisection's).
+    """
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         b = run.resume()
         try:
-            return run_with(ctx, b)
+            return run_with(ctx, b, (shows or {}).get(b.session.strategy))
         except (Aborted, KeyboardInterrupt):
             ctx.console.error(f"stopped; the session is kept: fix things, then '{GIT_PROG} run' "
                               f"again or '{GIT_PROG} reset'")

@@ -110,7 +110,7 @@ def stack_check(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dic
     conclusion = ""
     if b.strategy.name == "stack":
         conclusion = "not checked: the candidates already are the patch stack's patches"
-    elif b.strategy.name != "submodule":
+    elif b.strategy.name not in ("submodule", "advance"):
         conclusion = (f"not checked: an {b.strategy.name} bisect has no patch stack to take "
                       "away (bisect the submodule move it found, with --check-stack)")
     elif not patches:
