@@ -6,8 +6,9 @@ picks already upstream and reverts of absent commits dropped, a patch that
 became empty left out (as ``git rebase`` does), a conflict refused before
 anything is written. The rebased commits keep each patch's author, date and
 message; the user commits them. Everything is computed first (objects only);
-then the submodule branch is created and the superproject's HEAD moved from
-the commit it must still be on, and its index made to pin the new commit.
+then the submodule branch is created, the superproject's index made to pin
+the new commit and its HEAD moved from the commit it must still be on (stop
+signals held meanwhile).
 The work trees are not touched: ``git -C <submodule> checkout <branch>``
 puts the new pin on disk.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bisectkit import gitwrite
+from bisectkit import gitwrite, signals
 from bisectkit.errors import BadInput
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
@@ -119,37 +120,50 @@ def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch
         done.append(PinMove(move.upstream, move.tip, move.actions, move.crossed, parent))
     branches = [(f"{branch}-step-{n}", m.tip) for n, m in enumerate(moves[:-1], 1)]
     branches.append((branch, moves[-1].tip))
-    write_json_atomic(record, {"path": path, "old": head, "new": parent,
+    staged = gitwrite.staged_gitlink(superproject.workdir, path)
+    write_json_atomic(record, {"path": path, "old": head, "new": parent, "staged": staged,
                                "tip": moves[-1].tip, "branches": branches})
     note = f"bisectkit advance: {path} to {moves[-1].upstream[:12]}"
-    for name, tip in branches:
-        gitwrite.create_branch(sub.workdir, name, tip, note)
-    gitwrite.move_head(superproject.workdir, parent, head, note)
-    gitwrite.stage_gitlink(superproject.workdir, path, moves[-1].tip)
-    record.unlink()
+    # Ctrl-C (or a closed terminal) waits until every ref is written: the writes below
+    # are not one transaction. A SIGKILL between them is settled from ``record``.
+    with signals.held():
+        try:
+            for name, tip in branches:
+                gitwrite.create_branch(sub.workdir, name, tip, note)
+            # The index before HEAD: cut in between, the new pin is left staged on the old
+            # HEAD (the move asked for). The other order left HEAD advanced with the old
+            # pin staged: a revert of the advance that the next 'git commit' would make.
+            gitwrite.stage_gitlink(superproject.workdir, path, moves[-1].tip)
+            gitwrite.move_head(superproject.workdir, parent, head, note)
+        except BadInput:  # a branch or HEAD moved by someone else meanwhile
+            _undo(superproject, path, staged, branches)
+            record.unlink()
+            raise
+        record.unlink()
     return done
 
 
 def settle(superproject: Repo, record: Path) -> list[str]:
-    """Finish (HEAD already moved: stage the pin) or undo (HEAD not moved: delete the new
-    branches) an apply a kill cut short; what was done. Idempotent."""
+    """Finish (HEAD already moved: stage the new pin) or undo (HEAD not moved: the pin
+    staged before, the new branches deleted) an apply a kill cut short; what was done.
+    Idempotent: a kill during it is settled by the next command."""
     if not record.exists():
         return []
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
         path, old, new, tip = data["path"], data["old"], data["new"], data["tip"]
+        staged = data["staged"]
         branches = [(str(n), str(s)) for n, s in data["branches"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BadInput(f"{record} (an interrupted advance --apply) cannot be read ({exc}); "
                        "check the superproject's HEAD and index, then delete it") from exc
     head = superproject.head_state().sha
-    sub = superproject.workdir / path
     if head == new:
         if gitwrite.staged_gitlink(superproject.workdir, path) != tip:
             gitwrite.stage_gitlink(superproject.workdir, path, tip)
         line = f"finished an interrupted advance --apply: the index now pins {path} at {tip[:12]}"
     elif head == old:
-        gone = [n for n, sha in branches if gitwrite.delete_branch(sub, n, sha)]
+        gone = _undo(superproject, path, staged, branches)
         line = ("undid an interrupted advance --apply: the superproject had not moved"
                 + (f"; removed branch {', '.join(gone)} in {path}" if gone else ""))
     else:
@@ -157,6 +171,15 @@ def settle(superproject: Repo, record: Path) -> list[str]:
                 "moved since: nothing to finish")
     record.unlink()
     return [line]
+
+
+def _undo(superproject: Repo, path: str, staged: str | None,
+          branches: Sequence[tuple[str, str]]) -> list[str]:
+    """Put back the pin the index staged and delete the new branches; those deleted."""
+    if staged is not None and gitwrite.staged_gitlink(superproject.workdir, path) != staged:
+        gitwrite.stage_gitlink(superproject.workdir, path, staged)
+    sub = superproject.workdir / path
+    return [n for n, sha in branches if gitwrite.delete_branch(sub, n, sha)]
 
 
 def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> str:

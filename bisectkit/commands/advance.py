@@ -65,8 +65,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         result = shown["result"]
         try:
             if apply is not None:
-                result["applied"] = _apply(ctx, shown["bisection"], result, branch, apply,
-                                           run.apply_record)
+                _apply(ctx, shown["bisection"], result, branch, apply, run.apply_record)
             elif result["crossed"]:
                 ctx.console.line(f"dry run: nothing was changed; --apply moves the pin to "
                                  f"{result['to'][:12]}", style="dim")
@@ -117,12 +116,14 @@ def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any
 
 
 def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
-           apply: ApplyRequest, record: Path) -> dict[str, Any] | None:
-    """Rebase the stack onto each target for real, commit the pins; what was written."""
+           apply: ApplyRequest, record: Path) -> None:
+    """Rebase the stack onto each target for real, commit the pins; what was written goes
+    in ``result["applied"]``."""
     s, sp = b.session, b.superproject
     if not result["crossed"]:
         ctx.console.line("--apply: nothing to apply, the pin stays where it is", style="dim")
-        return None
+        result["applied"] = None
+        return
     path = s.params["submodule"]
     _, sub = open_submodule(sp, path)
     lo = result["crossed"] - 1
@@ -140,8 +141,16 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
     steps = len(result["steps"])
     tested = f"{' '.join(ctx.typed_repro).removeprefix('-- ')} ({steps} step{'s' * (steps != 1)})"
     messages = [pinning.message(path, sub, m, branch, tested) for m in moves]
-    with signals.held():  # a Ctrl-C waits for the refs and the index to agree
+    # A stop signal waits until the apply is written *and* reported (exit 130 with the
+    # pin moved but not said, nor in --json, would read as "nothing was done").
+    with signals.held():
         done = pinning.write(sp, path, sub, moves, branch, messages, record)
+        result["applied"] = _report(ctx, path, branch, done, messages)
+
+
+def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
+            messages: list[str]) -> dict[str, Any]:
+    """Say what ``--apply`` wrote; its ``applied`` record."""
     last = done[-1]
     ctx.console.line(f"applied: {path} branch {branch} at {last.tip[:12]} (the stack on "
                      f"{last.upstream[:12]}); superproject commit "

@@ -1,0 +1,97 @@
+"""Review of issue 14 (``bisectkit advance``): an apply stopped part way, and answers the
+search must not get wrong. Real CLI, real git worlds (see tests/test_advance.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SUBMODULE, World
+from test_advance import BASE, SMOKE, spec
+from torture import write_shim
+
+
+@pytest.fixture
+def fresh(world_factory: Any, tmp_path: Path) -> Any:
+    """A new copy of test_advance's world (under its own folder) each call."""
+    made = iter(range(1000))
+
+    def build(bug_at: int, **changes: Any) -> World:
+        dest = tmp_path / f"world-{next(made)}"
+        dest.mkdir()
+        w: World = world_factory(dest, spec(bug_at, **changes))
+        smoke = w.superproject / "smoke.sh"
+        smoke.write_text(SMOKE, encoding="utf-8")
+        smoke.chmod(0o755)
+        w.git(w.superproject, "add", "smoke.sh")
+        w.git(w.superproject, "commit", "-qm", "smoketest")
+        return w
+    return build
+
+
+def state(w: World) -> dict[str, str]:
+    """The superproject's HEAD, branch and staged pin, the submodule's HEAD and branches."""
+    sp, sub = w.superproject, w.submodule
+    return {"head": w.git(sp, "rev-parse", "HEAD"),
+            "branch": w.git(sp, "rev-parse", "--symbolic-full-name", "HEAD"),
+            "staged": w.git(sp, "ls-files", "-s", SUBMODULE).split()[1],
+            "sub_head": w.git(sub, "rev-parse", "HEAD"),
+            "sub_branches": w.git(sub, "for-each-ref", "--format=%(refname) %(objectname)",
+                                  "refs/heads")}
+
+
+def apply_cmd(tmp_path: Path, name: str) -> list[str]:
+    exe = shutil.which("bisectkit")
+    assert exe
+    return [exe, "advance", "--build", "sh build.sh", "--apply", "--branch", "nx", "--json",
+            str(tmp_path / f"{name}.json"), "--", "./smoke.sh"]
+
+
+def run_shimmed(w: World, tmp_path: Path, name: str, n: int, mode: str,
+                sig: int = signal.SIGINT) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    shim = write_shim(tmp_path / f"shim-{name}", n, mode, sig)
+    env = dict(w.env, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    r = subprocess.run(apply_cmd(tmp_path, name), cwd=w.superproject, env=env, text=True,
+                       capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    return r, (shim / "count.log").read_text(encoding="utf-8").splitlines()
+
+
+def test_an_apply_stopped_while_it_writes_never_stages_a_revert_of_the_pin(
+        fresh: Any, tmp_path: Path) -> None:
+    w = fresh(bug_at=BASE + 3)
+    before = state(w)
+    # An undisturbed apply: its git commands, and the state it ends in.
+    r, log = run_shimmed(w, tmp_path, "count", 0, "none")
+    assert r.returncode == 0, r.stderr
+    done = state(w)
+    assert done["head"] != before["head"] and done["staged"] != before["staged"]
+    writes = [i for i, line in enumerate(log, 1)
+              if line.split()[1] in ("update-ref", "update-index")
+              and ("advance" in line or "--cacheinfo" in line)]
+    assert len(writes) == 3, log  # the branch, HEAD, the index
+    for n in writes:
+        for mode in ("before", "after"):
+            w = fresh(bug_at=BASE + 3)
+            r, _ = run_shimmed(w, tmp_path, f"kill-{n}-{mode}", n, mode, signal.SIGKILL)
+            assert r.returncode == -signal.SIGKILL, (n, mode, r.stderr)
+            now = state(w)
+            # HEAD never holds the new pin while the index stages the old one: the next
+            # 'git commit' would revert the advance.
+            if now["head"] != before["head"]:
+                assert now == done, (n, mode, now)
+            else:
+                assert now["staged"] in (before["staged"], done["staged"]), (n, mode, now)
+        # Ctrl-C there: the apply is whole, and said (stdout, --json), or not begun.
+        w = fresh(bug_at=BASE + 3)
+        r, _ = run_shimmed(w, tmp_path, f"int-{n}", n, "signal", signal.SIGINT)
+        assert state(w) in (before, done), n
+        if state(w) == done:
+            data = json.loads((tmp_path / f"int-{n}.json").read_text(encoding="utf-8"))
+            assert data["applied"]["branch"] == "nx", n
+            assert "applied: third_party/llvm-project branch nx" in r.stdout, n
