@@ -33,8 +33,10 @@ def advance_request(args: Namespace, default_submodule: str | None,
 
 def apply_request(args: Namespace) -> ApplyRequest | None:
     """``--apply [--branch NAME] [--step-commits]`` (None: a dry run), checked."""
+    if args.branch == "":
+        raise BadInput("--branch needs a name")
     if not args.apply:
-        if args.branch or args.step_commits:
+        if args.branch is not None or args.step_commits:
             raise BadInput("--branch and --step-commits go with --apply")
         return None
     if args.step_commits and not args.linear:

@@ -167,8 +167,11 @@ def _add_advance_target(p: argparse.ArgumentParser) -> None:
 def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                  pm: pluggy.PluginManager | None) -> None:
     """``bisectkit advance``: move the pin as far as the smoketest passes."""
+    # No abbreviations: '--good REV' or '--bad REV' (run's options) would silently be
+    # taken as --good-if/--bad-if REGEX rules and judge the steps by them.
     p = sub.add_parser(
-        "advance", help="find how far the submodule's pin can move toward upstream (and move it)",
+        "advance", allow_abbrev=False,
+        help="find how far the submodule's pin can move toward upstream (and move it)",
         usage="bisectkit advance [--submodule PATH] [--upstream REF] [--to REV] [--linear] "
               "[--pathspec PREFIX]... [--apply [--branch NAME] [--step-commits]] "
               "[RUN OPTIONS] [--] SMOKETEST [ARGS...]",

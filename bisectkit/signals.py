@@ -79,3 +79,31 @@ def run_shielded(action: Callable[[], object]) -> None:
             return
         except Interrupted:
             continue
+
+
+def run_shielded_noting(action: Callable[[], object]) -> int | None:
+    """:func:`run_shielded`, and the first stop signal that arrived before ``action`` ended
+    (None: none), for a clean-up after which work would follow that the user meant to stop
+    (``advance --apply`` writes after its restore).
+
+    The signals are held while ``action`` runs, so one that arrives is still pending
+    (a blocked signal is never discarded) and is read before the shield drops it.
+    """
+    noted: list[int] = []
+
+    def noting() -> None:
+        with held():
+            try:
+                action()
+            finally:
+                pending = signal.sigpending()
+                noted.extend(s for s in STOP_SIGNALS if s in pending)
+
+    while True:
+        try:
+            with ignored():
+                noting()
+            break
+        except Interrupted as stop:  # landed just before the shield: noted, action rerun
+            noted.append(stop.signum)
+    return noted[0] if noted else None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World
+from conftest import SUBMODULE, World, cli
 from test_advance import BASE, SMOKE, spec
 from torture import write_shim
 
@@ -95,3 +95,37 @@ def test_an_apply_stopped_while_it_writes_never_stages_a_revert_of_the_pin(
             data = json.loads((tmp_path / f"int-{n}.json").read_text(encoding="utf-8"))
             assert data["applied"]["branch"] == "nx", n
             assert "applied: third_party/llvm-project branch nx" in r.stdout, n
+
+
+def test_ctrl_c_while_the_search_restores_stops_the_apply(fresh: Any, tmp_path: Path) -> None:
+    w = fresh(bug_at=BASE + 3)
+    _, log = run_shimmed(w, tmp_path, "count", 0, "none")
+    restore = next(i for i, line in enumerate(log, 1) if "read-tree --reset" in line)
+    w = fresh(bug_at=BASE + 3)
+    before = state(w)
+    # Ctrl-C lands while the repositories are put back: nothing may be written after it.
+    r, _ = run_shimmed(w, tmp_path, "int", restore, "signal", signal.SIGINT)
+    assert r.returncode == 130, r.stdout + r.stderr
+    assert "applied:" not in r.stdout
+    assert state(w) == before
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--good", "HEAD~1"), "unrecognized arguments: --good"),  # not --good-if HEAD~1
+    (("--bad", "main"), "unrecognized arguments: --bad"),  # not --bad-if main
+    (("--to=",), "unknown revision ''"),
+    (("--apply", "--branch="), "--branch needs a name"),
+    (("--pathspec", "no/such/dir/"), "changes no/such/dir/ (--pathspec): nothing to test"),
+])
+def test_bad_input_is_refused_and_touches_nothing(fresh: Any, tmp_path: Path,
+                                                  args: tuple[str, ...], message: str) -> None:
+    w = fresh(bug_at=999)
+    before = state(w)
+    out = tmp_path / "out.json"
+    r = cli(w, "advance", "--build", "sh build.sh", "--json", str(out), *args, "--",
+            "./smoke.sh")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "error" in r.stderr.strip().splitlines()[-1], r.stderr
+    assert "up-to-date" not in r.stdout and not out.exists()
+    assert state(w) == before
+    assert not (w.superproject / ".git" / "bisectkit" / "verdicts.json").exists()

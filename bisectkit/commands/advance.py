@@ -58,10 +58,14 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
                 answer.header(ctx, b)
                 code = running.run_with(ctx, b, show)
             finally:
-                signals.run_shielded(restore)
+                stop = signals.run_shielded_noting(restore)
         except Aborted:
             ctx.console.error("aborted; the superproject and the submodules were restored")
             raise
+        if stop is not None and apply is not None:
+            # Ctrl-C while the repositories were being restored: the user asked to stop
+            # before anything was written, so --apply must not go on.
+            raise signals.Interrupted(stop)
         result = shown["result"]
         try:
             if apply is not None:

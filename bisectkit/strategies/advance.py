@@ -33,7 +33,7 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
     path, sub = open_submodule(superproject, default_submodule(superproject, req.submodule))
     check_clean(superproject, {path: sub})
     up = resolve_upstream(superproject, path, sub, req.upstream)
-    target = sub.resolve(req.to) if req.to else up.sha
+    target = sub.resolve(req.to) if req.to is not None else up.sha
     stack = analyse(sub, sub.head_state().sha, up.sha, extra_upstream=(target,))
     base = stack.merge_base
     for patch in stack.patches:
@@ -47,6 +47,12 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
                        f"submodule's merge-base {base[:12]} with {up.ref}")
     else:
         candidates = sub.first_parent_range(target, [base], list(req.pathspec), keep_tip=False)
+        if not candidates:
+            # Not "up-to-date": the pin is behind; no commit on the way touches the paths
+            # (a typo in --pathspec reads the same), so there is nothing to test.
+            raise BadInput(f"no upstream commit between the merge-base {base[:12]} and "
+                           f"{target[:12]} changes {' '.join(req.pathspec)} (--pathspec): "
+                           "nothing to test")
     return new_session(
         "advance", superproject, bad=target, good=[base], candidates=candidates, moves=[path],
         pathspec=req.pathspec, terms=req.terms,
