@@ -87,6 +87,12 @@ def test_an_apply_stopped_while_it_writes_never_stages_a_revert_of_the_pin(
                 assert now == done, (n, mode, now)
             else:
                 assert now["staged"] in (before["staged"], done["staged"]), (n, mode, now)
+            # The next bisectkit command finishes the apply (HEAD moved) or undoes it.
+            r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject,
+                               env=w.env, text=True, capture_output=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            assert state(w) == (done if now["head"] != before["head"] else before), \
+                (n, mode, r.stdout, state(w))
         # Ctrl-C there: the apply is whole, and said (stdout, --json), or not begun.
         w = fresh(bug_at=BASE + 3)
         r, _ = run_shimmed(w, tmp_path, f"int-{n}", n, "signal", signal.SIGINT)

@@ -149,11 +149,12 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
     # pin moved but not said, nor in --json, would read as "nothing was done").
     with signals.held():
         done = pinning.write(sp, path, sub, moves, branch, messages, record)
-        result["applied"] = _report(ctx, path, branch, done, messages)
+        result["applied"] = _report(ctx, path, branch, done, messages,
+                                    sp.head_state().ref is None)
 
 
 def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
-            messages: list[str]) -> dict[str, Any]:
+            messages: list[str], detached: bool) -> dict[str, Any]:
     """Say what ``--apply`` wrote; its ``applied`` record."""
     last = done[-1]
     ctx.console.line(f"applied: {path} branch {branch} at {last.tip[:12]} (the stack on "
@@ -163,6 +164,15 @@ def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
     if len(done) > 1:
         ctx.console.line(f"  {len(done)} superproject commits, one per good step "
                          f"(submodule branches {branch}-step-1..{len(done) - 1})")
+    for action in last.actions:
+        if action.conflicts:  # --on-conflict drop: the user's own patch is not carried over
+            ctx.console.line(f"  warning: the new branch lacks local patch "
+                             f"{action.patch.sha[:12]} {action.patch.subject}: it conflicts "
+                             f"at {last.upstream[:12]} (--on-conflict drop); rebase it by hand",
+                             style="yellow")
+    if detached:
+        ctx.console.line("  note: the superproject's HEAD is detached: the commit is on no "
+                         "branch ('git branch NAME' keeps it)", style="yellow")
     ctx.console.line(f"  the work trees are unchanged: 'git -C {path} checkout {branch}' puts "
                      "the new pin on disk", style="dim")
     return {"branch": branch, "submodule_commit": last.tip,
