@@ -34,16 +34,20 @@ def spec(bug_at: int, **changes: Any) -> WorldSpec:
     return WorldSpec(**settings)
 
 
+def with_smoke(w: World) -> World:
+    """``w`` with ``smoke.sh`` committed in the superproject."""
+    smoke = w.superproject / "smoke.sh"
+    smoke.write_text(SMOKE, encoding="utf-8")
+    smoke.chmod(0o755)
+    w.git(w.superproject, "add", "smoke.sh")
+    w.git(w.superproject, "commit", "-qm", "smoketest")
+    return w
+
+
 @pytest.fixture
 def make(world_factory: Any, tmp_path: Path) -> Any:
     def build(bug_at: int, **changes: Any) -> World:
-        w: World = world_factory(tmp_path, spec(bug_at, **changes))
-        smoke = w.superproject / "smoke.sh"
-        smoke.write_text(SMOKE, encoding="utf-8")
-        smoke.chmod(0o755)
-        w.git(w.superproject, "add", "smoke.sh")
-        w.git(w.superproject, "commit", "-qm", "smoketest")
-        return w
+        return with_smoke(world_factory(tmp_path, spec(bug_at, **changes)))
     return build
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import SUBMODULE, World, cli
-from test_advance import BASE, SMOKE, spec
+from test_advance import BASE, spec, with_smoke
 from torture import write_shim
 
 
@@ -25,13 +25,7 @@ def fresh(world_factory: Any, tmp_path: Path) -> Any:
     def build(bug_at: int, **changes: Any) -> World:
         dest = tmp_path / f"world-{next(made)}"
         dest.mkdir()
-        w: World = world_factory(dest, spec(bug_at, **changes))
-        smoke = w.superproject / "smoke.sh"
-        smoke.write_text(SMOKE, encoding="utf-8")
-        smoke.chmod(0o755)
-        w.git(w.superproject, "add", "smoke.sh")
-        w.git(w.superproject, "commit", "-qm", "smoketest")
-        return w
+        return with_smoke(world_factory(dest, spec(bug_at, **changes)))
     return build
 
 

@@ -18,7 +18,7 @@ from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.commands.starting import new_session
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
-from bisectkit.errors import Aborted, BadInput
+from bisectkit.errors import BadInput
 from bisectkit.git import open_submodule
 from bisectkit.model import AdvanceRequest, ApplyRequest
 from bisectkit.patchstack import Stack
@@ -48,20 +48,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
             path = session.params["submodule"]
             pinning.check(sp, path, open_submodule(sp, path)[1], branch)
 
-        def restore() -> None:
-            for line in run.end():
-                ctx.console.line(line, style="dim")
-
-        try:
-            try:
-                b = run.begin(session)
-                answer.header(ctx, b)
-                code = running.run_with(ctx, b, show)
-            finally:
-                stop = signals.run_shielded_noting(restore)
-        except Aborted:
-            ctx.console.error("aborted; the superproject and the submodules were restored")
-            raise
+        code, stop = running.run_restoring(ctx, run, session, show)
         if stop is not None and apply is not None:
             # Ctrl-C while the repositories were being restored: the user asked to stop
             # before anything was written, so --apply must not go on.

@@ -21,8 +21,10 @@ from bisectkit.errors import Aborted
 from bisectkit.model import GIT_PROG, SUPERPROJECT, StartRequest
 from bisectkit.pipeline import verify
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.lifecycle import Run
 from bisectkit.pipeline.parallel import ParallelBisection
 from bisectkit.pipeline.pools import open_pool
+from bisectkit.session import Session
 from bisectkit.trace import Tracer
 from bisectkit.workspace import default_root
 
@@ -33,21 +35,31 @@ def cmd_oneshot(ctx: Context, request: StartRequest) -> int:
     with ctx.run(sp) as run:
         run.require_idle()
         session = new_session(sp, request)  # validates; nothing touched yet
+        return run_restoring(ctx, run, session)[0]
 
-        def restore() -> None:
-            for line in run.end():
-                ctx.console.line(line, style="dim")
 
+def run_restoring(ctx: Context, run: Run, session: Session,
+                  show: Shower | None = None) -> tuple[int, int | None]:
+    """Begin ``session``, run it to the end, restore everything however it ends: the exit
+    code, and a stop signal that arrived during the restore (None: none; the caller may
+    have work left that the user meant to stop)."""
+
+    def restore() -> None:
+        for line in run.end():
+            ctx.console.line(line, style="dim")
+
+    stop: int | None = None
+    try:
         try:
-            try:
-                b = run.begin(session)
-                answer.header(ctx, b)
-                return run_with(ctx, b)
-            finally:
-                signals.run_shielded(restore)
-        except Aborted:
-            ctx.console.error("aborted; the superproject and the submodules were restored")
-            raise
+            b = run.begin(session)
+            answer.header(ctx, b)
+            code = run_with(ctx, b, show)
+        finally:
+            stop = signals.run_shielded_noting(restore)
+    except Aborted:
+        ctx.console.error("aborted; the superproject and the submodules were restored")
+        raise
+    return code, stop
 
 
 def cmd_run(ctx: Context, shows: dict[str, Shower] | None = None) -> int:
