@@ -63,10 +63,10 @@ def check(superproject: Repo, path: str, sub: Repo, branch: str) -> None:
     problem = gitwrite.branch_problem(sub.workdir, branch)
     if problem:
         raise BadInput(problem)
-    head = superproject.head_state().sha
-    pinned = superproject.gitlink_at(head, path)
-    if pinned != sub.head_state().sha:
-        raise BadInput(f"submodule {path} is checked out at {sub.head_state().sha[:12]} but "
+    pinned = superproject.gitlink_at(superproject.head_state().sha, path)
+    checked_out = sub.head_state().sha
+    if pinned != checked_out:
+        raise BadInput(f"submodule {path} is checked out at {checked_out[:12]} but "
                        f"the superproject pins {str(pinned)[:12]}: commit that move or "
                        f"'git submodule update {path}' first, so --apply moves the real pin")
     if gitwrite.staged_gitlink(superproject.workdir, path) != pinned:

@@ -107,8 +107,6 @@ def advance_json(b: Bisection, decision: Decision) -> dict[str, Any]:
     data.update(status=status, target=s.bad, crossed=lo + 1, builds=builds(b),
                 to=s.candidates[lo] if lo >= 0 else s.good[0], **{"from": s.good[0]})
     data["to_subject"] = b.strategy.describe(data["to"]).subject
-    data["decided"] = isinstance(decision, Found) or (
-        isinstance(decision, Clear) and not decision.skipped)
     return data
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectkit import steplog
+from bisectkit import search, steplog
 from bisectkit.errors import BadInput
 from bisectkit.fileio import write_json_atomic
 from bisectkit.model import HeadState, StepRecord, Terms, Verdict
@@ -69,8 +69,9 @@ class Session:
     # -- verdicts ----------------------------------------------------------
     def verdict_map(self) -> dict[str, Verdict]:
         """Latest verdict per commit (later entries override earlier ones)."""
-        # An advance's far end is a question, not a known bad end (``open_end``).
-        known: dict[str, Verdict] = {} if self.params.get("open_end") else {self.bad: "bad"}
+        # An advance's far end is a question, not a known bad end: its search says so.
+        open_end = search.named(self.params.get("search")).open_end
+        known: dict[str, Verdict] = {} if open_end else {self.bad: "bad"}
         for entry in self.verdicts:
             known[entry.commit] = entry.verdict
         return known

@@ -119,14 +119,12 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
     _, sub = open_submodule(sp, path)
     lo = result["crossed"] - 1
     verdicts = s.verdict_map()
-    targets = [c for c in s.candidates[:lo] if verdicts.get(c) == "good"] \
+    ends = [i for i in range(lo) if verdicts.get(s.candidates[i]) == "good"] \
         if apply.step_commits else []
-    targets.append(s.candidates[lo])
-    crossed, previous = [], 0
-    for target in targets:
-        i = s.candidates.index(target) + 1
-        crossed.append(s.candidates[previous:i])
-        previous = i
+    ends.append(lo)
+    targets = [s.candidates[i] for i in ends]
+    # Each move crosses the candidates after the previous one, up to its own.
+    crossed = [s.candidates[a + 1:i + 1] for a, i in zip([-1, *ends], ends, strict=False)]
     stack = Stack.from_json(s.params["stack"])
     moves = pinning.plan(sub, stack, s.params["on_conflict"], targets, crossed)
     steps = len(result["steps"])

@@ -58,7 +58,7 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
         pathspec=req.pathspec, terms=req.terms,
         params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
                 "upstream_guessed": up.guessed, "stack": stack.to_json(),
-                "on_conflict": req.on_conflict, "open_end": True,
+                "on_conflict": req.on_conflict,
                 "search": "linear" if req.linear else "gallop",
                 "to_ref": req.to or up.ref})
 
