@@ -81,6 +81,14 @@ def delete_branch(cwd: Path, name: str, sha: str) -> bool:
     return gitcli.run(cwd, "update-ref", "-d", f"refs/heads/{name}", sha).returncode == 0
 
 
+def branch_sha(cwd: Path, name: str) -> str | None:
+    """The commit branch ``name`` points at, or None (no such branch, or no repository)."""
+    if not cwd.is_dir():
+        return None
+    proc = gitcli.run(cwd, "rev-parse", "--verify", "-q", f"refs/heads/{name}^{{commit}}")
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
 def move_head(cwd: Path, new: str, old: str, message: str) -> None:
     """Move HEAD (the branch it is on, or HEAD itself when detached) from ``old`` to
     ``new``; refused (BadInput) if HEAD no longer is ``old``."""

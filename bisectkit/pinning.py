@@ -166,11 +166,28 @@ def settle(superproject: Repo, record: Path) -> list[str]:
         gone = _undo(superproject, path, staged, branches)
         line = ("undid an interrupted advance --apply: the superproject had not moved"
                 + (f"; removed branch {', '.join(gone)} in {path}" if gone else ""))
+    elif _contains(superproject, head, new):
+        line = (f"an interrupted advance --apply had finished: its commit {new[:12]} is in "
+                "the superproject's history")
     else:
-        line = ("an interrupted advance --apply left a record, but the superproject's HEAD has "
-                "moved since: nothing to finish")
+        # HEAD moved away from ``old`` by the user's own hand, the apply not done: nothing is
+        # finished or undone (a commit of the user's may pin a new branch), but the branches
+        # it made are named, or they would be found later only as "branch exists".
+        sub = superproject.workdir / path
+        kept = [n for n, sha in branches if gitwrite.branch_sha(sub, n) == sha]
+        line = ("an interrupted advance --apply left a record, but the superproject's HEAD "
+                "has moved since (not by the apply): nothing was finished or undone"
+                + (f"; it left branch {', '.join(kept)} in {path} (delete them if no commit "
+                   "pins them)" if kept else ""))
     record.unlink()
     return [line]
+
+
+def _contains(superproject: Repo, head: str, commit: object) -> bool:
+    """Whether ``commit`` is in ``head``'s history (False when the record names no commit
+    of this repository)."""
+    found = superproject.try_resolve(commit) if isinstance(commit, str) and commit else None
+    return found is not None and superproject.is_ancestor(found, head)
 
 
 def _undo(superproject: Repo, path: str, staged: str | None,

@@ -129,3 +129,34 @@ def test_bad_input_is_refused_and_touches_nothing(fresh: Any, tmp_path: Path,
     assert "up-to-date" not in r.stdout and not out.exists()
     assert state(w) == before
     assert not (w.superproject / ".git" / "bisectkit" / "verdicts.json").exists()
+
+
+def test_a_record_outlived_by_the_users_commit_names_what_the_apply_left(
+        fresh: Any, tmp_path: Path) -> None:
+    w = fresh(bug_at=BASE + 3)
+    _, log = run_shimmed(w, tmp_path, "count", 0, "none")
+    branch_write = next(i for i, line in enumerate(log, 1) if "refs/heads/nx " in line)
+    head_write = next(i for i, line in enumerate(log, 1) if "advance" in line and " HEAD " in line)
+    # Killed once the branch exists, before the pin moved; the user then commits on the
+    # old HEAD (without running bisectkit): the branch nx is the apply's leftover, and the
+    # next command must say so, not "nothing to finish" (a later --apply --branch nx is
+    # refused because of it).
+    w = fresh(bug_at=BASE + 3)
+    r, _ = run_shimmed(w, tmp_path, "kill-branch", branch_write, "after", signal.SIGKILL)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    w.git(w.superproject, "commit", "--allow-empty", "-qm", "user work")
+    r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject, env=w.env,
+                       text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "left branch nx in third_party/llvm-project" in r.stdout, r.stdout
+    assert "nothing to finish" not in r.stdout
+    assert not (w.superproject / ".git" / "bisectkit" / "apply.json").exists()
+    # Killed once HEAD moved (the apply is whole), then a commit on top: it had finished.
+    w = fresh(bug_at=BASE + 3)
+    r, _ = run_shimmed(w, tmp_path, "kill-head", head_write, "after", signal.SIGKILL)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    w.git(w.superproject, "commit", "--allow-empty", "-qm", "user work")
+    r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject, env=w.env,
+                       text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "had finished" in r.stdout and "left branch" not in r.stdout, r.stdout
