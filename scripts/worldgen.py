@@ -105,6 +105,9 @@ class WorldSpec:
     #: local fixup of local.txt; upstream rewrites the same line at ``local_conflict``.
     local_fixup: bool = True
     local_conflict: int | None = 340
+    #: upstream puts local.txt's original line back here, if set: the fixup conflicts
+    #: only at candidates in [local_conflict, local_conflict_until).
+    local_conflict_until: int | None = None
     files: int = 20
 
 
@@ -151,6 +154,7 @@ def _events(spec: WorldSpec) -> dict[int, dict[str, str]]:
     put(spec.upstream_reverts_at, "lib/feature.txt", "feature v1\n")
     put(spec.pick_by_patch_id, "lib/fix2.txt", "fixed by patch-id pick\n")
     put(spec.local_conflict, "lib/local.txt", "upstream rewrote this line\n")
+    put(spec.local_conflict_until, "lib/local.txt", "upstream line\n")
     return ev
 
 
