@@ -117,10 +117,11 @@ def steps_where(result: dict[str, Any], test: Callable[[dict[str, Any]], bool]) 
     return [int(s.get("index", 0)) for s in result.get("steps", []) if test(s)]
 
 
-def patch_steps(result: dict[str, Any], kind: str, action: str) -> list[int]:
-    """Indices of the steps where a patch of ``kind`` got ``action``."""
-    return steps_where(result, lambda s: any(p.get("kind") == kind and p.get("action") == action
-                                             for p in s.get("patches", [])))
+def patch_steps(result: dict[str, Any], kind: str, action: str, why: str = "") -> list[int]:
+    """Indices of the steps where a patch of ``kind`` got ``action``, ``why`` in its reason."""
+    return steps_where(result, lambda s: any(
+        p.get("kind") == kind and p.get("action") == action and why in str(p.get("why", ""))
+        for p in s.get("patches", [])))
 
 
 def skip_steps(result: dict[str, Any], reason: str) -> list[int]:
@@ -230,9 +231,10 @@ def demo_submodule(root: Path) -> int:
     empty = steps_where(result, lambda s: any(p.get("action") == "empty"
                                               for p in s.get("patches", [])))
     for what, steps in (
-            ("revert dropped (not in the candidate yet)", patch_steps(result, "revert", "dropped")),
+            ("revert dropped (not in the candidate yet)",
+             patch_steps(result, "revert", "dropped", "not in the candidate")),
             ("cherry-pick dropped (already upstream)",
-             patch_steps(result, "cherry-pick", "dropped")),
+             patch_steps(result, "cherry-pick", "dropped", "already upstream")),
             ("a patch empty", empty),
             ("conflict: skip, naming the patch", skip_steps(result, "conflict")),
             ("build failed: skip", skip_steps(result, "build failed"))):
