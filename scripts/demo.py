@@ -124,10 +124,12 @@ def patch_steps(result: dict[str, Any], kind: str, action: str, why: str = "") -
         for p in s.get("patches", [])))
 
 
-def skip_steps(result: dict[str, Any], reason: str) -> list[int]:
-    """Indices of the steps skipped for a reason starting with ``reason``."""
+def skip_steps(result: dict[str, Any], reason: str, naming: str = "") -> list[int]:
+    """Indices of the steps skipped for a reason starting with ``reason`` (and naming
+    ``naming``)."""
     return steps_where(result, lambda s: s.get("verdict") == "skip"
-                       and str(s.get("reason", "")).startswith(reason))
+                       and str(s.get("reason", "")).startswith(reason)
+                       and naming in str(s.get("reason", "")))
 
 
 def at(steps: list[int]) -> str:
@@ -205,6 +207,7 @@ def explain_submodule(world: worldgen.World, spec: worldgen.WorldSpec) -> None:
 
 
 def demo_submodule(root: Path) -> int:
+    """Build the default world under ``root``, bisect it, check; the exit status."""
     spec = DEMO_SPEC
     world = worldgen.build_world(root, spec)
     explain_submodule(world, spec)
@@ -236,7 +239,8 @@ def demo_submodule(root: Path) -> int:
             ("cherry-pick dropped (already upstream)",
              patch_steps(result, "cherry-pick", "dropped", "already upstream")),
             ("a patch empty", empty),
-            ("conflict: skip, naming the patch", skip_steps(result, "conflict")),
+            ("conflict: skip, naming the local patch",
+             skip_steps(result, "conflict", world.stack[-1][:12])),
             ("build failed: skip", skip_steps(result, "build failed"))):
         checks.expect(f"{what}: {at(steps)}", bool(steps))
     check_restored(world, heads, checks)
@@ -272,6 +276,8 @@ def explain_integrate(world: worldgen.World) -> None:
 
 
 def demo_integrate(root: Path) -> int:
+    """Build the integrate world under ``root``, bisect it, run the follow-up, check;
+    the exit status."""
     world = worldgen.build_integrate_world(root, bug_at=INTEGRATE_BUG_AT)
     explain_integrate(world)
     heads = heads_of(world)
