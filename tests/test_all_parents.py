@@ -90,6 +90,7 @@ def test_a_bug_inside_a_merged_branch(small: World):
     assert result["first_bad"] == c["s2"], r.stdout
     assert result["descended"] == [c["M"]]
     assert result["previous"]["sha"] == c["s1"]
+    assert "--all-parents" in result["reproduce"].split()
     assert (f"first bad commit is merge {c['M'][:12]} Merge branch 'side'; --all-parents: "
             f"bisecting the 3 commits it merged (good end: its first parent {c['c2'][:12]})"
             ) in r.stdout
@@ -232,3 +233,11 @@ def test_first_parent_and_all_parents_exclude_each_other(small: World):
     r = git_cli(small, "start", "--first-parent", "--all-parents", "--integrate", "HEAD",
                 "HEAD~1")
     assert r.returncode == 2 and "not allowed with argument" in r.stderr
+
+
+def test_with_parallel_steps(small: World):
+    c = _side_history(small, small.superproject, bug_on="s3")
+    r, result = _run(small, c, "--all-parents", "--jobs", "2")
+    assert result["first_bad"] == c["s3"], r.stdout
+    assert result["descended"] == [c["M"]]
+    assert "--all-parents: bisecting the 3 commits it merged" in r.stdout
