@@ -39,8 +39,10 @@ from bisectkit.git import Repo, find_superproject
 from bisectkit.hooks import Hooks
 from bisectkit.model import GIT_PROG, AdvanceRequest, Config, RunOptions, StartRequest
 from bisectkit.observers import ConsoleObserver
+from bisectkit.options import repro_warning
 from bisectkit.parser import build_parser
 from bisectkit.session import SessionStore
+from bisectkit.status import default_submodule
 from bisectkit.steplog import StepLogWriter
 
 
@@ -129,6 +131,9 @@ def _prepare(argv: list[str], git_mode: bool,
     req = plugins.request(plugins.scan_argv(argv), dict(os.environ), from_config)
     pm, origins = plugins.make_plugin_manager(_builtins(console, sp), req, dict(os.environ))
     args = _parse(build_parser(git_mode, pm), argv)
+    warning = repro_warning(original, args)
+    if warning:
+        _say(warning)
     if getattr(args, "json", None) == "-":
         console.to_stderr()  # stdout holds nothing but the JSON result
     is_run = args.handler in ("run", "oneshot", "advance")
@@ -202,7 +207,9 @@ def _source_digest(plugin: object) -> str:
 
 def _start_request(ctx: Context, args: argparse.Namespace) -> StartRequest:
     sp = ctx.superproject
-    return requests.start_request(args, sp.config_get("bisectkit.submodule") if sp else None)
+    # Outside a repository: no default, the command then says where it needs one.
+    return requests.start_request(args, lambda: default_submodule(
+        sp, None, "" if getattr(args, "advance", False) else ", --integrate") if sp else None)
 
 
 def _advance_request(ctx: Context, args: argparse.Namespace) -> AdvanceRequest:

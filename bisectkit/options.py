@@ -115,8 +115,31 @@ def add_plugin_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> N
 
 
 def add_repro(p: argparse.ArgumentParser) -> None:
+    """The repro and its arguments: every word after the first positional one. Call it
+    last: the command's long options so far are what :func:`repro_warning` looks for."""
     p.add_argument("repro", nargs=argparse.REMAINDER, metavar="[--] REPRO [ARGS...]",
                    help="command that exits 0 when good, 1-127 (not 125) when bad, 125 to skip")
+    own: set[str] = {flag for action in p._actions for flag in action.option_strings
+           if flag.startswith("--") and flag != "--help"}
+    p.set_defaults(own_options=frozenset(own))
+
+
+def repro_warning(argv: list[str], args: argparse.Namespace) -> str | None:
+    """One line when a word after the repro is one of the command's own long options
+    (``bisectkit run ... ./repro.sh --timeout 30``): it goes to the repro, which is
+    rarely what was meant. Not when the user wrote ``--`` before the repro."""
+    repro = list(getattr(args, "repro", None) or ())
+    own: frozenset[str] = getattr(args, "own_options", frozenset())
+    # Python versions differ in whether argparse keeps a '--' in the remainder: look at
+    # the command line itself too.
+    if not repro or repro[0] == "--" or argv[-len(repro) - 1:-len(repro)] == ["--"]:
+        return None
+    found = list(dict.fromkeys(w for w in repro[1:] if w.split("=", 1)[0] in own))
+    if not found:
+        return None
+    words = ", ".join(f"'{w}'" for w in found)
+    return (f"warning: {words} after the repro {'is' if len(found) == 1 else 'are'} passed to "
+            "it; put bisectkit options before the repro (or after '--' to silence this)")
 
 
 

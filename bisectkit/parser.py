@@ -26,14 +26,21 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
     p.add_argument("--submodule", action="append", default=[], metavar="PATH",
                    help="the patched submodule to bisect, relative to the superproject root "
-                        "(default: git config bisectkit.submodule); with --integrate: a "
+                        "(default: git config bisectkit.submodule, else the only submodule); "
+                        "with --integrate: a "
                         "submodule to update at each step (repeatable; default: all)")
     p.add_argument("--integrate", action="store_true",
                    help="bisect superproject commits (the integrate branch) instead, "
                         "updating submodules at every step")
     p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
-    p.add_argument("--first-parent", action="store_true",
-                   help="follow first parents only (the default)")
+    parents = p.add_mutually_exclusive_group()
+    parents.add_argument("--first-parent", action="store_true",
+                         help="the default: candidates are the first-parent line from good to "
+                              "bad, a merge counts as one commit")
+    parents.add_argument("--all-parents", action="store_true",
+                         help="bisect into merges: when the first bad commit is a merge, "
+                              "bisect the commits it merged (its second parent's first-parent "
+                              "line) between its first parent and itself (not with --stack)")
     p.add_argument("--on-conflict", choices=ON_CONFLICT, default=None,
                    help="when a local patch (not a revert or cherry-pick) conflicts at a "
                         "candidate: skip the step (the default), or drop the patch, test the "
@@ -118,8 +125,9 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     """``git bisect-patched start|good|bad|skip|old|new|run|status|log|replay|reset``."""
     p = sub.add_parser(
         "start", help="start a session and check out the first candidate",
-        usage=f"{GIT_PROG} start (--submodule PATH [--upstream REF] | --integrate "
-              "[--submodule PATH]...) [--first-parent] [--on-conflict skip|drop] [--find-fix] "
+        usage=f"{GIT_PROG} start ([--submodule PATH] [--upstream REF] | --integrate "
+              "[--submodule PATH]...) [--first-parent | --all-parents] [--on-conflict skip|drop] "
+              "[--find-fix] "
               "BAD GOOD... "
               "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
         epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")

@@ -16,6 +16,7 @@ from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
 from bisectkit.model import VERDICTS
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.descent import descended
 
 _PROG = ["git", "bisect-patched"]
 
@@ -38,6 +39,8 @@ def log_lines(b: Bisection) -> list[str]:
             word = {"good": "old", "bad": "new"}.get(v.verdict, v.verdict)
         lines.append(f"# {b.term(v.verdict)}: [{v.commit}] {_subject(b, v.commit)}")
         lines.append(f"git bisect-patched {word} {v.commit}")
+    lines += [f"# --all-parents: bisected into merge [{m}] {_subject(b, m)}"
+              for m in descended(b)]
     try:
         decision: Decision | None = b.decide()
     except engine.ContradictoryVerdicts as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 from argparse import Action, Namespace
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +84,7 @@ def _target_argv(request: StartRequest) -> list[str]:
     if isinstance(request, AdvanceRequest):
         return _advance_argv(request)
     if isinstance(request, IntegrateRequest):
-        words = ["--integrate"]
+        words = ["--integrate", *(["--all-parents"] if request.all_parents else [])]
         for path in request.submodules:
             words += ["--submodule", path]
         return words + (["--upstream", request.upstream] if request.upstream else [])
@@ -95,7 +95,7 @@ def _target_argv(request: StartRequest) -> list[str]:
         return words + ["--stack", "--at", request.at]
     if request.on_conflict != "skip":
         words += ["--on-conflict", request.on_conflict]
-    return words
+    return words + (["--all-parents"] if request.all_parents else [])
 
 
 def _advance_argv(request: AdvanceRequest) -> list[str]:
@@ -173,9 +173,10 @@ def run_flags(args: Namespace) -> RunFlags:
     return flags
 
 
-def start_request(args: Namespace, default_submodule: str | None) -> StartRequest:
-    """What ``start``/``bisectkit run`` asks to bisect; bad option combinations refused."""
-    terms = _terms(args)
+def start_request(args: Namespace, default_submodule: Callable[[], str | None]) -> StartRequest:
+    """What ``start``/``bisectkit run`` asks to bisect; bad option combinations refused.
+    ``default_submodule()``: the submodule when none is named (it may refuse)."""
+    terms, all_parents = _terms(args), bool(getattr(args, "all_parents", False))
     pathspec = tuple(getattr(args, "pathspec", ()))
     if getattr(args, "advance", False):
         return advance_request(args, default_submodule, pathspec, terms)
@@ -183,10 +184,11 @@ def start_request(args: Namespace, default_submodule: str | None) -> StartReques
         raise BadInput("--on-conflict goes with a submodule bisect (not --stack or --integrate): "
                        "only it replays the patch stack onto upstream candidates")
     if args.stack:
-        if args.integrate or args.good or args.bad or not args.at or len(args.submodule) > 1:
+        if args.integrate or args.good or args.bad or not args.at or len(args.submodule) > 1 \
+                or all_parents:
             raise BadInput("--stack takes one --submodule and --at REV (no good/bad: the "
-                           "candidates are the stack's patches), and not --integrate")
-        path = args.submodule[0] if args.submodule else default_submodule
+                           "candidates are the stack's patches), not --integrate/--all-parents")
+        path = args.submodule[0] if args.submodule else default_submodule()
         if not path:
             raise BadInput("--stack needs --submodule PATH (or git config bisectkit.submodule)")
         return StackRequest(path, args.at, args.upstream, terms)
@@ -196,16 +198,16 @@ def start_request(args: Namespace, default_submodule: str | None) -> StartReques
         raise BadInput(f"give a {terms.new} revision and at least one {terms.old} one")
     if args.integrate:
         return IntegrateRequest(args.bad, tuple(args.good), tuple(args.submodule),
-                                args.upstream, pathspec, terms)
+                                args.upstream, pathspec, terms, all_parents)
     if len(args.submodule) > 1:
         raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
                        "or several with --integrate")
-    path = args.submodule[0] if args.submodule else default_submodule
+    path = args.submodule[0] if args.submodule else default_submodule()
     if not path:
         raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
                        "git config bisectkit.submodule PATH")
     return SubmoduleRequest(path, args.bad, tuple(args.good), args.upstream, pathspec,
-                            args.on_conflict or "skip", terms)
+                            args.on_conflict or "skip", terms, all_parents)
 
 
 def _terms(args: Namespace) -> Terms:

@@ -170,6 +170,11 @@ class SessionStore:
             self._candidates_of = session
         write_json_atomic(self.session_path, session.to_json())
 
+    def candidates_changed(self) -> None:
+        """The session's candidates were replaced (``--all-parents`` bisecting into a
+        merge): the next :meth:`save` writes them again."""
+        self._candidates_of = None
+
     def delete(self) -> None:
         self.session_path.unlink(missing_ok=True)
         self.candidates_path.unlink(missing_ok=True)

@@ -17,8 +17,11 @@ from bisectkit.patchstack import analyse, replay
 from bisectkit.strategies.common import resolve_upstream
 
 
-def default_submodule(superproject: Repo, given: str | None) -> str:
-    """``--submodule``, else ``bisectkit.submodule``, else the only submodule there is."""
+def default_submodule(superproject: Repo, given: str | None, alternative: str = "") -> str:
+    """``--submodule``, else ``bisectkit.submodule``, else the only submodule there is
+    (every command that bisects or reads one submodule: ``status``, ``run``, ``start``,
+    ``advance``). Several and none chosen: one line listing them, offering
+    ``alternative`` too (e.g. ``--integrate``)."""
     if given:
         return given
     configured = superproject.config_get("bisectkit.submodule")
@@ -27,7 +30,7 @@ def default_submodule(superproject: Repo, given: str | None) -> str:
     links = sorted(superproject.gitlinks())
     if len(links) == 1:
         return links[0]
-    raise BadInput("which submodule? pass --submodule PATH or set git config "
+    raise BadInput(f"which submodule? pass --submodule PATH{alternative} or set git config "
                    f"bisectkit.submodule (submodules here: {', '.join(links) or 'none'})")
 
 

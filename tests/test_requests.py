@@ -22,7 +22,7 @@ from bisectkit.parser import build_parser
 
 def _start(*words: str, default_submodule: str | None = None) -> requests.StartRequest:
     args = build_parser(git_mode=True).parse_args(["start", *words])
-    return requests.start_request(args, default_submodule)
+    return requests.start_request(args, lambda: default_submodule)
 
 
 def _run_options(words: list[str], root: Path) -> RunOptions:
@@ -106,4 +106,4 @@ def test_terms_are_written_back_as_given(terms: Terms, words: list[str]) -> None
     assert requests.terms_argv(terms) == words
     if words:
         args = build_parser(git_mode=True).parse_args(["start", *words, "B", "G"])
-        assert requests.start_request(args, "s").terms == terms
+        assert requests.start_request(args, lambda: "s").terms == terms

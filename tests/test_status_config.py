@@ -83,6 +83,11 @@ def test_config_supplies_submodule_upstream_and_build(world: World, tmp_path: Pa
 
 
 def test_nothing_to_bisect_without_flag_or_config(world: World):
+    # Several submodules and no --submodule or config: which one is not guessed.
+    sup = world.superproject
+    world.git(sup, "update-index", "--add", "--cacheinfo", f"160000,{world.sha(1)},other")
+    world.git(sup, "commit", "-q", "-m", "a second submodule")
     r = cli(world, "run", "--good", world.sha(0), "--bad", world.sha(300), "--", "./repro.sh")
     assert r.returncode == 2
-    assert "--submodule PATH, --integrate, or git config bisectkit.submodule" in r.stderr
+    assert ("pass --submodule PATH, --integrate or set git config bisectkit.submodule "
+            f"(submodules here: other, {SUBMODULE})") in r.stderr

@@ -15,6 +15,7 @@ from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
+from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.report.advance import render_advance_markdown, render_advance_terminal
 
@@ -63,7 +64,8 @@ def show_result(ctx: Context, b: Bisection, decision: Decision,
 
 
 def _closing_lines(ctx: Context, b: Bisection, first_bad: str | None) -> None:
-    lines = b.strategy.closing_lines(first_bad)
+    lines = [*(descent.answer_notes(b, first_bad) if first_bad else ()),
+             *b.strategy.closing_lines(first_bad)]
     if lines:
         ctx.console.line("")
     for line in lines:

@@ -58,7 +58,7 @@ def _target(b: Bisection) -> list[str]:
         target += ["--submodule", p["submodule"], "--upstream", p["upstream_ref"]]
     if s.strategy == "stack":
         target += ["--stack", "--at", p["at"]]
-    return target
+    return target + (["--all-parents"] if p.get("all_parents") else [])
 
 
 def _plugins_from_elsewhere(ctx: Context) -> list[str]:

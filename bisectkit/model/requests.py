@@ -33,6 +33,8 @@ class SubmoduleRequest:
     pathspec: tuple[str, ...] = ()
     on_conflict: OnConflict = "skip"
     terms: Terms = Terms()
+    #: ``--all-parents``: bisect into the merges found bad (:mod:`bisectkit.pipeline.descent`).
+    all_parents: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class IntegrateRequest:
     upstream: str | None = None
     pathspec: tuple[str, ...] = ()
     terms: Terms = Terms()
+    #: ``--all-parents``: bisect into the merges found bad (:mod:`bisectkit.pipeline.descent`).
+    all_parents: bool = False
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from bisectkit.errors import BadInput, MachineSkips, PluginFailed
 from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
 from bisectkit.model import Step, StepRecord, Terms, Verdict
+from bisectkit.pipeline import descent
 from bisectkit.pipeline.testing import StepTester, Tested
 from bisectkit.session import Session, SessionStore, VerdictEntry
 from bisectkit.steplog import append_failure
@@ -59,14 +60,12 @@ class Bisection:
         return self.session.terms
 
     def decide(self) -> Decision:
-        return self.search.decide(self.session.candidates, self.session.verdict_map())
+        decision = self.search.decide(self.session.candidates, self.session.verdict_map())
+        return self.decide() if descent.descend(self, decision) else decision  # --all-parents
 
     def advance(self, cache: VerdictCache | None = None) -> Decision:
-        """Move to the next candidate that needs a real test (checked out), or the result.
-
-        Candidates whose patch stack conflicts are skipped without a build;
-        candidates with a cached verdict are recorded without a checkout.
-        """
+        """The next candidate that needs a real test (checked out), or the result: one whose
+        patch stack conflicts is skipped unbuilt, one the cache knows recorded unchecked-out."""
         while True:
             decision = self.decide()
             if not isinstance(decision, Next):
@@ -215,8 +214,8 @@ class Bisection:
         With no revs, the commit under test now. Looking for a fix, ``good``
         (the repro passes) means the new side.
         """
-        s = self.session
-        side = self.terms.mark(word)
+        s, side = self.session, self.terms.mark(word)
+        self.decide()  # a merge found bad is bisected into first (--all-parents; a replay)
         if not revs:
             if s.current is None:
                 raise BadInput("no commit is under test; name the revision to mark")

@@ -26,6 +26,7 @@ from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision
 from bisectkit.errors import Aborted, BadInput, MachineSkips
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
+from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.pools import Pool
 from bisectkit.pipeline.remote import (
@@ -104,6 +105,8 @@ class ParallelBisection(Bisection):
             plan = self.search.schedule(self.session.candidates, verdicts, flying, free,
                                         self.pool.slots)
             if not isinstance(plan, engine.Picks):
+                if descent.descend(self, plan):
+                    continue  # --all-parents: the commits of a merge found bad are next
                 self.stop_all()  # the answer is known: nothing in flight can change it
                 self.session.current = None
                 self.store.save(self.session)

@@ -94,6 +94,17 @@ class Strategy(ABC):
     def header_lines(self) -> list[str]:
         """Lines describing the bisection, shown before the first step and by ``status``."""
 
+    def history(self) -> Repo | None:
+        """The repository whose first-parent line the candidates are, so that
+        ``--all-parents`` can bisect into its merges (None: the candidates are not commits
+        of one line, e.g. a patch stack's prefixes)."""
+        return None
+
+    def candidates_changed(self) -> None:
+        """The session's candidates were replaced (``--all-parents``): drop what was
+        computed from the old ones."""
+        return None
+
     def prepare_pristine(self, commit: str) -> Prepared | None:
         """``commit`` without any local patches (``--check-stack``); None if not meaningful."""
         return None

@@ -46,7 +46,7 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
         "integrate", superproject, bad=bad, good=goods,
         candidates=superproject.first_parent_range(bad, goods, list(req.pathspec)),
         moves=paths, pathspec=req.pathspec, terms=req.terms,
-        params={"submodules": paths,
+        params={"submodules": paths, "all_parents": req.all_parents,
                 "upstream_ref": req.upstream or superproject.config_get(CONFIG_KEY),
                 "upstreams": upstreams})
 
@@ -90,6 +90,9 @@ class IntegrateStrategy(Strategy):
 
     def resolve(self, rev: str) -> str:
         return self.superproject.resolve(rev)
+
+    def history(self) -> Repo:
+        return self.superproject
 
     def pins(self, commit: str) -> dict[str, str | None]:
         return {p: self.superproject.gitlink_at(commit, p) for p in self.paths}
@@ -197,7 +200,8 @@ class IntegrateStrategy(Strategy):
             assert upstream is not None  # the bases were computed from it
             request = SubmoduleRequest(submodule=move["path"], bad=move["new_base"],
                                        good=(move["old_base"],), upstream=upstream[0],
-                                       terms=self.terms)
+                                       terms=self.terms,
+                                       all_parents=bool(self.session.params.get("all_parents")))
             found.append(FollowUp(request, f"{first_bad[:12]} advanced {move['path']} by "
                                            f"{move['upstream_commits']} upstream commits; to "
                                            "find the upstream culprit, run:"))

@@ -50,7 +50,7 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
         # session: later good/bad/run commands and the log's replay use it too.
         params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
                 "upstream_guessed": up.guessed, "stack": stack.to_json(),
-                "on_conflict": req.on_conflict})
+                "on_conflict": req.on_conflict, "all_parents": req.all_parents})
 
 
 def settled(req: SubmoduleRequest, session: Session) -> SubmoduleRequest:
@@ -76,6 +76,14 @@ class SubmoduleStrategy(PatchedSubmodule):
         self.on_conflict: OnConflict = on_conflict
         # stops_applying() per number of steps it was computed from.
         self._stops: tuple[int, list[dict[str, Any]]] | None = None
+
+    def history(self) -> Repo:
+        return self.sub
+
+    def candidates_changed(self) -> None:
+        # Both rest on candidate positions (the line, the stops found along it).
+        self.ancestry = LineAncestry(self.sub, self.session.candidates)
+        self._stops = None
 
     def prepare(self, candidate: str) -> Prepared:
         """Replay the stack onto ``candidate`` in memory; a conflict makes it a skip.
