@@ -74,6 +74,11 @@ class Strategy(ABC):
             raise AssertionError("this command does not move repositories")
         return self._mover
 
+    @property
+    def history(self) -> Repo:
+        """The repository whose commits the candidates are (revision ranges walk it)."""
+        return self.superproject
+
     @abstractmethod
     def describe(self, sha: str) -> CommitInfo:
         """Subject, author, date of a candidate."""
