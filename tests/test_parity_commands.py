@@ -308,3 +308,26 @@ def test_skip_range_integrate_finds_the_culprit(integrate_world: World):
     assert f"{w.integrate['adv8']} is the first bad commit" in r.stdout
     assert git_cli(w, "reset").returncode == 0
     assert snapshot(w) == before
+
+
+def test_view_and_skip_range_in_stack_and_advance_sessions(world: World):
+    ok(world, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--stack",
+       "--at", world.sha(300))
+    # Candidates are the patches (commits of the submodule), the last one the bad end.
+    rows = view_rows(world)
+    assert [r[0] for r in rows] == [sha[:12] for sha in reversed(world.stack)]
+    assert [r[1] for r in rows] == ["bad", "?", "?", "?"]
+    ok(world, "skip", f"{world.stack[0]}..{world.stack[2]}")
+    assert [r[1] for r in view_rows(world)] == ["bad", "skip", "skip", "?"]
+    assert f"commit {world.stack[1]} (skip)\n" in ok(world, "view", "--log")
+    assert git_cli(world, "reset").returncode == 0
+
+    ok(world, "start", "--advance", "--submodule", SUBMODULE, "--upstream", "upstream/main")
+    # An advance's far end (400: its stack conflicts, so the pin cannot move there) is
+    # bad; before it, every upstream commit after the pin is still in play.
+    rows = view_rows(world)
+    assert [r[0] for r in rows] == [world.sha(n)[:12] for n in range(400, 300, -1)]
+    assert rows[0][1] == "bad" and {r[1] for r in rows[1:]} == {"?"}
+    ok(world, "good", world.sha(350))
+    assert [r[0] for r in view_rows(world)][-1] == world.sha(351)[:12]
+    assert git_cli(world, "reset").returncode == 0
