@@ -24,7 +24,7 @@ import pluggy
 from bisectkit import plugins, replaylog, requests, signals
 from bisectkit.advancing import apply_request
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
-from bisectkit.commands import advance, manual, running, workspaces
+from bisectkit.commands import advance, manual, parity, running, workspaces
 from bisectkit.commands.context import Context
 from bisectkit.console import Console
 from bisectkit.errors import (
@@ -248,7 +248,9 @@ _HANDLERS: dict[str, Handler] = {
         ctx, a.submodule, a.upstream, a.pathspec, a.json, a.limit),
     "log": lambda ctx, a: manual.cmd_log(ctx),
     "replay": _replay,
-    "reset": lambda ctx, a: manual.cmd_reset(ctx),
+    "reset": lambda ctx, a: parity.cmd_reset(ctx, a.commit),
+    "visualize": lambda ctx, a: parity.cmd_visualize(ctx, a.log),
+    "terms": lambda ctx, a: parity.cmd_terms(ctx, a.which),
     "show_step": lambda ctx, a: manual.cmd_show_step(ctx, a.index),
     "plugins": lambda ctx, a: manual.cmd_plugins(ctx),
     "workspaces": lambda ctx, a: workspaces.cmd_workspaces(ctx, a.workspace_root, a.prune),

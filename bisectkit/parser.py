@@ -158,8 +158,48 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = sub.add_parser("replay", help="start over from a log")
     p.add_argument("file")
     p.set_defaults(handler="replay")
-    sub.add_parser("reset", help="restore every HEAD and end the session").set_defaults(
-        handler="reset")
+    _add_parity_commands(sub)
+
+
+def _add_parity_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``reset [COMMIT]``, ``visualize``/``view``, ``terms``, and ``skip``'s ranges: as git's."""
+    p = sub.add_parser(
+        "reset", help="restore every HEAD and end the session (then check out COMMIT)",
+        description="Restore every repository bisectkit moved and end the session. With "
+                    "COMMIT, then check it out in the superproject, like 'git bisect reset "
+                    "<commit>' (a branch is checked out, anything else detaches HEAD; "
+                    "submodules stay as restored). COMMIT is resolved first: 'reset HEAD' "
+                    "stays on what is checked out now, and a bad COMMIT changes nothing.",
+        epilog=f"example: {GIT_PROG} reset main")
+    p.add_argument("commit", nargs="?", metavar="COMMIT",
+                   help="a superproject commit or branch to check out after the reset")
+    p.set_defaults(handler="reset")
+    p = sub.add_parser(
+        "visualize", aliases=["view"], help="list the candidates left and their verdicts",
+        description="List the candidates still in play, newest first: those after the newest "
+                    "good one up to the oldest bad one, each with its verdict so far in the "
+                    "session's terms ('?': not tested). Submodule sessions list upstream "
+                    "commits of the submodule; --integrate sessions superproject commits.",
+        epilog=f"example: {GIT_PROG} view --log")
+    p.add_argument("--log", action="store_true",
+                   help="print them as 'git log' does (sha, author, date, message)")
+    p.set_defaults(handler="visualize")
+    p = sub.add_parser(
+        "terms", help="print the words for the old and new states",
+        description="Print the session's terms, as 'git bisect terms' does; with an option, "
+                    "just the one word.", epilog=f"example: {GIT_PROG} terms --term-bad")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--term-good", "--term-old", dest="which", action="store_const",
+                   const="old", help="print only the word for the old state")
+    g.add_argument("--term-bad", "--term-new", dest="which", action="store_const",
+                   const="new", help="print only the word for the new state")
+    p.set_defaults(handler="terms")
+    skip = sub.choices["skip"]
+    skip.description = skip.description or (
+        "Mark revisions untestable (default: the one under test). A range A..B (or A...B) "
+        "stands for the candidates in it; those already marked good or bad keep their "
+        "verdict.")
+    skip.epilog = skip.epilog or f"example: {GIT_PROG} skip v1.2..v1.3 abc123"
 
 
 def _add_advance_target(p: argparse.ArgumentParser) -> None:

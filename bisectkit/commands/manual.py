@@ -141,6 +141,12 @@ def cmd_replay(ctx: Context, log: ReplayLog, request: StartRequest) -> int:
 
 def cmd_reset(ctx: Context) -> int:
     """Restore every repository and end the session, from whatever record survives."""
+    reset_session(ctx)
+    return 0
+
+
+def reset_session(ctx: Context) -> bool:
+    """:func:`cmd_reset`'s work; False when there was nothing to reset (not bisecting)."""
     sp, _ = ctx.open()
     console = ctx.console
     with ctx.run(sp) as run:
@@ -153,9 +159,10 @@ def cmd_reset(ctx: Context) -> int:
         console.line(line)
     if not had_session and not lines:
         console.line("not bisecting; nothing to reset")
-    elif not any(line.startswith("restored ") for line in lines):
+        return False
+    if not any(line.startswith("restored ") for line in lines):
         console.line("nothing had moved; session ended")
-    return 0
+    return True
 
 
 def cmd_show_step(ctx: Context, index: int) -> int:

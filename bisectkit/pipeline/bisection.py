@@ -19,6 +19,7 @@ from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
 from bisectkit.model import Step, StepRecord, Terms, Verdict
 from bisectkit.pipeline import descent
+from bisectkit.pipeline import revs as revs_mod
 from bisectkit.pipeline.testing import StepTester, Tested
 from bisectkit.session import Session, SessionStore, VerdictEntry
 from bisectkit.steplog import append_failure
@@ -220,11 +221,9 @@ class Bisection:
             if s.current is None:
                 raise BadInput("no commit is under test; name the revision to mark")
             shas = [s.current]
-        else:
-            shas = [self.strategy.resolve(r) for r in revs]
-        for rev, sha in zip(revs or shas, shas, strict=True):
-            if sha not in s.candidates:
-                raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
+        else:  # single revisions, and for skip ranges (A..B): see pipeline.revs
+            shas = revs_mod.marked(self.strategy, s, word, revs,
+                                   lambda text: self.hooks.message(text, "note"))
         try:
             self.search.bounds(s.candidates, {**s.verdict_map(), **dict.fromkeys(shas, side)})
         except engine.ContradictoryVerdicts as exc:

@@ -69,9 +69,9 @@ def descend(b: Bisection, decision: Decision) -> bool:
     if not isinstance(decision, Found) or not s.params.get("all_parents"):
         return False
     merge = decision.first_bad
-    repo = b.strategy.history()
+    repo = b.strategy.history
     parents = b.strategy.describe(merge).parents
-    if repo is None or len(parents) != 2 or merge in descended(b):
+    if len(parents) != 2 or merge in descended(b):
         return False
     side = repo.first_parent_range(parents[1], [parents[0], *s.good], s.pathspec,
                                    keep_tip=False)

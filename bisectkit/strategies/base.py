@@ -74,6 +74,12 @@ class Strategy(ABC):
             raise AssertionError("this command does not move repositories")
         return self._mover
 
+    @property
+    def history(self) -> Repo:
+        """The repository whose commits the candidates are: revision ranges walk it, and
+        ``--all-parents`` bisects into its merges."""
+        return self.superproject
+
     @abstractmethod
     def describe(self, sha: str) -> CommitInfo:
         """Subject, author, date of a candidate."""
@@ -93,12 +99,6 @@ class Strategy(ABC):
     @abstractmethod
     def header_lines(self) -> list[str]:
         """Lines describing the bisection, shown before the first step and by ``status``."""
-
-    def history(self) -> Repo | None:
-        """The repository whose first-parent line the candidates are, so that
-        ``--all-parents`` can bisect into its merges (None: the candidates are not commits
-        of one line, e.g. a patch stack's prefixes)."""
-        return None
 
     def candidates_changed(self) -> None:
         """The session's candidates were replaced (``--all-parents``): drop what was

@@ -171,6 +171,11 @@ class PatchedSubmodule(Strategy):
         # The superproject never moves in these strategies: its tree is fixed.
         self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
 
+    @property
+    def history(self) -> Repo:
+        """Upstream commits or patches: commits of the submodule."""
+        return self.sub
+
     def describe(self, sha: str) -> CommitInfo:
         return self.sub.commit_info(sha)
 

@@ -91,9 +91,6 @@ class IntegrateStrategy(Strategy):
     def resolve(self, rev: str) -> str:
         return self.superproject.resolve(rev)
 
-    def history(self) -> Repo:
-        return self.superproject
-
     def pins(self, commit: str) -> dict[str, str | None]:
         return {p: self.superproject.gitlink_at(commit, p) for p in self.paths}
 

@@ -77,9 +77,6 @@ class SubmoduleStrategy(PatchedSubmodule):
         # stops_applying() per number of steps it was computed from.
         self._stops: tuple[int, list[dict[str, Any]]] | None = None
 
-    def history(self) -> Repo:
-        return self.sub
-
     def candidates_changed(self) -> None:
         # Both rest on candidate positions (the line, the stops found along it).
         self.ancestry = LineAncestry(self.sub, self.session.candidates)
