@@ -117,6 +117,32 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
 def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                       pm: pluggy.PluginManager | None) -> None:
     """``git bisect-patched start|good|bad|skip|old|new|run|status|log|replay|reset``."""
+    _add_start(sub)
+    for verdict in (*VERDICTS, "old", "new"):
+        what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
+                else f"{verdict} (the repro's outcome)")
+        p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
+        p.add_argument("revs", nargs="*", metavar="REV")
+        add_force_ignored(p)
+        p.set_defaults(handler="mark", verdict=verdict)
+    p = sub.add_parser("run", help="build and test candidates automatically until done")
+    add_run_options(p)
+    add_force_ignored(p)
+    add_plugin_group(p, pm)
+    add_repro(p)
+    p.set_defaults(handler="run")
+    sub.add_parser("status", help="show the session").set_defaults(handler="status")
+    sub.add_parser("log", help="print a log that 'replay' accepts").set_defaults(
+        handler="log")
+    p = sub.add_parser("replay", help="start over from a log")
+    p.add_argument("file")
+    p.set_defaults(handler="replay")
+    sub.add_parser("reset", help="restore every HEAD and end the session").set_defaults(
+        handler="reset")
+
+
+def _add_start(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``git bisect-patched start``: both ends, one, or none yet (as git allows)."""
     p = sub.add_parser(
         "start", help="start a session and check out the first candidate",
         usage=f"{GIT_PROG} start (--submodule PATH [--upstream REF] | --integrate "
@@ -144,27 +170,6 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("good", nargs="*", metavar="GOOD",
                    help="known good revisions (or later: 'good REV')")
     p.set_defaults(handler="start", pathspec=[])
-    for verdict in (*VERDICTS, "old", "new"):
-        what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
-                else f"{verdict} (the repro's outcome)")
-        p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
-        p.add_argument("revs", nargs="*", metavar="REV")
-        add_force_ignored(p)
-        p.set_defaults(handler="mark", verdict=verdict)
-    p = sub.add_parser("run", help="build and test candidates automatically until done")
-    add_run_options(p)
-    add_force_ignored(p)
-    add_plugin_group(p, pm)
-    add_repro(p)
-    p.set_defaults(handler="run")
-    sub.add_parser("status", help="show the session").set_defaults(handler="status")
-    sub.add_parser("log", help="print a log that 'replay' accepts").set_defaults(
-        handler="log")
-    p = sub.add_parser("replay", help="start over from a log")
-    p.add_argument("file")
-    p.set_defaults(handler="replay")
-    sub.add_parser("reset", help="restore every HEAD and end the session").set_defaults(
-        handler="reset")
 
 
 def _add_advance_target(p: argparse.ArgumentParser) -> None:

@@ -146,9 +146,10 @@ def _resolved(ctx: Context, sp: Repo, template: WaitingRequest,
         if base is None:
             raise BadInput(f"the HEAD of {path} shares no history with {up.ref}: name the "
                            "revision")
-        sha, what = base, f"the upstream commit the pin sits on (merge-base of {path}'s HEAD " \
-                          f"and {up.ref})"
-    ctx.console.line(f"{sha[:12]} {repo.commit_info(sha).subject}: {what}", style="dim")
+        sha, what = base, (f"the upstream commit the pin sits on, the merge-base of {path}'s "
+                           f"HEAD and {up.ref}")
+    ctx.console.line(f"taking {sha[:12]} ({repo.commit_info(sha).subject}): {what}",
+                     style="dim")
     return [(sha[:12], sha)]
 
 
