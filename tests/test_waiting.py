@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import SUBMODULE, World, git_cli, snapshot
+from conftest import SUBMODULE, World, WorldSpec, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 STATE = Path(".git/bisectkit")
@@ -161,6 +161,26 @@ def test_bad_input_while_completing_keeps_waiting(world: World):
     assert "[step 1] testing" in ok(world, "good", world.sha(0)).stdout
     ok(world, "reset")
     assert snapshot(world) == before
+
+
+def test_refused_first_checkout_keeps_waiting(world_factory, tmp_path: Path):
+    """A file in the way of the first candidate: the start is undone, the session waits."""
+    # Upstream commit n adds lib/file<n>.txt: candidates after 310 track lib/file310.txt.
+    world = world_factory(tmp_path, WorldSpec(files=400, bug_at=360, build_breaks=[],
+                                              local_conflict=None))
+    mine = world.submodule / "lib" / "file310.txt"
+    mine.write_text("my local data\n", encoding="utf-8")
+    before = snapshot(world)
+    ok(world, "start", *TARGET, world.sha(400))
+    line = refused(world, "good", world.sha(300))
+    assert "lib/file310.txt" in line and line.endswith(
+        "the session still waits (waiting for good commit(s), bad commit known)")
+    assert snapshot(world) == before
+    assert mine.read_text(encoding="utf-8") == "my local data\n"
+    assert status_line(world) == "status: waiting for good commit(s), bad commit known"
+    mine.unlink()
+    assert "[step 1] testing" in ok(world, "good", world.sha(300)).stdout
+    ok(world, "reset")
 
 
 def test_marking_an_end_again(world: World):

@@ -92,11 +92,11 @@ def _mark_waiting(ctx: Context, run: Run, waiting: Waiting, word: str,
     run.store.delete_waiting()
     try:
         return manual.start_session(ctx, run, session)
-    except BadInput:
+    except BadInput as exc:
         # The first checkout was refused and the session ended itself (nothing
         # moved): wait again, as before this mark, for the same command again.
         run.store.save_waiting(waiting)
-        raise
+        raise BadInput(f"{exc}; the session still waits ({waiting.status()})") from exc
 
 
 def _validated(sp: Repo, before: Waiting, after: Waiting) -> Session:
