@@ -24,7 +24,7 @@ import pluggy
 from bisectkit import plugins, replaylog, requests, signals
 from bisectkit.advancing import apply_request
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
-from bisectkit.commands import advance, manual, parity, running, workspaces
+from bisectkit.commands import advance, manual, parity, running, waiting, workspaces
 from bisectkit.commands.context import Context
 from bisectkit.console import Console
 from bisectkit.errors import (
@@ -231,7 +231,16 @@ def _replay(ctx: Context, args: argparse.Namespace) -> int:
         raise BadInput(f"{path}: unknown words in its 'start' line: {' '.join(unknown)}")
     start.pathspec = log.pathspec
     ctx.superproject = ctx.open()[0]
+    if waiting.lacks_ends(start):  # a log of a session that was waiting for its ends
+        return waiting.cmd_replay(ctx, log, _start_request(ctx, waiting.with_unknown_ends(start)))
     return manual.cmd_replay(ctx, log, _start_request(ctx, start))
+
+
+def _start(ctx: Context, args: argparse.Namespace) -> int:
+    """``start``: with both ends, the first candidate; with fewer, a session waiting for them."""
+    if waiting.lacks_ends(args):
+        return waiting.cmd_start(ctx, _start_request(ctx, waiting.with_unknown_ends(args)))
+    return manual.cmd_start(ctx, _start_request(ctx, args))
 
 
 Handler = Callable[[Context, argparse.Namespace], int]
@@ -241,12 +250,12 @@ _HANDLERS: dict[str, Handler] = {
     "advance": lambda ctx, a: advance.cmd_advance(ctx, _advance_request(ctx, a),
                                                   apply_request(a)),
     "run": lambda ctx, a: running.cmd_run(ctx, {"advance": advance.show_result}),
-    "start": lambda ctx, a: manual.cmd_start(ctx, _start_request(ctx, a)),
-    "mark": lambda ctx, a: manual.cmd_mark(ctx, a.verdict, a.revs),
-    "status": lambda ctx, a: manual.cmd_status(ctx),
+    "start": _start,
+    "mark": lambda ctx, a: waiting.cmd_mark(ctx, a.verdict, a.revs),
+    "status": lambda ctx, a: waiting.cmd_status(ctx),
     "stack_status": lambda ctx, a: manual.cmd_stack_status(
         ctx, a.submodule, a.upstream, a.pathspec, a.json, a.limit),
-    "log": lambda ctx, a: manual.cmd_log(ctx),
+    "log": lambda ctx, a: waiting.cmd_log(ctx),
     "replay": _replay,
     "reset": lambda ctx, a: parity.cmd_reset(ctx, a.commit),
     "visualize": lambda ctx, a: parity.cmd_visualize(ctx, a.log),

@@ -7,6 +7,7 @@ add their options to ``run`` through ``bisectkit_addoption``.
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 import pluggy
 
@@ -123,22 +124,7 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
 def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                       pm: pluggy.PluginManager | None) -> None:
     """``git bisect-patched start|good|bad|skip|old|new|run|status|log|replay|reset``."""
-    p = sub.add_parser(
-        "start", help="start a session and check out the first candidate",
-        usage=f"{GIT_PROG} start ([--submodule PATH] [--upstream REF] | --integrate "
-              "[--submodule PATH]...) [--first-parent | --all-parents] [--on-conflict skip|drop] "
-              "[--find-fix] "
-              "BAD GOOD... "
-              "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
-        epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
-    _add_target_options(p)
-    p.add_argument("--advance", action="store_true",
-                   help="a session that finds how far the pin of --submodule can move toward "
-                        "upstream (no BAD/GOOD: see 'bisectkit advance')")
-    _add_advance_target(p)
-    p.add_argument("bad", nargs="?", metavar="BAD", help="a known bad revision")
-    p.add_argument("good", nargs="*", metavar="GOOD", help="known good revisions")
-    p.set_defaults(handler="start", pathspec=[])
+    _add_start(sub)
     for verdict in (*VERDICTS, "old", "new"):
         what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
                 else f"{verdict} (the repro's outcome)")
@@ -200,6 +186,37 @@ def _add_parity_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "stands for the candidates in it; those already marked good or bad keep their "
         "verdict.")
     skip.epilog = skip.epilog or f"example: {GIT_PROG} skip v1.2..v1.3 abc123"
+
+
+def _add_start(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``git bisect-patched start``: both ends, one, or none yet (as git allows)."""
+    p = sub.add_parser(
+        "start", help="start a session and check out the first candidate",
+        usage=f"{GIT_PROG} start ([--submodule PATH] [--upstream REF] | --integrate "
+              "[--submodule PATH]...) [--first-parent | --all-parents] "
+              "[--on-conflict skip|drop] [--find-fix] [BAD [GOOD...]] "
+              "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
+        # Raw (for the epilog's lines), so the description is wrapped here.
+        description=textwrap.fill(
+            "Start a session: with BAD and GOOD, check out the first candidate. As with "
+            "git, the ends may come later: with fewer, the session waits (nothing is "
+            "checked out) for 'bad [REV]' and 'good REV' (old/new in your terms); 'bad' "
+            "with no REV is the superproject's HEAD with --integrate, else the upstream "
+            "commit the submodule's pin sits on.", 78),
+        epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.\n"
+               f"example: {GIT_PROG} start --submodule third_party/llvm-project; "
+               f"{GIT_PROG} bad; {GIT_PROG} good llvmorg-18.1.0",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_target_options(p)
+    p.add_argument("--advance", action="store_true",
+                   help="a session that finds how far the pin of --submodule can move toward "
+                        "upstream (no BAD/GOOD: see 'bisectkit advance')")
+    _add_advance_target(p)
+    p.add_argument("bad", nargs="?", metavar="BAD",
+                   help="a known bad revision (or later: 'bad [REV]')")
+    p.add_argument("good", nargs="*", metavar="GOOD",
+                   help="known good revisions (or later: 'good REV')")
+    p.set_defaults(handler="start", pathspec=[])
 
 
 def _add_advance_target(p: argparse.ArgumentParser) -> None:

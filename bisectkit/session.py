@@ -4,6 +4,8 @@ Layout of ``<git dir>/bisectkit/``:
 
 - ``session.json`` and ``candidates.json``: the session in progress (removed
   by ``reset``);
+- ``waiting.json``: a ``start`` given fewer than both ends, waiting for them
+  (:class:`Waiting`; nothing is checked out; removed by ``reset``);
 - ``verdicts.json``: verdicts of finished steps keyed by what was tested, kept
   across sessions so a repeated ``bisectkit run`` reuses them;
 - ``last-log``: the log of the last session, kept after ``reset``;
@@ -23,7 +25,8 @@ from typing import Any
 from bisectkit import search, steplog
 from bisectkit.errors import BadInput
 from bisectkit.fileio import write_json_atomic
-from bisectkit.model import HeadState, StepRecord, Terms, Verdict
+from bisectkit.model import GIT_PROG, HeadState, StepRecord, Terms, Verdict
+from bisectkit.waitstate import Waiting
 
 SESSION_VERSION = 3
 
@@ -142,12 +145,17 @@ class SessionStore:
         self.journal_path = self.dir / "journal"
         self.lock_path = self.dir / "lock"
         self.backups_dir = self.dir / "backup"
+        self.waiting_path = self.dir / "waiting.json"
 
     def exists(self) -> bool:
         return self.session_path.exists()
 
     def load(self) -> Session:
         if not self.exists():
+            waiting = self.load_waiting()
+            if waiting is not None:
+                raise BadInput(f"the session has not started: {waiting.status()}; give "
+                               f"{waiting.missing()} first (or '{GIT_PROG} reset')")
             raise BadInput("no bisect-patched session in progress "
                            "(start one with 'git bisect-patched start')")
         try:
@@ -178,7 +186,30 @@ class SessionStore:
     def delete(self) -> None:
         self.session_path.unlink(missing_ok=True)
         self.candidates_path.unlink(missing_ok=True)
+        self.waiting_path.unlink(missing_ok=True)
         self._candidates_of = None
+
+    # -- a session waiting for its ends ------------------------------------
+    def load_waiting(self) -> Waiting | None:
+        """The session waiting for its ends, if there is one."""
+        try:
+            data = json.loads(self.waiting_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"cannot read {self.waiting_path}: {exc}; run "
+                           f"'{GIT_PROG} reset'") from exc
+        try:
+            return Waiting.from_json(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"{self.waiting_path} is damaged ({type(exc).__name__}: {exc}); "
+                           f"run '{GIT_PROG} reset'") from exc
+
+    def save_waiting(self, waiting: Waiting) -> None:
+        write_json_atomic(self.waiting_path, waiting.to_json())
+
+    def delete_waiting(self) -> None:
+        self.waiting_path.unlink(missing_ok=True)
 
     def clear_logs(self) -> None:
         """Forget the previous session's step outputs (a new session numbers from 1)."""

@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "worktree", "workspace", "wsroot", "steptask", "pinning")),
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
                "merge", "runner", "execution", "session", "journal", "journalrecords",
-               "processes", "lock", "cache", "fingerprint", "workfiles")),
+               "processes", "lock", "cache", "fingerprint", "workfiles", "waitstate")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "trace", "report", "report.*", "steplog")),
     ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio")),

@@ -97,7 +97,7 @@ def test_marking_explicit_revisions_and_bad_marks(world: World):
     assert "cannot mark good" in r.stderr
     r = git_cli(world, "bad", "no-such-rev")
     assert r.returncode == 2 and "unknown revision" in r.stderr
-    r = git_cli(world, "good", world.sha(0))
+    r = git_cli(world, "good", world.sha(350))
     assert r.returncode == 2 and "not in the bisect range" in r.stderr
     assert git_cli(world, "reset").returncode == 0
 

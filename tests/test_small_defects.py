@@ -95,9 +95,12 @@ def test_find_fix_words_in_status_found_summary_and_refusals(world_factory,
                                                              tmp_path: Path) -> None:
     world = world_factory(tmp_path, WorldSpec(bug_at=200, bug_fixed_at=260))
     old, new = world.sha(220), world.sha(300)
-    refused = git_cli(world, "start", "--find-fix", *target(world), new)
-    assert refused.returncode == 2
-    assert "give a fixed revision and at least one broken one" in refused.stderr
+    # One end: the session waits for the other, in the session's words.
+    waiting = git_cli(world, "start", "--find-fix", *target(world), new)
+    assert waiting.returncode == 0, waiting.stderr
+    assert "status: waiting for broken commit(s), fixed commit known" in waiting.stdout
+    assert "give 'git bisect-patched old REV'" in waiting.stdout
+    assert git_cli(world, "reset").returncode == 0
     refused = git_cli(world, "start", "--find-fix", *target(world), old, new)
     assert refused.returncode == 2 and "broken revision" in refused.stderr, refused.stderr
     assert "not an ancestor of fixed" in refused.stderr

@@ -15,27 +15,35 @@ from bisectkit.commands.starting import new_session
 from bisectkit.engine import Next
 from bisectkit.errors import BadInput, BisectkitError
 from bisectkit.model import GIT_PROG, VERDICTS, StartRequest, Terms
+from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.lifecycle import Run
 from bisectkit.replaylog import ReplayLog, log_lines
+from bisectkit.session import Session
 
 
 def cmd_start(ctx: Context, request: StartRequest) -> int:
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         run.require_idle()
-        b = run.begin(new_session(sp, request))
-        answer.header(ctx, b)
-        try:
-            decision = b.advance()
-        except BadInput:
-            # The first checkout was refused (a file in the way): nothing moved,
-            # so nothing is left behind either.
-            signals.run_shielded(run.end)
-            raise
-        if isinstance(decision, Next):
-            ctx.console.line(f"Build and run the repro, then: {GIT_PROG} "
-                             f"{_mark_words(b.terms)}  "
-                             f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
-        return answer.finish(ctx, b, decision)
+        return start_session(ctx, run, new_session(sp, request))
+
+
+def start_session(ctx: Context, run: Run, session: Session) -> int:
+    """Begin a validated ``session``: its header, then the first checkout (``run`` locked)."""
+    b = run.begin(session)
+    answer.header(ctx, b)
+    try:
+        decision = b.advance()
+    except BadInput:
+        # The first checkout was refused (a file in the way): nothing moved,
+        # so nothing is left behind either.
+        signals.run_shielded(run.end)
+        raise
+    if isinstance(decision, Next):
+        ctx.console.line(f"Build and run the repro, then: {GIT_PROG} "
+                         f"{_mark_words(b.terms)}  "
+                         f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
+    return answer.finish(ctx, b, decision)
 
 
 def _mark_words(terms: Terms) -> str:
@@ -59,6 +67,10 @@ def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
                              style="yellow")
             return answer.finish(ctx, b, b.advance())
         before = len(b.session.steps)
+        if revs:
+            revs = _not_known(ctx, b, word, revs)
+            if not revs:
+                return 0  # every one already agreed: nothing recorded, nothing moves
         b.mark(word, revs)
         try:
             return answer.finish(ctx, b, b.advance())
@@ -72,6 +84,29 @@ def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
             raise type(exc)(f"marked {what} (kept); the next candidate{cand} was not checked "
                             f"out ('{GIT_PROG} {word}' with no revision checks it "
                             f"out, marking nothing twice): {exc}") from exc
+
+
+def _not_known(ctx: Context, b: Bisection, word: str, revs: Sequence[str]) -> list[str]:
+    """``revs`` less those already on the side ``word`` marks (an end, or marked so before),
+    with a note for each: marking again what is known is no error and is not recorded twice.
+    A mark that disagrees is left to :meth:`Bisection.mark` to refuse."""
+    side, s = b.terms.mark(word), b.session
+    known = s.verdict_map()
+    kept: list[str] = []
+    for rev in revs:
+        sha = b.strategy.resolve(rev)
+        if side == "skip" or known.get(sha, "good" if sha in s.good else None) != side:
+            kept.append(rev)
+            continue
+        where = "the {} end" if sha == s.bad or sha in s.good else "already marked {}"
+        ctx.console.line(f"note: {shown(rev, sha)} is {where.format(b.term(side))}; "
+                         "nothing to record", style="yellow")
+    return kept
+
+
+def shown(rev: str, sha: str) -> str:
+    """A revision as typed, and its sha unless it is one."""
+    return sha[:12] if sha.startswith(rev) and len(rev) >= 7 else f"{rev} ({sha[:12]})"
 
 
 def cmd_status(ctx: Context) -> int:

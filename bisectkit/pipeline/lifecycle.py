@@ -69,6 +69,10 @@ class Run:
         if self.store.exists():
             raise BadInput(f"a bisect-patched session is already in progress "
                            f"({self.store.session_path}); finish it or run '{GIT_PROG} reset'")
+        waiting = self.store.load_waiting()
+        if waiting is not None:
+            raise BadInput(f"a bisect-patched session is already started and {waiting.status()}"
+                           f"; give {waiting.missing()}, or run '{GIT_PROG} reset'")
         if self.journal.path.exists():
             raise BadInput(f"an interrupted bisection left changes to undo "
                            f"({self.journal.path}); run '{GIT_PROG} reset' first")
@@ -173,8 +177,10 @@ class Run:
         return journal_mod.load(self.journal.path)
 
     def has_session(self) -> bool:
-        """Is there anything to end (a session file or a journal)?"""
-        return self.store.exists() or self.journal.path.exists()
+        """Is there anything to end (a session file, a journal, or a session waiting for
+        its ends)?"""
+        return (self.store.exists() or self.journal.path.exists()
+                or self.store.waiting_path.exists())
 
     # -- helpers -------------------------------------------------------------------
     def _load_session(self) -> tuple[Session | None, str | None]:
