@@ -10,6 +10,7 @@ import argparse
 
 import pluggy
 
+from bisectkit import about
 from bisectkit.model import GIT_PROG, ON_CONFLICT, VERDICTS, VERSION
 from bisectkit.options import (
     UPSTREAM_HELP,
@@ -58,12 +59,16 @@ def build_parser(git_mode: bool = False,
 
     With ``pm``, plugins add their options to ``run`` (``bisectkit_addoption``).
     """
-    parser = argparse.ArgumentParser(
-        prog=GIT_PROG if git_mode else "bisectkit",
+    prog = GIT_PROG if git_mode else "bisectkit"
+    # Declared as the base class: add_subparsers() would otherwise be typed by about.Parser.
+    parser: argparse.ArgumentParser = about.Parser(
+        prog=prog,
         description="Bisect regressions in a project that pins a patched submodule: the "
                     "submodule's upstream commits (re-applying the local patch stack at "
                     "every step), the superproject's integrate branch (--integrate), or the "
                     "patch stack itself (--stack).",
+        epilog=f"'{prog} help' lists every command's usage; the manual: man "
+               f"{prog.replace(' ', '-')} (or '{prog} --help' in a terminal).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -72,6 +77,8 @@ def build_parser(git_mode: bool = False,
     else:
         _add_bisectkit_commands(sub, pm)
     _add_show_step(sub)
+    _add_help(sub, git_mode)
+    about.document(sub, git_mode)
     return parser
 
 
@@ -132,10 +139,9 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("good", nargs="*", metavar="GOOD", help="known good revisions")
     p.set_defaults(handler="start", pathspec=[])
     for verdict in (*VERDICTS, "old", "new"):
-        what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
-                else f"{verdict} (the repro's outcome)")
-        p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
-        p.add_argument("revs", nargs="*", metavar="REV")
+        p = sub.add_parser(verdict, help=about.MARKS[verdict])
+        p.add_argument("revs", nargs="*", metavar="REV",
+                       help="the revisions to mark (default: the candidate under test)")
         add_force_ignored(p)
         p.set_defaults(handler="mark", verdict=verdict)
     p = sub.add_parser("run", help="build and test candidates automatically until done")
@@ -148,7 +154,7 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     sub.add_parser("log", help="print a log that 'replay' accepts").set_defaults(
         handler="log")
     p = sub.add_parser("replay", help="start over from a log")
-    p.add_argument("file")
+    p.add_argument("file", metavar="FILE", help="the log to replay")
     p.set_defaults(handler="replay")
     sub.add_parser("reset", help="restore every HEAD and end the session").set_defaults(
         handler="reset")
@@ -211,7 +217,12 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 def _add_show_step(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("show-step", help="print the kept build and repro output of step N")
-    p.add_argument("index", type=int, metavar="N")
+    p.add_argument("index", type=int, metavar="N", help="the step's number, as printed")
     p.set_defaults(handler="show_step")
 
 
+def _add_help(sub: argparse._SubParsersAction[argparse.ArgumentParser], git_mode: bool) -> None:
+    """``help [COMMAND]``, as ``git bisect help``."""
+    p = sub.add_parser("help", help="print the usage of every command, or the help of one")
+    p.add_argument("topic", nargs="?", metavar="COMMAND", help="the command to show the help of")
+    p.set_defaults(handler="help", git_mode=git_mode)
