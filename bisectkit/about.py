@@ -91,15 +91,24 @@ def example(*commands: str, note: str = "") -> str:
     return f"{note}\n\n{EXAMPLE}\n{lines}" if note else f"{EXAMPLE}\n{lines}"
 
 
+def shell_lines(command: str, width: int) -> list[str]:
+    """``command`` wrapped at ``width`` as a shell would still read it: at spaces, each
+    line but the last ending in `` \\`` (pasted, it runs as one command)."""
+    lines = textwrap.wrap(command, width - 2, subsequent_indent="    ", break_long_words=False,
+                          break_on_hyphens=False)
+    return [line + " \\" for line in lines[:-1]] + lines[-1:]
+
+
 class _Formatter(argparse.HelpFormatter):
     """argparse's formatter, except that indented lines (the examples in an epilog) are
-    kept as written: a command wrapped in the middle could not be copied."""
+    wrapped as commands (:func:`shell_lines`), so that they can be copied."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         out: list[str] = []
         for para in text.split("\n"):
             if para.startswith("  "):
-                out.append(indent + para)
+                out += [indent + "  " + line
+                        for line in shell_lines(para.strip(), width - len(indent) - 2)]
             else:
                 out.extend(textwrap.wrap(" ".join(para.split()), width, initial_indent=indent,
                                          subsequent_indent=indent) or [""])

@@ -27,8 +27,9 @@ MAN_DIR = Path("share", "man", "man1")
 #: The checkout's copies (an editable install runs from the checkout).
 SOURCE_DIR = Path(__file__).resolve().parent.parent / MAN_DIR
 REGENERATE = "python3 -m bisectkit.manpage --write"
-#: Usage lines are wrapped here (the page is read in 80 columns, indented by 7).
-_USAGE_WIDTH = 72
+#: Lines shown as written are wrapped here: the page is read in 80 columns, its text indented
+#: by 7, and 4 more in an indented block.
+_USAGE_WIDTH, _BLOCK_WIDTH = 72, 68
 
 _EXIT_STATUS = [
     (str(errors.EXIT_FOUND), "the first bad commit was found (advance: where the pin can go is "
@@ -75,8 +76,12 @@ def _font(text: str, font: str) -> str:
 
 
 def _verbatim(lines: Sequence[str]) -> list[str]:
-    """Lines shown as written (usages, examples)."""
+    """Lines shown as written (usages, examples), in an indented block."""
     return [".PP", ".RS 4", ".nf", *(esc(line) for line in lines), ".fi", ".RE"]
+
+
+def _commands_block(commands: Sequence[str]) -> list[str]:
+    return _verbatim([line for c in commands for line in about.shell_lines(c, _BLOCK_WIDTH)])
 
 
 # -- reading the parser ---------------------------------------------------------
@@ -84,7 +89,7 @@ def _verbatim(lines: Sequence[str]) -> list[str]:
 Command = tuple[str, str, argparse.ArgumentParser]
 
 
-def _commands(parser: argparse.ArgumentParser) -> Iterator[Command]:
+def commands(parser: argparse.ArgumentParser) -> Iterator[Command]:
     """(name, one-line help, parser) of every subcommand, in the parser's order."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -93,12 +98,13 @@ def _commands(parser: argparse.ArgumentParser) -> Iterator[Command]:
                 yield name, helps.get(name, ""), sub
 
 
-def _usage(p: argparse.ArgumentParser) -> list[str]:
-    """``p``'s usage, wrapped the same on every machine (argparse wraps at the terminal)."""
+def usage_lines(p: argparse.ArgumentParser, width: int = _USAGE_WIDTH) -> list[str]:
+    """``p``'s usage, wrapped at ``width`` (argparse would wrap at the terminal's width)."""
     formatter = argparse.HelpFormatter(prog=p.prog, width=10_000)
     formatter.add_usage(p.usage, p._actions, p._mutually_exclusive_groups, prefix="")
-    one_line = " ".join(formatter.format_help().split())
-    return textwrap.wrap(one_line, _USAGE_WIDTH, subsequent_indent="    ",
+    # -h is everywhere; a synopsis without it reads like git's.
+    one_line = " ".join(formatter.format_help().split()).replace(" [-h]", "", 1)
+    return textwrap.wrap(one_line, width, subsequent_indent="    ",
                          break_long_words=False, break_on_hyphens=False)
 
 
@@ -142,29 +148,29 @@ def render(git_mode: bool) -> str:
     parser = build_parser(git_mode)
     prog = GIT_PROG if git_mode else "bisectkit"
     page = prog.replace(" ", "-")
-    commands = list(_commands(parser))
+    listed = list(commands(parser))
     # .nh .ad l: no hyphenation, ragged right (options must not be split or stretched).
     lines = [f'.TH "{page.upper()}" "1" "" "bisectkit {VERSION}" "bisectkit manual"',
              ".nh", ".ad l", ".SH NAME",
              f"{esc(page)} \\- bisect regressions in projects that pin a patched submodule",
              ".SH SYNOPSIS", ".nf"]
-    for _, _, sub in commands:
-        lines += [esc(line) for line in _usage(sub)]
+    for _, _, sub in listed:
+        lines += [esc(line) for line in usage_lines(sub)]
     lines += [".fi", ".SH DESCRIPTION", esc(parser.description or ""), ".PP",
               f"{_font(f'{prog} help', 'B')} prints the usage of every command; "
               f"{_font(f'{prog} COMMAND -h', 'B')} the options of one.",
               ".SH COMMANDS"]
-    for name, summary, _ in commands:
+    for name, summary, _ in listed:
         lines += [".TP", _font(name, "B"), esc(summary)]
     lines += [".SH OPTIONS", *_options(parser, skip_help=False)]
-    for name, _, sub in commands:
+    for name, _, sub in listed:
         lines += _command_section(name, sub)
     lines += [".SH EXIT STATUS"]
     for code, meaning in _EXIT_STATUS:
         lines += [".TP", _font(code, "B"), esc(meaning)]
     lines += [".SH EXAMPLES"]
-    for name, summary, sub in commands:
-        lines += [".PP", f"{esc(name)}: {esc(summary)}", *_verbatim(epilog_parts(sub)[1])]
+    for name, summary, sub in listed:
+        lines += [".PP", f"{esc(name)}: {esc(summary)}", *_commands_block(epilog_parts(sub)[1])]
     lines += [".SH FILES"]
     for path, what in _FILES:
         lines += [".TP", _font(path, "I"), esc(what)]
@@ -178,12 +184,13 @@ def render(git_mode: bool) -> str:
 def _command_section(name: str, sub: argparse.ArgumentParser) -> list[str]:
     """``.SS name``: the description, the usage, the options, the note and the example."""
     note, examples = epilog_parts(sub)
-    lines = [f'.SS "{esc(name)}"', esc(sub.description or ""), *_verbatim(_usage(sub)),
+    lines = [f'.SS "{esc(name)}"', esc(sub.description or ""),
+             *_verbatim(usage_lines(sub, _BLOCK_WIDTH)),
              *_options(sub)]
     if note:
         lines += [".PP", esc(note)]
     if examples:
-        lines += [".PP", "Example:", *_verbatim(examples)]
+        lines += [".PP", "Example:", *_commands_block(examples)]
     return lines
 
 
@@ -227,28 +234,30 @@ def install(prefix: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m bisectkit.manpage --write|--check|--install``."""
+    """``python3 -m bisectkit.manpage --write|--check|--install [PREFIX]|--print PAGE``."""
     ap = argparse.ArgumentParser(prog="python3 -m bisectkit.manpage", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--write", action="store_true", help=f"regenerate {SOURCE_DIR}/*.1")
     what.add_argument("--check", action="store_true", help="exit 1 if a page is out of date")
-    what.add_argument("--install", action="store_true",
-                      help=f"link the pages into {sys.prefix}/{MAN_DIR} (editable installs)")
+    what.add_argument("--install", nargs="?", const=sys.prefix, metavar="PREFIX",
+                      help=f"link the pages into PREFIX/{MAN_DIR} (default PREFIX: "
+                           f"{sys.prefix}), for an editable install")
     what.add_argument("--print", choices=sorted(PAGES), metavar="PAGE",
                       help="print a page's roff source")
+    ap.add_argument("--dir", type=Path, default=SOURCE_DIR,
+                    help="with --write or --check: the pages' directory (default: %(default)s)")
     args = ap.parse_args(argv)
     if args.print:
         sys.stdout.write(render(PAGES[args.print]))
-    elif args.check and (out_of_date := stale()):
-        print(f"out of date: {', '.join(out_of_date)}; run: {REGENERATE}", file=sys.stderr)
-        return 1
+    elif args.check:
+        if out_of_date := stale(args.dir):
+            print(f"out of date: {', '.join(out_of_date)}; run: {REGENERATE}", file=sys.stderr)
+            return 1
     else:
-        done = write() if args.write else install(Path(sys.prefix)) if args.install else []
-        for path in done:
+        for path in write(args.dir) if args.write else install(Path(args.install)):
             print(path)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
