@@ -24,7 +24,7 @@ import pluggy
 from bisectkit import plugins, replaylog, requests, signals
 from bisectkit.advancing import apply_request
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
-from bisectkit.commands import advance, manual, parity, running, waiting, workspaces
+from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
 from bisectkit.commands.context import Context
 from bisectkit.console import Console
 from bisectkit.errors import (
@@ -63,6 +63,8 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
     console = Console()
     try:
         with signals.as_interrupt():
+            if argv[:1] == ["--help"]:  # the manual; -h stays argparse's help
+                return usage.show_manual(build_parser(git_mode), sys.stdout)
             ctx, args = _prepare(argv, git_mode, console)
             return _HANDLERS[args.handler](ctx, args)
     except BisectkitError as exc:
@@ -262,6 +264,8 @@ _HANDLERS: dict[str, Handler] = {
     "terms": lambda ctx, a: parity.cmd_terms(ctx, a.which),
     "show_step": lambda ctx, a: manual.cmd_show_step(ctx, a.index),
     "plugins": lambda ctx, a: manual.cmd_plugins(ctx),
+    "help": lambda ctx, a: usage.cmd_help(build_parser(a.git_mode, ctx.pm), a.topic,
+                                          ctx.console.file),
     "workspaces": lambda ctx, a: workspaces.cmd_workspaces(ctx, a.workspace_root, a.prune),
 }
 

@@ -7,10 +7,10 @@ add their options to ``run`` through ``bisectkit_addoption``.
 from __future__ import annotations
 
 import argparse
-import textwrap
 
 import pluggy
 
+from bisectkit import about
 from bisectkit.model import GIT_PROG, ON_CONFLICT, VERDICTS, VERSION
 from bisectkit.options import (
     UPSTREAM_HELP,
@@ -66,12 +66,16 @@ def build_parser(git_mode: bool = False,
 
     With ``pm``, plugins add their options to ``run`` (``bisectkit_addoption``).
     """
-    parser = argparse.ArgumentParser(
-        prog=GIT_PROG if git_mode else "bisectkit",
+    prog = GIT_PROG if git_mode else "bisectkit"
+    # Declared as the base class: add_subparsers() would otherwise be typed by about.Parser.
+    parser: argparse.ArgumentParser = about.Parser(
+        prog=prog,
         description="Bisect regressions in a project that pins a patched submodule: the "
                     "submodule's upstream commits (re-applying the local patch stack at "
                     "every step), the superproject's integrate branch (--integrate), or the "
                     "patch stack itself (--stack).",
+        epilog=f"'{prog} help' lists every command's usage; the manual: man "
+               f"{prog.replace(' ', '-')} (or '{prog} --help' in a terminal).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -80,6 +84,8 @@ def build_parser(git_mode: bool = False,
     else:
         _add_bisectkit_commands(sub, pm)
     _add_show_step(sub)
+    _add_help(sub, git_mode)
+    about.document(sub, git_mode)
     return parser
 
 
@@ -126,10 +132,9 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     """``git bisect-patched start|good|bad|skip|old|new|run|status|log|replay|reset``."""
     _add_start(sub)
     for verdict in (*VERDICTS, "old", "new"):
-        what = ("the old/new side (--term-old/--term-new)" if verdict in ("old", "new")
-                else f"{verdict} (the repro's outcome)")
-        p = sub.add_parser(verdict, help=f"mark revisions (default: the one under test) {what}")
-        p.add_argument("revs", nargs="*", metavar="REV")
+        p = sub.add_parser(verdict, help=about.MARKS[verdict])
+        p.add_argument("revs", nargs="*", metavar="REV",
+                       help="the revisions to mark (default: the candidate under test)")
         add_force_ignored(p)
         p.set_defaults(handler="mark", verdict=verdict)
     p = sub.add_parser("run", help="build and test candidates automatically until done")
@@ -142,50 +147,31 @@ def _add_git_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     sub.add_parser("log", help="print a log that 'replay' accepts").set_defaults(
         handler="log")
     p = sub.add_parser("replay", help="start over from a log")
-    p.add_argument("file")
+    p.add_argument("file", metavar="FILE", help="the log to replay")
     p.set_defaults(handler="replay")
     _add_parity_commands(sub)
 
 
 def _add_parity_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``reset [COMMIT]``, ``visualize``/``view``, ``terms``, and ``skip``'s ranges: as git's."""
+    """``reset [COMMIT]``, ``visualize``/``view``, ``terms``: as git's."""
     p = sub.add_parser(
-        "reset", help="restore every HEAD and end the session (then check out COMMIT)",
-        description="Restore every repository bisectkit moved and end the session. With "
-                    "COMMIT, then check it out in the superproject, like 'git bisect reset "
-                    "<commit>' (a branch is checked out, anything else detaches HEAD; "
-                    "submodules stay as restored). COMMIT is resolved first: 'reset HEAD' "
-                    "stays on what is checked out now, and a bad COMMIT changes nothing.",
-        epilog=f"example: {GIT_PROG} reset main")
+        "reset", help="restore every HEAD and end the session (then check out COMMIT)")
     p.add_argument("commit", nargs="?", metavar="COMMIT",
                    help="a superproject commit or branch to check out after the reset")
     p.set_defaults(handler="reset")
     p = sub.add_parser(
-        "visualize", aliases=["view"], help="list the candidates left and their verdicts",
-        description="List the candidates still in play, newest first: those after the newest "
-                    "good one up to the oldest bad one, each with its verdict so far in the "
-                    "session's terms ('?': not tested). Submodule sessions list upstream "
-                    "commits of the submodule; --integrate sessions superproject commits.",
-        epilog=f"example: {GIT_PROG} view --log")
+        "visualize", aliases=["view"], help="list the candidates left and their verdicts")
     p.add_argument("--log", action="store_true",
                    help="print them as 'git log' does (sha, author, date, message)")
     p.set_defaults(handler="visualize")
     p = sub.add_parser(
-        "terms", help="print the words for the old and new states",
-        description="Print the session's terms, as 'git bisect terms' does; with an option, "
-                    "just the one word.", epilog=f"example: {GIT_PROG} terms --term-bad")
+        "terms", help="print the words for the old and new states")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--term-good", "--term-old", dest="which", action="store_const",
                    const="old", help="print only the word for the old state")
     g.add_argument("--term-bad", "--term-new", dest="which", action="store_const",
                    const="new", help="print only the word for the new state")
     p.set_defaults(handler="terms")
-    skip = sub.choices["skip"]
-    skip.description = skip.description or (
-        "Mark revisions untestable (default: the one under test). A range A..B (or A...B) "
-        "stands for the candidates in it; those already marked good or bad keep their "
-        "verdict.")
-    skip.epilog = skip.epilog or f"example: {GIT_PROG} skip v1.2..v1.3 abc123"
 
 
 def _add_start(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -196,17 +182,7 @@ def _add_start(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
               "[--submodule PATH]...) [--first-parent | --all-parents] "
               "[--on-conflict skip|drop] [--find-fix] [BAD [GOOD...]] "
               "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
-        # Raw (for the epilog's lines), so the description is wrapped here.
-        description=textwrap.fill(
-            "Start a session: with BAD and GOOD, check out the first candidate. As with "
-            "git, the ends may come later: with fewer, the session waits (nothing is "
-            "checked out) for 'bad [REV]' and 'good REV' (old/new in your terms); 'bad' "
-            "with no REV is the superproject's HEAD with --integrate, else the upstream "
-            "commit the submodule's pin sits on.", 78),
-        epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.\n"
-               f"example: {GIT_PROG} start --submodule third_party/llvm-project; "
-               f"{GIT_PROG} bad; {GIT_PROG} good llvmorg-18.1.0",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
     _add_target_options(p)
     p.add_argument("--advance", action="store_true",
                    help="a session that finds how far the pin of --submodule can move toward "
@@ -276,7 +252,12 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 def _add_show_step(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("show-step", help="print the kept build and repro output of step N")
-    p.add_argument("index", type=int, metavar="N")
+    p.add_argument("index", type=int, metavar="N", help="the step's number, as printed")
     p.set_defaults(handler="show_step")
 
 
+def _add_help(sub: argparse._SubParsersAction[argparse.ArgumentParser], git_mode: bool) -> None:
+    """``help [COMMAND]``, as ``git bisect help``."""
+    p = sub.add_parser("help", help="print the usage of every command, or the help of one")
+    p.add_argument("topic", nargs="?", metavar="COMMAND", help="the command to show the help of")
+    p.set_defaults(handler="help", git_mode=git_mode)

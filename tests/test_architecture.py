@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "bisectkit"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("cli", ("__main__", "cli", "parser", "options", "commands", "commands.*")),
+    ("cli", ("__main__", "cli", "parser", "options", "about", "manpage", "commands", "commands.*")),
     ("requests", ("requests", "advancing", "precheck", "argtypes")),
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
@@ -47,8 +47,8 @@ SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "sea
 #: Third-party libraries confined to their own modules.
 CONFINED = {"pygit2": ("git", "gitstate", "gitobjects", "merge"), "pexpect": ("runner",),
             "rich": ("console",),
-            "argparse": ("cli", "parser", "options", "requests", "commands", "commands.*",
-                         "argtypes", "advancing")}
+            "argparse": ("cli", "parser", "options", "about", "manpage", "requests", "commands",
+                         "commands.*", "argtypes", "advancing")}
 
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 50
