@@ -90,12 +90,16 @@ Command = tuple[str, str, argparse.ArgumentParser]
 
 
 def commands(parser: argparse.ArgumentParser) -> Iterator[Command]:
-    """(name, one-line help, parser) of every subcommand, in the parser's order."""
+    """(name, one-line help, parser) of every subcommand, in the parser's order; an alias
+    (``view`` for ``visualize``) is named in its command's help, not listed again."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {a.dest: a.help or "" for a in action._choices_actions}
+            seen: set[int] = set()
             for name, sub in action.choices.items():
-                yield name, helps.get(name, ""), sub
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    yield name, helps.get(name, ""), sub
 
 
 def usage_lines(p: argparse.ArgumentParser, width: int = _USAGE_WIDTH) -> list[str]:

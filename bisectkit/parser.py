@@ -160,7 +160,8 @@ def _add_parity_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
                    help="a superproject commit or branch to check out after the reset")
     p.set_defaults(handler="reset")
     p = sub.add_parser(
-        "visualize", aliases=["view"], help="list the candidates left and their verdicts")
+        "visualize", aliases=["view"],
+        help="list the candidates left and their verdicts (alias: view)")
     p.add_argument("--log", action="store_true",
                    help="print them as 'git log' does (sha, author, date, message)")
     p.set_defaults(handler="visualize")
