@@ -94,8 +94,13 @@ def _not_known(ctx: Context, b: Bisection, word: str, revs: Sequence[str]) -> li
     known = s.verdict_map()
     kept: list[str] = []
     for rev in revs:
+        # A skip is recorded again (a neighbour is tested); a range (skip only) is
+        # expanded by the mark itself.
+        if side == "skip" or ".." in rev:
+            kept.append(rev)
+            continue
         sha = b.strategy.resolve(rev)
-        if side == "skip" or known.get(sha, "good" if sha in s.good else None) != side:
+        if known.get(sha, "good" if sha in s.good else None) != side:
             kept.append(rev)
             continue
         where = "the {} end" if sha == s.bad or sha in s.good else "already marked {}"
