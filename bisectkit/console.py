@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO, cast
 
 from rich.console import Console as RichConsole
-from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
@@ -23,8 +22,9 @@ from bisectkit.display import (
     plural,
     step_times,
     words,
+    wrap,
 )
-from bisectkit.livestatus import Echo, Status, render
+from bisectkit.livestatus import Panel, Status
 from bisectkit.model import CommitInfo, Upstream
 
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
@@ -62,20 +62,19 @@ class _Resilient:
         return getattr(self._stream, name)
 
 
-def _rich(file: TextIO) -> RichConsole:
+def _rich(file: TextIO, width: int | None = None) -> RichConsole:
     # soft_wrap keeps long lines (full shas, commands) whole when piped.
-    return RichConsole(file=cast(TextIO, _Resilient(file)), soft_wrap=True, highlight=False)
+    return RichConsole(file=cast(TextIO, _Resilient(file)), soft_wrap=True, highlight=False,
+                       width=width)
 
 
 class Console:
     """Human-facing progress: header, a block per step, the final result."""
 
-    def __init__(self, file: TextIO | None = None) -> None:
-        self._c = _rich(file or sys.stdout)
-        self._live: Live | None = None
-        self._in_run = False
-        self.status = Status()
-        self._echo = Echo(lambda: self._c, lambda: self.status, lambda: self._live is not None)
+    def __init__(self, file: TextIO | None = None, width: int | None = None) -> None:
+        """``width``: the columns to fit (default: the terminal's, else $COLUMNS or 80)."""
+        self._c = _rich(file or sys.stdout, width)
+        self.panel = Panel(lambda: self._c)
 
     def to_stderr(self) -> None:
         """Write everything to stderr from now on: stdout carries a result (``--json -``)."""
@@ -84,40 +83,24 @@ class Console:
     @property
     def file(self) -> TextIO:
         """Where build and repro output is echoed: above the live panel while it is up."""
-        return cast(TextIO, self._echo)
+        return cast(TextIO, self.panel.echo)
 
     @property
     def width(self) -> int:
         return self._c.width
 
-    @contextlib.contextmanager
-    def live(self) -> Iterator[None]:
+    @property
+    def status(self) -> Status:
+        return self.panel.status
+
+    def live(self) -> contextlib.AbstractContextManager[None]:
         """A run: on a terminal the status panel may show until the run's summary (or the
         end of the ``with``, however it ends: Ctrl-C, an abort, an error)."""
-        self.status = Status()
-        self._in_run = True
-        try:
-            yield
-        finally:
-            self._in_run = False
-            self.stop_live()
+        return self.panel.run()
 
     def stop_live(self) -> None:
         """Take the panel away (idempotent): what prints next comes after it."""
-        live, self._live = self._live, None
-        if live is not None:
-            with contextlib.suppress(Exception):  # a gone terminal must not stop a restore
-                self._echo.finish()
-                live.stop()
-
-    def _show_live(self) -> None:
-        if self._live is not None or not self._in_run or not self._c.is_terminal:
-            return
-        self._live = Live(console=self._c, get_renderable=lambda: render(self.status,
-                                                                         self._c.width),
-                          refresh_per_second=4, transient=True, redirect_stdout=False,
-                          redirect_stderr=False)
-        self._live.start()
+        self.panel.stop()
 
     def line(self, text: str = "", style: str | None = None) -> None:
         """Print plain text (no markup interpretation)."""
@@ -129,8 +112,9 @@ class Console:
         first, *rest = lines
         width = self._c.width
         self._c.print(f"[bold]bisectkit[/]: {escape(ellipsize(first, width - 11))}")
-        for text in rest:
-            self.line(ellipsize(text, width))
+        for text in rest:  # broken between words: a range or a pathspec is not cut
+            for line in wrap(text.lstrip(), width, text[:len(text) - len(text.lstrip())], "  "):
+                self.line(line)
         self.line(f"  roughly {plural(total_steps, 'step')}")
 
     def step_start(
@@ -140,16 +124,17 @@ class Console:
         subject ellipsized to the width, the rest on a second line when it leaves too little."""
         self.status.candidate(index, info.sha, info.subject, remaining, steps_left)
         head = f"[step {index}] testing {info.sha[:12]} "
-        tail = (f"  ({remaining} left, roughly {plural(steps_left, 'step')}; "
-                f"elapsed {clock(self.status.elapsed())}, {eta_text(self.status.eta())})")
+        timing = (f"; elapsed {clock(self.status.elapsed())}, {eta_text(self.status.eta())}"
+                  if self.panel.in_run else "")  # a run's, not a manual step's
+        tail = f"  ({remaining} left, roughly {plural(steps_left, 'step')}{timing})"
         subject, wrap = fit(head, info.subject, tail, self._c.width)
         self._c.print(Text.assemble((f"[step {index}]", "bold"), " testing ",
                                     (info.sha[:12], "bold"), " ", subject,
                                     ("" if wrap else tail, "dim")))
         if wrap:
             self.line(ellipsize(INDENT + tail.strip()[1:-1], self._c.width), style="dim")
-        self._show_live()
-        self._refresh()
+        self.panel.show()
+        self.panel.refresh()
 
     def details(self, details: dict[str, Any], files_written: int | None) -> None:
         """What preparing a candidate did: patch actions, submodule moves, files written."""
@@ -169,23 +154,19 @@ class Console:
         ``rows`` takes the table away)."""
         self.status.jobs = list(rows)
         if rows:
-            self._show_live()
+            self.panel.show()
 
     def set_phase(self, index: int, phase: str) -> None:
         """Step ``index`` entered ``phase`` (checkout, build, repro): the panel shows it."""
         if index == self.status.index:
             self.status.set_phase(phase)
-            self._refresh()
-
-    def _refresh(self) -> None:
-        if self._live is not None:
-            self._live.refresh()
+            self.panel.refresh()
 
     def phase(self, what: str, command: str) -> None:
         """A command starts (a plugin's phase: ``configure``, ``run 2/3``...)."""
         self.status.set_phase(what)
         self._c.print(f"[dim]--- {what}: {escape(command)}[/]")
-        self._refresh()
+        self.panel.refresh()
 
     def step_done(self, step: dict[str, Any]) -> None:
         """``[step i] SHA verdict (reason)  timings``: the reason ellipsized to the width,
@@ -245,7 +226,8 @@ class Console:
         self.line(f"Date:   {info.date}")
         self.line("")
         for text in info.message.rstrip().splitlines():
-            self.line(f"    {text}")
+            for line in wrap(text, self._c.width):
+                self.line(line)
         if details.get("patches"):
             self.line("")
             self.line(f"patch stack at {info.sha[:12]}:")

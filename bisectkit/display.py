@@ -8,6 +8,7 @@ in characters: commit subjects, paths and our own words.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,13 @@ def fit(head: str, middle: str, tail: str, width: int,
     if room >= len(middle) or room >= min_middle:
         return ellipsize(middle, room), False
     return ellipsize(middle, width - len(head)), True
+
+
+def wrap(text: str, width: int, indent: str = INDENT, more: str = "") -> list[str]:
+    """A paragraph's line, indented, broken between words to fit ``width`` (a word longer
+    than a line, a URL say, stays whole); continuations indented by ``more`` again."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + more,
+                         break_long_words=False, break_on_hyphens=False) or [""]
 
 
 def pack(parts: Sequence[str], width: int, first: str = "", sep: str = ", ",

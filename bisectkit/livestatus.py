@@ -11,19 +11,21 @@ lines print. Without a terminal there is no panel and the echo is unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rich.ansi import AnsiDecoder
 from rich.console import Console as RichConsole
 from rich.console import Group, RenderableType
+from rich.live import Live
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from bisectkit.display import clock, ellipsize, eta, eta_text
+from bisectkit.display import clock, eta, eta_text
 
 #: Sources of step records that ran a build or a repro (their time feeds the ETA).
 _TIMED = ("run", "verify", "check-stack", "confirm", "parallel")
@@ -118,15 +120,18 @@ def _one_line(text: Text, width: int) -> Text:
 
 
 def jobs_table(rows: Sequence[dict[str, Any]], width: int, now: float) -> Table:
-    """The steps in flight of a parallel run, one row each, within ``width`` columns."""
-    table = Table(box=None, pad_edge=False, show_edge=False, expand=False, width=None)
-    for name in ("worker", "step", "candidate", "phase", "elapsed", "last output line"):
-        table.add_column(name, no_wrap=True, overflow="ellipsis",
-                         max_width=48 if name == "last output line" else None)
+    """The steps in flight of a parallel run, one row each, within ``width`` columns: the
+    short columns keep their size, the candidate and the last output line share the rest."""
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=True, width=width)
+    fixed = {"worker": 12, "step": 4, "phase": 8, "elapsed": 7}
+    for name in ("worker", "step", "phase", "elapsed", "candidate", "last output line"):
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=fixed.get(name),
+                         ratio=None if name in fixed else 1)
     for row in rows:
-        table.add_row(row.get("where") or "-", str(row["index"]),
-                      f"{row['commit'][:12]} {ellipsize(row.get('subject', ''), 30)}",
-                      row["phase"], clock(row["elapsed"]), row.get("line", ""))
+        cells = (row.get("where") or "-", str(row["index"]), row["phase"],
+                 clock(row["elapsed"]), f"{row['commit'][:12]} {row.get('subject', '')}",
+                 row.get("line", ""))
+        table.add_row(*(Text(cell) for cell in cells))  # Text: a subject is not markup
     return table
 
 
@@ -176,3 +181,55 @@ class Echo:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._console().file, name)
+
+
+class Panel:
+    """The one rich ``Live`` of a run: the status, drawn at the bottom while output scrolls
+    above it (a terminal only, inside :meth:`run` only)."""
+
+    def __init__(self, console: Callable[[], RichConsole]) -> None:
+        self._console = console
+        self.status = Status()
+        self._live: Live | None = None
+        self._in_run = False
+        self.echo = Echo(console, lambda: self.status, lambda: self._live is not None)
+
+    @contextlib.contextmanager
+    def run(self) -> Iterator[None]:
+        """A run: the panel may show until :meth:`stop` or the end of the ``with``, however
+        it ends (Ctrl-C, an abort, an error): the terminal is never left garbled."""
+        self.status = Status()
+        self._in_run = True
+        try:
+            yield
+        finally:
+            self._in_run = False
+            self.stop()
+
+    @property
+    def in_run(self) -> bool:
+        return self._in_run
+
+    def show(self) -> None:
+        """Put the panel up (once per run; not without a terminal, not outside a run)."""
+        console = self._console()
+        if self._live is not None or not self._in_run or not console.is_terminal:
+            return
+        self._live = Live(console=console, get_renderable=lambda: render(self.status,
+                                                                         console.width),
+                          refresh_per_second=4, transient=True, redirect_stdout=False,
+                          redirect_stderr=False)
+        self._live.start()
+
+    def refresh(self) -> None:
+        """Redraw now (a phase changed): not at the next tick."""
+        if self._live is not None:
+            self._live.refresh()
+
+    def stop(self) -> None:
+        """Take the panel away (idempotent): what prints next comes after it."""
+        live, self._live = self._live, None
+        if live is not None:
+            with contextlib.suppress(Exception):  # a gone terminal must not stop a restore
+                self.echo.finish()
+                live.stop()
