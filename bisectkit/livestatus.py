@@ -219,7 +219,7 @@ class Panel:
                                                                          console.width),
                           refresh_per_second=4, transient=True, redirect_stdout=False,
                           redirect_stderr=False)
-        self._live.start()
+        self._live.start(refresh=True)
 
     def refresh(self) -> None:
         """Redraw now (a phase changed): not at the next tick."""

@@ -195,3 +195,12 @@ def test_trace_track_names_keep_the_subject(world: World, tmp_path: Path) -> Non
                         if e["ph"] == "M"]
     assert f"step 1: {world.sha(150)[:12]} upstream commit 150: touch lib/file10.txt" in names
     assert os.path.exists(trace)
+
+
+def test_advance_sums_up_before_restoring(world_factory: Any, tmp_path: Path) -> None:
+    from test_advance import BASE, advance, spec, with_smoke
+
+    w = with_smoke(world_factory(tmp_path, spec(bug_at=BASE + 5)))
+    r, _ = advance(w, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.index("summary: 7 steps") < r.stdout.index("restored ")
