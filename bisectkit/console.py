@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO, cast
 
 from rich.console import Console as RichConsole
-from rich.live import Live
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
+from bisectkit.display import (
+    INDENT,
+    clock,
+    ellipsize,
+    eta_text,
+    fit,
+    moved,
+    pack,
+    plural,
+    step_times,
+    words,
+    wrap,
+)
+from bisectkit.livestatus import Panel, Status
 from bisectkit.model import CommitInfo, Upstream
 
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
@@ -49,17 +62,19 @@ class _Resilient:
         return getattr(self._stream, name)
 
 
-def _rich(file: TextIO) -> RichConsole:
+def _rich(file: TextIO, width: int | None = None) -> RichConsole:
     # soft_wrap keeps long lines (full shas, commands) whole when piped.
-    return RichConsole(file=cast(TextIO, _Resilient(file)), soft_wrap=True, highlight=False)
+    return RichConsole(file=cast(TextIO, _Resilient(file)), soft_wrap=True, highlight=False,
+                       width=width)
 
 
 class Console:
     """Human-facing progress: header, a block per step, the final result."""
 
-    def __init__(self, file: TextIO | None = None) -> None:
-        self._c = _rich(file or sys.stdout)
-        self._live: Live | None = None
+    def __init__(self, file: TextIO | None = None, width: int | None = None) -> None:
+        """``width``: the columns to fit (default: the terminal's, else $COLUMNS or 80)."""
+        self._c = _rich(file or sys.stdout, width)
+        self.panel = Panel(lambda: self._c)
 
     def to_stderr(self) -> None:
         """Write everything to stderr from now on: stdout carries a result (``--json -``)."""
@@ -67,104 +82,133 @@ class Console:
 
     @property
     def file(self) -> TextIO:
-        return cast(TextIO, self._c.file)
+        """Where build and repro output is echoed: above the live panel while it is up."""
+        return cast(TextIO, self.panel.echo)
+
+    @property
+    def width(self) -> int:
+        return self._c.width
+
+    @property
+    def status(self) -> Status:
+        return self.panel.status
+
+    def live(self) -> contextlib.AbstractContextManager[None]:
+        """A run: on a terminal the status panel may show until the run's summary (or the
+        end of the ``with``, however it ends: Ctrl-C, an abort, an error)."""
+        return self.panel.run()
+
+    def stop_live(self) -> None:
+        """Take the panel away (idempotent): what prints next comes after it."""
+        self.panel.stop()
 
     def line(self, text: str = "", style: str | None = None) -> None:
         """Print plain text (no markup interpretation)."""
-        self._c.print(text, style=style, markup=False)
+        # A Text, not print(style=...): that style would also dim the live panel below.
+        self._c.print(Text(text, style=style or ""))
 
     def header(self, lines: Sequence[str], total_steps: int) -> None:
         """The strategy's description of the bisection, then the expected step count."""
         first, *rest = lines
-        self._c.print(f"[bold]bisectkit[/]: {escape(first)}")
-        for text in rest:
-            self.line(text)
-        self.line(f"  roughly {total_steps} step{'s' if total_steps != 1 else ''}")
+        width = self._c.width
+        self._c.print(f"[bold]bisectkit[/]: {escape(ellipsize(first, width - 11))}")
+        for text in rest:  # broken between words: a range or a pathspec is not cut
+            for line in wrap(text.lstrip(), width, text[:len(text) - len(text.lstrip())], "  "):
+                self.line(line)
+        self.line(f"  roughly {plural(total_steps, 'step')}")
 
     def step_start(
         self, index: int, info: CommitInfo, remaining: int, steps_left: int
     ) -> None:
-        self._c.print(
-            f"[bold]\\[step {index}][/] testing [bold]{info.sha[:12]}[/] "
-            f"{escape(info.subject)}  [dim]({remaining} left, roughly {steps_left} "
-            f"step{'s' if steps_left != 1 else ''})[/]"
-        )
+        """``[step i] testing SHA subject  (n left, roughly k steps; elapsed, ETA)``: the
+        subject ellipsized to the width, the rest on a second line when it leaves too little."""
+        self.status.candidate(index, info.sha, info.subject, remaining, steps_left)
+        head = f"[step {index}] testing {info.sha[:12]} "
+        timing = (f"; elapsed {clock(self.status.elapsed())}, {eta_text(self.status.eta())}"
+                  if self.panel.in_run else "")  # a run's, not a manual step's
+        tail = f"  ({remaining} left, roughly {plural(steps_left, 'step')}{timing})"
+        subject, wrap = fit(head, info.subject, tail, self._c.width)
+        self._c.print(Text.assemble((f"[step {index}]", "bold"), " testing ",
+                                    (info.sha[:12], "bold"), " ", subject,
+                                    ("" if wrap else tail, "dim")))
+        if wrap:
+            self.line(ellipsize(INDENT + tail.strip()[1:-1], self._c.width), style="dim")
+        self.panel.show()
+        self.panel.refresh()
 
     def details(self, details: dict[str, Any], files_written: int | None) -> None:
         """What preparing a candidate did: patch actions, submodule moves, files written."""
+        width = self._c.width
         for a in details.get("patches", ()):
-            style = _ACTION_STYLE.get(a["action"], "")
-            self._c.print(
-                f"    {a['kind']:<11} {a['commit'][:12]}  [{style}]{a['action']:<8}[/] "
-                f"{escape(a['why'])}"
-            )
+            head, action = f"    {a['kind']:<11} {a['commit'][:12]}  ", f"{a['action']:<8}"
+            self._c.print(Text.assemble(
+                head, (action, _ACTION_STYLE.get(a["action"], "")), " ",
+                ellipsize(a["why"], width - len(head) - len(action) - 1)))
         for m in details.get("submodules", ()):
-            self.line(f"    {m['path']}: {_moved(m)}")
+            self.line(ellipsize(f"    {m['path']}: {moved(m)}", width))
         if files_written is not None:
-            self.line(f"    {files_written} file{'s' if files_written != 1 else ''} written",
-                      style="dim")
+            self.line(f"    {plural(files_written, 'file')} written", style="dim")
 
     def jobs(self, rows: Sequence[dict[str, Any]]) -> None:
-        """The live table of parallel steps in flight, under the step lines (terminals only;
-        an empty ``rows`` takes it away)."""
-        if not rows or not self._c.is_terminal:
-            if self._live is not None:
-                self._live.stop()
-                self._live = None
-            return
-        table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
-        for name in ("worker", "step", "candidate", "phase", "elapsed", "last output line"):
-            table.add_column(name, no_wrap=True, overflow="ellipsis",
-                             max_width=48 if name == "last output line" else None)
-        for row in rows:
-            table.add_row(row.get("where") or "-", str(row["index"]),
-                          f"{row['commit'][:12]} {row.get('subject', '')[:30]}", row["phase"],
-                          f"{row['elapsed']:.0f} s", row.get("line", ""))
-        if self._live is None:
-            self._live = Live(table, console=self._c, refresh_per_second=4, transient=True)
-            self._live.start()
-        else:
-            self._live.update(table)
+        """The parallel steps in flight, a table in the live panel (terminals only; an empty
+        ``rows`` takes the table away)."""
+        self.status.jobs = list(rows)
+        if rows:
+            self.panel.show()
+
+    def set_phase(self, index: int, phase: str) -> None:
+        """Step ``index`` entered ``phase`` (checkout, build, repro): the panel shows it."""
+        if index == self.status.index:
+            self.status.set_phase(phase)
+            self.panel.refresh()
 
     def phase(self, what: str, command: str) -> None:
+        """A command starts (a plugin's phase: ``configure``, ``run 2/3``...)."""
+        self.status.set_phase(what)
         self._c.print(f"[dim]--- {what}: {escape(command)}[/]")
+        self.panel.refresh()
 
     def step_done(self, step: dict[str, Any]) -> None:
+        """``[step i] SHA verdict (reason)  timings``: the reason ellipsized to the width,
+        the timings on a second line when they leave it too little room."""
+        self.status.step_done(step)
         verdict = step["verdict"]
-        style = _VERDICT_STYLE.get(verdict, "")
-        times = ""
-        if step.get("files_written"):
-            times += f"  {step['files_written']} files written"
-        if step.get("prepare_s") is not None and step.get("source") != "manual":
-            times += f"  prepare {_secs(step['prepare_s'])}"
-        if step.get("build_s") is not None:
-            times += f"  build {_secs(step['build_s'])}"
-        if step.get("repro_s") is not None:
-            times += f"  repro {_secs(step['repro_s'])}"
-        if step.get("worker"):
-            times += f"  on {step['worker']}:{Path(step.get('workspace', '')).name}"
         shown = step.get("term", verdict)
         source = f" {step['source']}:" if step.get("source") in (
             "verify", "check-stack", "confirm") else ""
-        self._c.print(
-            f"[bold]\\[step {step['index']}][/]{source} {step['commit'][:12]} "
-            f"[bold {style}]{escape(shown)}[/] ({escape(step['reason'])}){times}"
-        )
+        head = f"[step {step['index']}]{source} {step['commit'][:12]} {shown} "
+        times = step_times(step)
+        tail = "".join(f"  {t}" for t in times)
+        reason, wrap = fit(head, f"({step['reason']})", tail, self._c.width)
+        self._c.print(Text.assemble(
+            (f"[step {step['index']}]", "bold"), f"{source} {step['commit'][:12]} ",
+            (shown, f"bold {_VERDICT_STYLE.get(verdict, '')}"), " ", reason,
+            "" if wrap else tail))
+        for line in pack(times, self._c.width, first=INDENT, sep="  ") if wrap else ():
+            self.line(line)
         for flag in step.get("flags") or ():
             self.line(f"    flagged: {flag}", style="yellow")
 
     def summary(self, steps: Sequence[dict[str, Any]],
                 terms: dict[str, str] | None = None) -> None:
-        """One line: how the steps went and what they cost (``terms``: the sides' words)."""
-        old, new = _words(terms)
+        """How the steps went and what they cost (``terms``: the sides' words); steps
+        announced but never decided (an abort, Ctrl-C) count as stopped. Takes the live
+        panel away first: the run's last lines print after it."""
+        self.stop_live()
+        old, new = words(terms)
         counts = {v: sum(1 for s in steps if s["verdict"] == v) for v in ("good", "bad", "skip")}
         cached = sum(1 for s in steps if s.get("source") == "cache")
+        stopped = len(self.status.open - {s["index"] for s in steps})
         build = sum(s.get("build_s") or 0 for s in steps)
         repro = sum(s.get("repro_s") or 0 for s in steps)
         written = sum(s.get("files_written") or 0 for s in steps)
-        self.line(f"summary: {len(steps)} steps ({counts['good']} {old}, {counts['bad']} {new}, "
-                  f"{counts['skip']} skip, {cached} cached); build {build:.1f} s, "
-                  f"repro {repro:.1f} s; {written} files written", style="bold")
+        parts = [f"{plural(len(steps) + stopped, 'step')} ({counts['good']} {old}, "
+                 f"{counts['bad']} {new}, {counts['skip']} skip, {cached} cached"
+                 f"{f', {stopped} stopped' if stopped else ''});",
+                 f"build {build:.1f} s, repro {repro:.1f} s;",
+                 f"{plural(written, 'file')} written"]
+        for line in pack(parts, self._c.width, first="summary: ", sep=" "):
+            self.line(line, style="bold")
         flagged = [s for s in steps if s.get("flags")]
         if flagged:
             self.line(f"flagged steps ({len(flagged)}): check these verdicts", style="yellow")
@@ -174,13 +218,16 @@ class Console:
                           f"{'; '.join(s['flags'])}", style="yellow")
 
     def found(self, info: CommitInfo, details: dict[str, Any], term: str = "bad") -> None:
-        self.line(f"{info.sha} is the first {term} commit")
+        self.stop_live()
+        # The answer stands out on a terminal; piped, it is the plain line git prints.
+        self.line(f"{info.sha} is the first {term} commit", style="bold red")
         self.line(f"commit {info.sha}")
         self.line(f"Author: {info.author}")
         self.line(f"Date:   {info.date}")
         self.line("")
         for text in info.message.rstrip().splitlines():
-            self.line(f"    {text}")
+            for line in wrap(text, self._c.width):
+                self.line(line)
         if details.get("patches"):
             self.line("")
             self.line(f"patch stack at {info.sha[:12]}:")
@@ -193,8 +240,8 @@ class Console:
     def inconclusive(self, infos: Sequence[CommitInfo], term: str = "bad") -> None:
         self.line("There are only 'skip'ped commits left to test.")
         self.line(f"The first {term} commit could be any of:")
-        for info in infos:
-            self.line(f"{info.sha} {info.subject}")
+        for info in infos:  # the full sha (to copy), the subject as room allows
+            self.line(f"{info.sha} {ellipsize(info.subject, self._c.width - 41)}")
         self.line("We cannot bisect more!")
 
     def stack_status(self, data: dict[str, Any], limit: int) -> None:
@@ -236,22 +283,3 @@ class Console:
 
     def error(self, message: str) -> None:
         self._c.print(f"[red]{escape(message)}[/]")
-
-
-def _words(terms: dict[str, str] | None) -> tuple[str, str]:
-    """The words of the old and new sides (``good``/``bad`` unless the session says)."""
-    terms = terms or {}
-    return terms.get("old") or "good", terms.get("new") or "bad"
-
-
-def _moved(m: dict[str, Any]) -> str:
-    """``old -> new (N upstream commits)`` for one submodule of an integrate step."""
-    old = m["old"][:12] if m.get("old") else "(none)"
-    new = m["new"][:12] if m.get("new") else "(removed)"
-    span = m.get("upstream_commits")
-    return f"{old} -> {new}" + (f" ({span} upstream commits)" if span is not None else "")
-
-
-def _secs(value: float) -> str:
-    """Seconds, readable from milliseconds to hours."""
-    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"

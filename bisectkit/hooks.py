@@ -48,6 +48,12 @@ class Hooks:
     def session_finish(self, result: dict[str, Any]) -> None:
         self._call("bisectkit_session_finish", result=result)
 
+    def phase(self, index: int, phase: str) -> None:
+        self._call("bisectkit_phase", index=index, phase=phase)
+
+    def run_done(self, steps: list[dict[str, Any]], terms: dict[str, str]) -> None:
+        self._call("bisectkit_run_done", steps=steps, terms=terms)
+
     def candidate(self, index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
         self._call("bisectkit_candidate", index=index, info=info, remaining=remaining,
                    steps_left=steps_left)

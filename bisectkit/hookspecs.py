@@ -119,6 +119,26 @@ def bisectkit_session_finish(result: dict[str, Any]) -> None:
 
 
 @hookspec
+def bisectkit_phase(index: int, phase: str) -> None:
+    """Step ``index`` enters ``phase``: ``"build"`` or ``"repro"`` (the checkout starts
+    with :func:`bisectkit_candidate`); the live status shows it.
+
+    :param index: the step number (1-based).
+    :param phase: the phase's name.
+    """
+
+
+@hookspec
+def bisectkit_run_done(steps: list[dict[str, Any]], terms: dict[str, str]) -> None:
+    """A run's steps are over (it found, was inconclusive or aborted): before its answer
+    prints and before the repositories are restored. The console prints the summary.
+
+    :param steps: the session's step records (as in the JSON result).
+    :param terms: the words of the two sides (``old``, ``new``).
+    """
+
+
+@hookspec
 def bisectkit_candidate(index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
     """Step ``index`` will test ``info`` (before it is materialised and checked out).
 

@@ -22,8 +22,12 @@ class ConsoleObserver:
         self.console.step_done(step.record)
 
     @hookimpl
-    def bisectkit_session_finish(self, result: dict[str, Any]) -> None:
-        self.console.summary(result["steps"], result.get("terms"))
+    def bisectkit_run_done(self, steps: list[dict[str, Any]], terms: dict[str, str]) -> None:
+        self.console.summary(steps, terms)
+
+    @hookimpl
+    def bisectkit_phase(self, index: int, phase: str) -> None:
+        self.console.set_phase(index, phase)
 
     @hookimpl
     def bisectkit_candidate(self, index: int, info: CommitInfo, remaining: int,

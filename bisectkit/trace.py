@@ -16,7 +16,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bisectkit.display import ellipsize
 from bisectkit.fileio import write_json_atomic
+
+#: Track names longer than this are cut (a subject can be a paragraph).
+MAX_TRACK_NAME = 200
 
 
 class Tracer:
@@ -32,6 +36,9 @@ class Tracer:
         return (time.perf_counter() - self._t0) * 1e6
 
     def name_track(self, track: int, name: str) -> None:
+        """Name ``track`` once; a name past :data:`MAX_TRACK_NAME` characters is
+        ellipsized (the step, sha and the subject's start stay readable)."""
+        name = ellipsize(name, MAX_TRACK_NAME)
         if track not in self._named:
             self._named.add(track)
             self.events.append({"name": "thread_name", "ph": "M", "pid": os.getpid(),

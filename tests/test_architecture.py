@@ -37,7 +37,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "merge", "runner", "execution", "session", "journal", "journalrecords",
                "processes", "lock", "cache", "fingerprint", "workfiles", "waitstate")),
     ("hooks", ("hooks", "plugins", "classify")),
-    ("observers", ("observers", "console", "trace", "report", "report.*", "steplog")),
+    ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
+                   "report.*", "steplog")),
     ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio")),
 ]
 
@@ -46,7 +47,7 @@ SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "sea
           "pinning")
 #: Third-party libraries confined to their own modules.
 CONFINED = {"pygit2": ("git", "gitstate", "gitobjects", "merge"), "pexpect": ("runner",),
-            "rich": ("console",),
+            "rich": ("console", "livestatus"),
             "argparse": ("cli", "parser", "options", "about", "manpage", "requests", "commands",
                          "commands.*", "argtypes", "advancing")}
 

@@ -329,8 +329,9 @@ def test_live_table_on_a_terminal_only() -> None:
     tty = io.StringIO()
     console = Console(tty)
     console._c = RichConsole(file=tty, force_terminal=True, width=100)
-    console.jobs(rows)
-    console.jobs([])
+    with console.live():  # the table is part of a run's status panel
+        console.jobs(rows)
+        console.jobs([])
     shown = tty.getvalue()
-    for text in ("wa:ws-2", "aaaaaaaaaaaa", "build", "12 s", "[41/977] CXX"):
+    for text in ("wa:ws-2", "aaaaaaaaaaaa", "build", "0:12", "[41/977] CXX"):
         assert text in shown

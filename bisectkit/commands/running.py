@@ -95,8 +95,12 @@ Shower = Callable[[Context, Bisection, Decision, dict[str, Any], VerdictCache | 
 def run_with(ctx: Context, b: Bisection, show: Shower | None = None) -> int:
     """Run the loop (in the user's tree, or on a pool of workspaces); report, write the
     JSON result and the trace however it ends."""
+    with ctx.console.live():  # the status panel, gone however the run ends
+        return _run_parallel_or_not(ctx, b, show or _show_bisection)
+
+
+def _run_parallel_or_not(ctx: Context, b: Bisection, show: Shower) -> int:
     settings = ctx.options.parallel
-    show = show or _show_bisection
     if not settings.enabled:
         return _run_loop(ctx, b, show)
     pool = open_pool(settings, default_root(b.superproject.git_dir), secrets.token_hex(4))
@@ -128,6 +132,7 @@ def _run_loop(ctx: Context, b: Bisection, show: Shower) -> int:
         decision, checks = verify.run_to_end(b, cache, opts, verify_range_first=flags.verify_range,
                                              check_the_stack=flags.check_stack)
         answered = True
+        _run_done(ctx, b)
         return show(ctx, b, decision, checks, cache)
     except KeyboardInterrupt:
         error = "interrupted"
@@ -188,4 +193,11 @@ def _wrap_up_aborted(ctx: Context, b: Bisection, error: str | None) -> None:
 
     signals.run_shielded(wrap_up)
     with contextlib.suppress(Exception):
+        _run_done(ctx, b)  # the summary: before the restore's lines
+    with contextlib.suppress(Exception):
         ctx.hooks.session_finish(results.result_json(b, "aborted", None, error))
+
+
+def _run_done(ctx: Context, b: Bisection) -> None:
+    """The steps are over: observers sum them up (the console's summary)."""
+    ctx.hooks.run_done([st.to_json() for st in b.session.steps], b.terms.as_dict())

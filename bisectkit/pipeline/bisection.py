@@ -106,7 +106,7 @@ class Bisection:
         started = time.perf_counter()
         info = self.strategy.describe(cand)
         self.hooks.candidate(index, info, remaining, steps_left)
-        self.tracer.name_track(index, f"step {index}: {cand[:12]} {info.subject[:40]}")
+        self.tracer.name_track(index, f"step {index}: {cand[:12]} {info.subject}")
         self._step_started[index] = self.tracer.now()
         prep = self._materialise(cand, index)
         step = Step(index=index, commit=cand, strategy=self.strategy.name,

@@ -81,10 +81,12 @@ class StepTester:
         index = b.session.next_step_index()
         step = b.new_step(index, commit, prep)
         b.call_step_hook(step, lambda: b.hooks.step_start(step))
+        b.hooks.phase(index, "build")
         with b.tracer.span("build", index):
             built = self._build(step)
 
         def repro() -> Outcome | None:
+            b.hooks.phase(index, "repro")
             with b.tracer.span("repro", index):
                 return self._repro(step)
 
