@@ -17,6 +17,7 @@ from bisectkit.display import (
     ellipsize,
     eta_text,
     fit,
+    flow,
     moved,
     pack,
     plural,
@@ -111,7 +112,10 @@ class Console:
         """The strategy's description of the bisection, then the expected step count."""
         first, *rest = lines
         width = self._c.width
-        self._c.print(f"[bold]bisectkit[/]: {escape(ellipsize(first, width - 11))}")
+        first_line, *more = flow(11, first, width)  # a path is not cut
+        self._c.print(f"[bold]bisectkit[/]: {escape(first_line)}")
+        for line in more:
+            self.line(line)
         for text in rest:  # broken between words: a range or a pathspec is not cut
             for line in wrap(text.lstrip(), width, text[:len(text) - len(text.lstrip())], "  "):
                 self.line(line)
@@ -141,9 +145,11 @@ class Console:
         width = self._c.width
         for a in details.get("patches", ()):
             head, action = f"    {a['kind']:<11} {a['commit'][:12]}  ", f"{a['action']:<8}"
+            why, *more = flow(len(head) + len(action) + 1, a["why"], width, " " * 8)
             self._c.print(Text.assemble(
-                head, (action, _ACTION_STYLE.get(a["action"], "")), " ",
-                ellipsize(a["why"], width - len(head) - len(action) - 1)))
+                head, (action, _ACTION_STYLE.get(a["action"], "")), " ", why))
+            for line in more:
+                self.line(line)
         for m in details.get("submodules", ()):
             self.line(ellipsize(f"    {m['path']}: {moved(m)}", width))
         if files_written is not None:
@@ -169,8 +175,8 @@ class Console:
         self.panel.refresh()
 
     def step_done(self, step: dict[str, Any]) -> None:
-        """``[step i] SHA verdict (reason)  timings``: the reason ellipsized to the width,
-        the timings on a second line when they leave it too little room."""
+        """``[step i] SHA verdict (reason)  timings``: what does not fit the width goes on
+        continuation lines: the rest of the reason (never cut), then the timings."""
         self.status.step_done(step)
         verdict = step["verdict"]
         shown = step.get("term", verdict)
@@ -179,12 +185,14 @@ class Console:
         head = f"[step {step['index']}]{source} {step['commit'][:12]} {shown} "
         times = step_times(step)
         tail = "".join(f"  {t}" for t in times)
-        reason, wrap = fit(head, f"({step['reason']})", tail, self._c.width)
+        reason = f"({step['reason']})"
+        wrap = len(head) + len(reason) + len(tail) > self._c.width
+        reason, *more = flow(len(head), reason, self._c.width) if wrap else [reason]
         self._c.print(Text.assemble(
             (f"[step {step['index']}]", "bold"), f"{source} {step['commit'][:12]} ",
             (shown, f"bold {_VERDICT_STYLE.get(verdict, '')}"), " ", reason,
             "" if wrap else tail))
-        for line in pack(times, self._c.width, first=INDENT, sep="  ") if wrap else ():
+        for line in [*more, *pack(times, self._c.width, first=INDENT, sep="  ")] if wrap else ():
             self.line(line)
         for flag in step.get("flags") or ():
             self.line(f"    flagged: {flag}", style="yellow")

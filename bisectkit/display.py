@@ -66,6 +66,15 @@ def fit(head: str, middle: str, tail: str, width: int,
     return ellipsize(middle, width - len(head)), True
 
 
+def flow(head: int, text: str, width: int, indent: str = INDENT + "  ") -> list[str]:
+    """``text`` after ``head`` columns of a line, then on continuation lines indented by
+    ``indent``: broken between words, never cut (a reason or a file name is information
+    the reader needs, unlike the end of a subject)."""
+    lines = textwrap.wrap(text, width, initial_indent="\0" * head, subsequent_indent=indent,
+                          break_long_words=False, break_on_hyphens=False) or [""]
+    return [lines[0].lstrip("\0"), *lines[1:]]
+
+
 def wrap(text: str, width: int, indent: str = INDENT, more: str = "") -> list[str]:
     """A paragraph's line, indented, broken between words to fit ``width`` (a word longer
     than a line, a URL say, stays whole); continuations indented by ``more`` again."""

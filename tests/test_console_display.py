@@ -97,7 +97,10 @@ def test_step_lines_fit_without_escape_codes_when_piped(width: int) -> None:
     text = _printed(width)
     assert not ESCAPE.search(text)
     lines = _lines(text)
-    too_long = [line for line in lines if len(line) > width and SHA not in line]  # noqa
+    # Only a word longer than a whole line may stick out (a path is never cut: it is what
+    # the reader needs); the full sha lines are checked below.
+    too_long = [line for line in lines if len(line) > width and SHA not in line
+                and len(line.split()) > 1]
     assert not too_long, text
     # The full sha is kept where it is copied from: the answer and the inconclusive list.
     assert f"{SHA} is the first bad commit" in lines

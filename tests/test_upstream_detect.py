@@ -45,6 +45,11 @@ def assert_refused(world: World, r: subprocess.CompletedProcess[str], before: di
     return lines[0]
 
 
+def flat(text: str) -> str:
+    """``text`` with its line breaks as spaces: the header is wrapped to the width."""
+    return " ".join(text.split())
+
+
 def add_stale_mirror(world: World, at: int = 350) -> None:
     """A second upstream-like remote whose main was last fetched at upstream commit ``at``."""
     world.git(world.submodule, "remote", "add", "mirror", str(world.upstream))
@@ -57,8 +62,9 @@ def test_renamed_upstream_remote_is_guessed_and_the_stack_kept(world: World, tmp
     out = tmp_path / "r.json"
     r = bisect(world, json_out=out)
     assert r.returncode == 0, r.stderr + r.stdout
-    assert (f"  upstream: llvm/main (guessed: nearest merge-base with HEAD among the remote "
-            f"branches without it, 4 local patches on top; to choose, {HOW})") in r.stdout
+    assert flat(f"  upstream: llvm/main (guessed: nearest merge-base with HEAD among the remote "
+                f"branches without it, 4 local patches on top; to choose, {HOW})"
+                ) in flat(r.stdout)
     assert "  patch stack: 4 patches" in r.stdout
     # The build is broken upstream from 180 to 320; only the stack's pick of the fix
     # (320) lets the steps near the culprit build: an empty stack would end inconclusive.
@@ -101,9 +107,9 @@ def test_the_bisected_revisions_break_a_tie(world: World):
     add_stale_mirror(world)
     r = git_cli(world, "start", "--submodule", SUBMODULE, world.sha(380), world.sha(300))
     assert r.returncode == 0, r.stderr
-    assert ("upstream: upstream/main (guessed: nearest merge-base with HEAD among the remote "
-            "branches without it, 4 local patches on top; the only one of 2 equally near "
-            "that contains the revisions to bisect;") in r.stdout
+    assert flat("upstream: upstream/main (guessed: nearest merge-base with HEAD among the "
+                "remote branches without it, 4 local patches on top; the only one of 2 equally "
+                "near that contains the revisions to bisect;") in flat(r.stdout)
     log = git_cli(world, "log").stdout
     assert f"--upstream upstream/main {world.sha(380)}" in log
     assert git_cli(world, "reset").returncode == 0
@@ -148,8 +154,8 @@ def test_pristine_head_has_an_empty_stack(world: World):
     r = bisect(world, bad=250, build=False)
     assert r.returncode == 0, r.stderr + r.stdout
     assert f"{world.sha(200)} is the first bad commit" in r.stdout
-    assert ("upstream: upstream/main (guessed: upstream/main contains HEAD, so there are "
-            "no local patches;") in r.stdout
+    assert flat("upstream: upstream/main (guessed: upstream/main contains HEAD, so there are "
+                "no local patches;") in flat(r.stdout)
     assert "  patch stack: 0 patches" in r.stdout
     assert snapshot(world) == before
     data = json.loads(cli(world, "status", "--json").stdout)
