@@ -7,8 +7,6 @@ which restores everything first (:func:`~bisectkit.commands.manual.reset_session
 
 from __future__ import annotations
 
-import shutil
-
 from bisectkit import gitcli
 from bisectkit.commands import manual
 from bisectkit.commands.context import Context
@@ -51,7 +49,7 @@ def cmd_visualize(ctx: Context, as_log: bool) -> int:
                 ctx.console.line(line)
         return 0
     width = max(len(w) for w in (b.terms.old, b.terms.new, "skip", UNKNOWN))
-    columns = shutil.get_terminal_size((80, 24)).columns
+    columns = ctx.console.width  # the terminal's, else $COLUMNS or 80
     for sha, word in rows:
         subject = b.strategy.describe(sha).subject
         ctx.console.line(fit(f"{sha[:12]} {word:<{width}} {subject}", columns))
