@@ -27,6 +27,9 @@ from rich.text import Text
 
 from bisectkit.display import clock, eta, eta_text
 
+#: Columns the panel leaves free at the right: the terminal's "^C" echo fits there.
+ECHO_ROOM = 2
+
 #: Sources of step records that ran a build or a repro (their time feeds the ETA).
 _TIMED = ("run", "verify", "check-stack", "confirm", "parallel")
 
@@ -215,8 +218,11 @@ class Panel:
         console = self._console()
         if self._live is not None or not self._in_run or not console.is_terminal:
             return
-        self._live = Live(console=console, get_renderable=lambda: render(self.status,
-                                                                         console.width),
+        # Two columns spare: the cursor waits at the end of the panel's last line, where the
+        # terminal echoes a Ctrl-C as "^C"; on a full-width line that wraps, scrolls the
+        # panel up one line, and its top line would be left behind on the screen.
+        self._live = Live(console=console, get_renderable=lambda: render(
+                              self.status, max(console.width - ECHO_ROOM, 20)),
                           refresh_per_second=4, transient=True, redirect_stdout=False,
                           redirect_stderr=False)
         self._live.start(refresh=True)

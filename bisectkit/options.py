@@ -134,7 +134,9 @@ def repro_warning(argv: list[str], args: argparse.Namespace) -> str | None:
     # the command line itself too.
     if not repro or repro[0] == "--" or argv[-len(repro) - 1:-len(repro)] == ["--"]:
         return None
-    found = list(dict.fromkeys(w for w in repro[1:] if w.split("=", 1)[0] in own))
+    # Words after the repro's own '--' are meant for it (``./wrap.sh -- ninja --jobs 4``).
+    mine = repro[1:repro.index("--")] if "--" in repro[1:] else repro[1:]
+    found = list(dict.fromkeys(w for w in mine if w.split("=", 1)[0] in own))
     if not found:
         return None
     words = ", ".join(f"'{w}'" for w in found)

@@ -73,7 +73,10 @@ def descend(b: Bisection, decision: Decision) -> bool:
     parents = b.strategy.describe(merge).parents
     if len(parents) != 2 or merge in descended(b):
         return False
-    side = repo.first_parent_range(parents[1], [parents[0], *s.good], s.pathspec,
+    # Hidden too: the first parents of the merges descended into before, good all of
+    # them: a side branch that merged the main line in brings none of its commits.
+    outer = [b.strategy.describe(m).parents[0] for m in descended(b)]
+    side = repo.first_parent_range(parents[1], [parents[0], *outer, *s.good], s.pathspec,
                                    keep_tip=False)
     if not side:
         return False  # its second parent was merged already: nothing to bisect into
