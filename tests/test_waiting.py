@@ -213,6 +213,10 @@ def test_marking_an_end_again(world: World):
 
 def test_terms_words_while_waiting(world: World):
     ok(world, "start", "--term-old", "fast", "--term-new", "slow", *TARGET)
+    # The terms are known from 'start' on, as git's are.
+    assert ok(world, "terms").stdout.splitlines() == [
+        "Your current terms are fast for the old state", "and slow for the new state."]
+    assert ok(world, "terms", "--term-bad").stdout == "slow\n"
     r = ok(world, "new", world.sha(300))
     assert "status: waiting for fast commit(s), slow commit known" in r.stdout
     assert "give 'git bisect-patched old REV'" in r.stdout
