@@ -21,6 +21,7 @@ import shlex
 from argparse import Namespace
 from collections.abc import Sequence
 
+from bisectkit import journal as journal_mod
 from bisectkit import requests, signals
 from bisectkit.commands import manual
 from bisectkit.commands.context import Context
@@ -68,10 +69,12 @@ def cmd_start(ctx: Context, request: StartRequest) -> int:
 def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
     """``good``/``bad``/``old``/``new``: an end while waiting, else a mark of the session."""
     sp, store = ctx.open()
-    if store.waiting_path.exists():
+    if store.waiting_path.exists() and not store.exists():
         with ctx.run(sp) as run:
-            waiting = store.load_waiting()
-            if waiting is not None:  # (not completed by another command meanwhile)
+            # (not completed by another command meanwhile; a session, if a kill left both,
+            # wins: it is the newer)
+            waiting = _waiting(store)
+            if waiting is not None:
                 return _mark_waiting(ctx, run, waiting, word, revs)
     return manual.cmd_mark(ctx, word, revs)
 
@@ -89,14 +92,27 @@ def _mark_waiting(ctx: Context, run: Run, waiting: Waiting, word: str,
         _say_status(ctx, after)
         return 0
     session = _validated(run.superproject, waiting, after)
-    run.store.delete_waiting()
-    try:
+    _drop_unsaved_start(run)
+    try:  # (the session, once saved, replaces the waiting one: Run.begin)
         return manual.start_session(ctx, run, session)
     except BadInput as exc:
         # The first checkout was refused and the session ended itself (nothing
         # moved): wait again, as before this mark, for the same command again.
         run.store.save_waiting(waiting)
         raise BadInput(f"{exc}; the session still waits ({waiting.status()})") from exc
+
+
+def _drop_unsaved_start(run: Run) -> None:
+    """Remove the journal a completing mark left when it was stopped before its session was
+    saved: it holds the start record only (every move comes after the save), so nothing
+    is to undo. A journal with moves is left to ``reset``."""
+    if not run.journal.path.exists():
+        return
+    state = journal_mod.load(run.journal.path)
+    if state is None or state.moves or state.backups:
+        raise BadInput(f"an interrupted bisection left changes to undo ({run.journal.path});"
+                       f" run '{GIT_PROG} reset' first")
+    run.journal.delete()
 
 
 def _validated(sp: Repo, before: Waiting, after: Waiting) -> Session:

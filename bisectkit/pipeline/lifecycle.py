@@ -87,11 +87,17 @@ class Run:
             self.journal.begin_session(session.root, origins)
             self.store.clear_logs()
             self.store.save(session)
+            # A session that waited for its ends is replaced only once this one is saved:
+            # a kill before leaves it waiting, never neither (the session wins over both).
+            self.store.delete_waiting()
         return self._bisector(session)
 
     def resume(self) -> Bisection:
         """The session in progress, with any move a kill left half done settled."""
         session = self.store.load()
+        # A kill between saving the session and removing the waiting one left both: the
+        # session is the newer (see begin).
+        self.store.delete_waiting()
         state = journal_mod.load(self.journal.path)
         if state is None:
             raise BadInput(f"the session has no readable journal ({self.journal.path}); run "
