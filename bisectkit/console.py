@@ -131,11 +131,11 @@ class Console:
         timing = (f"; elapsed {clock(self.status.elapsed())}, {eta_text(self.status.eta())}"
                   if self.panel.in_run else "")  # a run's, not a manual step's
         tail = f"  ({remaining} left, roughly {plural(steps_left, 'step')}{timing})"
-        subject, wrap = fit(head, info.subject, tail, self._c.width)
+        subject, spill = fit(head, info.subject, tail, self._c.width)
         self._c.print(Text.assemble((f"[step {index}]", "bold"), " testing ",
                                     (info.sha[:12], "bold"), " ", subject,
-                                    ("" if wrap else tail, "dim")))
-        if wrap:
+                                    ("" if spill else tail, "dim")))
+        if spill:
             self.line(ellipsize(INDENT + tail.strip()[1:-1], self._c.width), style="dim")
         self.panel.show()
         self.panel.refresh()
@@ -186,13 +186,13 @@ class Console:
         times = step_times(step)
         tail = "".join(f"  {t}" for t in times)
         reason = f"({step['reason']})"
-        wrap = len(head) + len(reason) + len(tail) > self._c.width
-        reason, *more = flow(len(head), reason, self._c.width) if wrap else [reason]
+        spill = len(head) + len(reason) + len(tail) > self._c.width
+        reason, *more = flow(len(head), reason, self._c.width) if spill else [reason]
         self._c.print(Text.assemble(
             (f"[step {step['index']}]", "bold"), f"{source} {step['commit'][:12]} ",
             (shown, f"bold {_VERDICT_STYLE.get(verdict, '')}"), " ", reason,
-            "" if wrap else tail))
-        for line in [*more, *pack(times, self._c.width, first=INDENT, sep="  ")] if wrap else ():
+            "" if spill else tail))
+        for line in [*more, *pack(times, self._c.width, first=INDENT, sep="  ")] if spill else ():
             self.line(line)
         for flag in step.get("flags") or ():
             self.line(f"    flagged: {flag}", style="yellow")
@@ -267,7 +267,7 @@ class Console:
             self.line("  clean: no local patches on top of the merge-base")
         else:
             n = len(d["patches"])
-            self.line(f"  patched: {n} local patch{'es' if n != 1 else ''} "
+            self.line(f"  patched: {plural(n, 'local patch', 'local patches')} "
                       f"(what happens at {d['upstream']}):")
             for p in d["patches"]:
                 ref = p["refers_to"][:12] if p["refers_to"] else "-"

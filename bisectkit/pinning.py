@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bisectkit import gitwrite, signals
+from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
@@ -203,8 +204,7 @@ def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> st
     """"Advance P to <short>: <subject>", the commits crossed and each patch's fate."""
     info = sub.commit_info(move.upstream)
     lines = [f"Advance {path} to {move.upstream[:12]}: {info.subject}", "",
-             f"Crosses {len(move.crossed)} upstream commit"
-             f"{'s' if len(move.crossed) != 1 else ''}:"]
+             f"Crosses {plural(len(move.crossed), 'upstream commit')}:"]
     for sha in move.crossed[:_LISTED]:
         lines.append(f"  {sha[:12]} {sub.commit_info(sha).subject}")
     if len(move.crossed) > _LISTED:

@@ -205,6 +205,12 @@ class SessionStore:
             raise BadInput(f"{self.waiting_path} is damaged ({type(exc).__name__}: {exc}); "
                            f"run '{GIT_PROG} reset'") from exc
 
+    def pending(self) -> Waiting | None:
+        """The session waiting for its ends, unless a started one exists: a kill between
+        saving a session and removing the waiting one leaves both, and the session is the
+        newer."""
+        return None if self.exists() else self.load_waiting()
+
     def save_waiting(self, waiting: Waiting) -> None:
         write_json_atomic(self.waiting_path, waiting.to_json())
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.model import HOW_TO_CHOOSE_UPSTREAM, UPSTREAM_KEY, Upstream
@@ -111,7 +112,7 @@ def _choose(sub: Repo, path: str, head: str, shas: dict[str, str], bases: dict[s
     n = len(sub.first_parent_range(head, [bases[ref]]))
     return Upstream(ref, shas[ref],
                     f"nearest merge-base with HEAD among the remote branches without it, "
-                    f"{n} local patch{'es' if n != 1 else ''} on top{picked}")
+                    f"{plural(n, 'local patch', 'local patches')} on top{picked}")
 
 
 def _nearest(merge_bases: set[str], sub: Repo) -> list[str]:

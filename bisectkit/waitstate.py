@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from bisectkit.display import plural
 from bisectkit.model import GIT_PROG, IntegrateRequest, SubmoduleRequest, Terms, Verdict
 
 WAITING_VERSION = 1
@@ -62,7 +63,7 @@ class Waiting:
             return f"waiting for both {old} and {new} commits"
         if self.bad is None:
             n = len(self.good)
-            return f"waiting for {new} commit, {n} {old} commit{'s' * (n != 1)} known"
+            return f"waiting for {new} commit, {plural(n, f'{old} commit')} known"
         return f"waiting for {old} commit(s), {new} commit known"
 
     def missing(self) -> str:

@@ -17,6 +17,7 @@ from bisectkit.commands import answer, running
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.commands.starting import new_session
+from bisectkit.display import plural
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
 from bisectkit.git import open_submodule
@@ -88,7 +89,7 @@ def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any
     first bad commit), what could not be decided."""
     console, path = ctx.console, b.session.params["submodule"]
     status, to, total = result["status"], result["to"], len(b.session.candidates)
-    builds = f"{result['builds']} build{'s' if result['builds'] != 1 else ''}"
+    builds = plural(result['builds'], 'build')
     if status == "up-to-date":
         console.line(f"up-to-date: {path} already contains {b.session.params['to_ref']} "
                      f"({b.session.bad[:12]}); {builds}", style="bold")
@@ -128,7 +129,7 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
     stack = Stack.from_json(s.params["stack"])
     moves = pinning.plan(sub, stack, s.params["on_conflict"], targets, crossed)
     steps = len(result["steps"])
-    tested = f"{' '.join(ctx.typed_repro).removeprefix('-- ')} ({steps} step{'s' * (steps != 1)})"
+    tested = f"{' '.join(ctx.typed_repro).removeprefix('-- ')} ({plural(steps, 'step')})"
     messages = [pinning.message(path, sub, m, branch, tested) for m in moves]
     # A stop signal waits until the apply is written *and* reported (exit 130 with the
     # pin moved but not said, nor in --json, would read as "nothing was done").

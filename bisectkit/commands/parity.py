@@ -74,7 +74,7 @@ def fit(line: str, width: int) -> str:
 def cmd_terms(ctx: Context, which: str | None) -> int:
     """``terms``: the session's words for the two sides (``which``: just one of them)."""
     sp, store = ctx.open()
-    waiting = None if store.exists() else store.load_waiting()
+    waiting = store.pending()
     # Known from 'start' on, as git's: a session waiting for its ends has them already.
     terms = waiting.template.terms if waiting is not None else ctx.reader(sp, store).terms
     if which is not None:

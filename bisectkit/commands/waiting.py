@@ -31,7 +31,7 @@ from bisectkit.git import Repo, open_submodule
 from bisectkit.model import GIT_PROG, IntegrateRequest, StartRequest, SubmoduleRequest, Verdict
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.replaylog import ReplayLog
-from bisectkit.session import Session, SessionStore
+from bisectkit.session import Session
 from bisectkit.strategies.common import resolve_upstream
 from bisectkit.waitstate import Waiting, WaitingRequest
 
@@ -73,7 +73,7 @@ def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
         with ctx.run(sp) as run:
             # (not completed by another command meanwhile; a session, if a kill left both,
             # wins: it is the newer)
-            waiting = _waiting(store)
+            waiting = store.pending()
             if waiting is not None:
                 return _mark_waiting(ctx, run, waiting, word, revs)
     return manual.cmd_mark(ctx, word, revs)
@@ -176,15 +176,10 @@ def _repo(sp: Repo, template: WaitingRequest) -> Repo:
     return open_submodule(sp, template.submodule)[1]
 
 
-def _waiting(store: SessionStore) -> Waiting | None:
-    """The session waiting for its ends, unless a started one exists (it wins)."""
-    return None if store.exists() else store.load_waiting()
-
-
 def cmd_status(ctx: Context) -> int:
     """``status``: where a waiting session stands, like git's ``status: waiting ...``."""
     sp, store = ctx.open()
-    waiting = _waiting(store)
+    waiting = store.pending()
     if waiting is None:
         return manual.cmd_status(ctx)
     _say_status(ctx, waiting)
@@ -207,7 +202,7 @@ def _say_status(ctx: Context, waiting: Waiting) -> None:
 def cmd_log(ctx: Context) -> int:
     """``log``: a log of a waiting session, in ``git bisect log``'s shape; ``replay`` takes it."""
     sp, store = ctx.open()
-    waiting = _waiting(store)
+    waiting = store.pending()
     if waiting is None:
         return manual.cmd_log(ctx)
     for line in log_lines(_repo(sp, waiting.template), waiting):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bisectkit import workspace, wsroot
 from bisectkit.commands.context import Context
+from bisectkit.display import plural
 
 
 def cmd_workspaces(ctx: Context, root_given: str | None, prune: bool) -> int:
@@ -25,7 +26,7 @@ def cmd_workspaces(ctx: Context, root_given: str | None, prune: bool) -> int:
     if not found:
         ctx.console.line(f"no workspaces under {root}")
         return 0
-    ctx.console.line(f"{len(found)} workspace{'s' if len(found) != 1 else ''} under {root}:")
+    ctx.console.line(f"{plural(len(found), 'workspace')} under {root}:")
     for ws in found:
         held = ws.commit[:12] if ws.commit else "(empty)"
         used = time.strftime("%Y-%m-%d %H:%M", time.localtime(ws.last_used)) \

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from bisectkit.display import plural
 from bisectkit.engine import Decision, Found
 from bisectkit.hooks import Hooks
 from bisectkit.model import Terms
@@ -84,7 +85,7 @@ def descend(b: Bisection, decision: Decision) -> bool:
     s.params[DESCENDED] = [*descended(b), merge]
     b.store.candidates_changed()
     b.strategy.candidates_changed()
-    many = f"{len(side)} commit{'s' * (len(side) != 1)}"
+    many = plural(len(side), 'commit')
     b.hooks.message(f"first {b.terms.new} commit is merge {merge[:12]} "
                     f"{b.strategy.describe(merge).subject}; --all-parents: bisecting the {many} "
                     f"it merged ({b.terms.old} end: its first parent {parents[0][:12]})",
@@ -117,5 +118,5 @@ def answer_notes(b: Bisection, first_bad: str) -> list[str]:
                 "branch on its own"]
     if descended(b):
         return [f"{first_bad[:12]} came in with merge {descended(b)[-1][:12]} (--all-parents "
-                f"bisected into {len(descended(b))} merge{'s' * (len(descended(b)) != 1)})"]
+                f"bisected into {plural(len(descended(b)), 'merge')})"]
     return []

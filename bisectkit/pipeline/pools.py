@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.model import Parallel
 from bisectkit.steptask import Control, Recipe, StepResult, run_step
@@ -182,8 +183,8 @@ class DaskPool(Pool):
         self.slots = settings.jobs if settings.jobs > 1 else max(1, threads)
         having = f" with {_words(resources)}" if resources else ""
         waiting = "; none yet: the steps wait for workers" if not threads else ""
-        self.description = (f"the Dask cluster at {settings.scheduler} ({threads} worker "
-                            f"thread{'s' if threads != 1 else ''}{having}{waiting})")
+        self.description = (f"the Dask cluster at {settings.scheduler} ("
+                            f"{plural(threads, 'worker thread')}{having}{waiting})")
         self.client.subscribe_topic(self.topic, self._on_event)
         self._events: list[str] = []
 

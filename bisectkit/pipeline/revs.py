@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.model import Verdict
 from bisectkit.session import Session
@@ -68,22 +69,18 @@ def _skippable(strategy: Strategy, session: Session, rev: str, known: Mapping[st
     (as in git, a skip does not undo what a test showed; the bad end stays bad)."""
     found, others = in_range(strategy, session.candidates, rev)
     if not found:
-        why = f" (its {_n(others, 'commit')}: none is a candidate)" if others else " (empty)"
+        why = f" (its {plural(others, 'commit')}: none is a candidate)" if others else " (empty)"
         raise BadInput(f"'{rev}' holds no candidate of the bisect range{why}")
     judged = [c for c in found if known.get(c) in ("good", "bad")]
     left_out = []
     if others:
-        left_out.append(f"{_n(others, 'commit')} in it {'is' if others == 1 else 'are'} not "
+        left_out.append(f"{plural(others, 'commit')} in it {'is' if others == 1 else 'are'} not "
                         "candidates")
     if judged:
         words = sorted({session.terms.word(known[c]) for c in judged})
-        left_out.append(f"{_n(len(judged), 'candidate')} already marked "
+        left_out.append(f"{plural(len(judged), 'candidate')} already marked "
                         f"{'/'.join(words)} {'keeps its' if len(judged) == 1 else 'keep their'}"
                         " verdict")
     if left_out:
         note(f"{rev}: {'; '.join(left_out)}")
     return [c for c in found if c not in judged]
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"

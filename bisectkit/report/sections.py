@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bisectkit.display import plural
 from bisectkit.report.links import Links
 from bisectkit.report.text import (
     COMMANDS,
@@ -40,7 +41,7 @@ def searched(result: Result, links: Links | None, markdown: bool = True) -> str:
     cached = sum(1 for s in steps if s.get("source") == "cache")
     if cached:
         parts.append(f"{cached} from cache")
-    text += f"{len(steps)} step{'s' * (len(steps) != 1)}"
+    text += f"{plural(len(steps), 'step')}"
     return text + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -148,7 +149,7 @@ def on_conflict_note(result: Result) -> list[str]:
     without = sum(1 for s in result_steps(result) if any(
         str(f).startswith("tested without ") for f in s.get("flags") or ()))
     return [f"**On conflict:** a conflicting local patch was left out (`--on-conflict drop`); "
-            f"{without} step{'s' * (without != 1)} tested without one (flagged below).", ""]
+            f"{plural(without, 'step')} tested without one (flagged below).", ""]
 
 
 def followup_section(result: Result) -> list[str]:

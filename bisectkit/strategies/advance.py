@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.model import AdvanceRequest, Verdict
@@ -99,11 +100,11 @@ class AdvanceStrategy(SubmoduleStrategy):
             f"  from merge-base {stack['merge_base'][:12]} (patched HEAD {stack['head'][:12]}) "
             f"toward {p['to_ref']} at {s.bad[:12]}",
             *guess_lines(p),
-            f"  {len(s.candidates)} upstream commit{'s' if len(s.candidates) != 1 else ''}"
+            f"  {plural(len(s.candidates), 'upstream commit')}"
             f"{where} to cross; testing {how}",
         ]
         patches = stack["patches"]
-        lines.append(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")
+        lines.append(f"  patch stack: {plural(len(patches), 'patch', 'patches')}")
         lines += [f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}" for p in patches]
         return lines
 

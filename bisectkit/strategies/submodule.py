@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.model import ON_CONFLICT, FollowUp, OnConflict, StackRequest, SubmoduleRequest
@@ -167,7 +168,7 @@ class SubmoduleStrategy(PatchedSubmodule):
             f"{len(s.candidates)} candidates{where}",
         ]
         patches = stack["patches"]
-        lines.append(f"  patch stack: {len(patches)} patch{'es' if len(patches) != 1 else ''}")
+        lines.append(f"  patch stack: {plural(len(patches), 'patch', 'patches')}")
         for patch in patches:
             ref = ""
             if patch["refers_to"]:
