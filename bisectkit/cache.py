@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bisectkit.sparse as sparse
+from bisectkit.errors import BadInput
 from bisectkit.fingerprint import (
     file_digest,
     input_digest,
@@ -109,9 +111,29 @@ def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
                       if not _covered(path, sp, moved)}
     parts["cache_inputs"] = {p: input_digest(Path(p)) for p in opts.cache_inputs}
     parts["submodules"] = submodule_states(sp, moved)
+    shapes = sparse_shapes(sp)
+    if shapes:  # only then: the keys of checkouts that are not sparse stay as they were
+        parts["sparse"] = shapes
     skip = frozenset({os.path.realpath(o) for o in outputs} | written)
     parts["superproject"] = local_state(sp, skip)
     return RunIdentity(parts, skip)
+
+
+def sparse_shapes(sp: Repo) -> dict[str, Any]:
+    """The sparse-checkout patterns of the superproject (``"."``) and of each checked-out
+    submodule that has them: they decide which files the build sees, so a verdict
+    tested in another cone is not the same test."""
+    shapes: dict[str, Any] = {}
+    repos = {".": sp}
+    for path in sorted(sp.gitlinks()):
+        with contextlib.suppress(BadInput):
+            if (sp.workdir / path / ".git").exists():
+                repos[path] = Repo(sp.workdir / path)
+    for key, repo in repos.items():
+        shape = sparse.of(repo)
+        if shape is not None:
+            shapes[key] = {"cone": shape.cone, "patterns": shape.text}
+    return shapes
 
 
 def named_files(opts: RunOptions, root: Path) -> tuple[list[Path], set[str]]:

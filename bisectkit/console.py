@@ -263,6 +263,11 @@ class Console:
         if note:
             self.line(f"  {note}")
         self.line(f"  merge-base  {d['merge_base'][:12]} {d['merge_base_subject']}")
+        if d.get("sparse"):
+            cone = d["sparse"]["mode"] == "cone"
+            self.line(f"  shape: sparse checkout ({d['sparse']['mode']}: "
+                      f"{' '.join(d['sparse']['patterns'])}); only "
+                      f"{'those directories are' if cone else 'the files they match are'} written")
         if d["clean"]:
             self.line("  clean: no local patches on top of the merge-base")
         else:

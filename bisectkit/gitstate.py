@@ -20,6 +20,7 @@ from pygit2.enums import DeltaStatus, FileStatus, SortMode
 
 import bisectkit.gitcli as gitcli
 import bisectkit.gitobjects as gitobjects
+import bisectkit.sparse as sparse
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.gitcli import Spawned
 from bisectkit.gitobjects import GITLINK_MODE
@@ -97,9 +98,28 @@ class WorkTreeOps:
     def _changed(self, ignore: Iterable[str], flags: int) -> list[str]:
         """Tracked paths (not in ``ignore``) whose status has any of ``flags``."""
         skip = set(ignore)
-        self._repo.index.read(False)  # git itself may have rewritten it
+        self._index()  # git itself may have rewritten it
         changed = self._repo.status(untracked_files="no")
-        return sorted(p for p, have in changed.items() if p not in skip and have & flags)
+        found = [p for p, have in changed.items() if p not in skip and have & flags]
+        if found:
+            # libgit2 ignores skip-worktree (git status does not): the files a sparse
+            # checkout leaves out look deleted. One git process, only when needed.
+            skipped = sparse.skip_worktree(self.workdir)
+            found = [p for p in found if p not in skipped]
+        return sorted(found)
+
+    def _index(self, force: bool = False) -> pygit2.Index:
+        """The index, (re)read; a sparse index (which libgit2 cannot read) is one line."""
+        try:
+            index: pygit2.Index = self._repo.index
+            index.read(force)
+        except pygit2.GitError as exc:
+            if "sdir" not in str(exc):
+                raise
+            raise BadInput(f"{self.workdir} has a sparse index, which bisectkit cannot read; "
+                           f"make it a full one (patterns unchanged): "
+                           f"{sparse.sparse_index_fix(self.workdir)}") from exc
+        return index
 
     def local_changes(self, untracked: bool = True) -> LocalChanges:
         """Tracked paths that differ from HEAD and (``untracked``) untracked files git does
@@ -118,8 +138,7 @@ class WorkTreeOps:
 
     def gitlinks(self) -> dict[str, str]:
         """Submodule paths recorded in the index, with the commit each is pinned to."""
-        index = self._repo.index
-        index.read(False)  # git itself may have rewritten it (read-tree)
+        index = self._index()  # git itself may have rewritten it (read-tree)
         return {e.path: str(e.id) for e in index if e.mode == GITLINK_MODE}
 
     def head_tree(self) -> str:
@@ -130,8 +149,7 @@ class WorkTreeOps:
 
     def index_tree(self) -> str:
         """Tree id of what the index holds now (written to the object database only)."""
-        index = self._repo.index
-        index.read(True)
+        index = self._index(True)
         try:
             return str(index.write_tree(self._repo))
         except pygit2.GitError as exc:  # unmerged entries: someone is mid-merge
@@ -166,9 +184,7 @@ class WorkTreeOps:
 
     def index_has(self, path: str) -> bool:
         """Is ``path`` (a file) in the index as it is on disk now?"""
-        index = self._repo.index
-        index.read(False)
-        return path in index
+        return path in self._index()
 
     def hash_on_disk(self, path: str) -> str | None:
         """Blob id of the file (or link) at ``path`` in the work tree; ``None`` if absent."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import bisectkit.sparse as sparse
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.patchstack import analyse, replay
@@ -75,5 +76,7 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
         "upstream_commits_since_merge_base": len(since),
         "pathspec": list(pathspec),
         "affecting": [{"commit": c, "subject": sub.commit_info(c).subject} for c in affecting],
+        # The submodule's sparse checkout ({"mode", "patterns"}; null when not sparse).
+        "sparse": shape.to_json() if (shape := sparse.of(sub)) is not None else None,
     }
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import bisectkit.sparse as sparse
 from bisectkit.git import Repo
 
 
@@ -20,10 +21,14 @@ def obstacles(repo: Repo, base: str, added: Sequence[str]) -> list[str]:
 
     A path counts when something is on disk there (an empty directory
     excepted: git replaces it), or when one of its parent directories is a
-    file that ``base`` does not track.
+    file that ``base`` does not track. A path a sparse checkout leaves out is no
+    obstacle (git does not write it); in non-cone mode every path is checked.
     """
     found: list[str] = []
+    shape = sparse.of(repo)
     for path in added:
+        if shape is not None and not shape.covers(path):
+            continue
         full = repo.workdir / path
         try:
             st = os.lstat(full)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import bisectkit.signals as signals
+import bisectkit.sparse as sparse
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
 from bisectkit.gitstate import TreeDiff
@@ -62,6 +63,8 @@ class Mover:
             new = HeadState(None, sha)
             n = self.journal.move(key, Side(head, base), Side(new, target))
             spawned = self._spawned(n)
+            shape = sparse.of(repo)
+            bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
                 # Racily-clean index entries (file and index written in the same
@@ -71,7 +74,8 @@ class Mover:
                 freshen_mtimes(repo.workdir, before)
             repo.point_head(new, self._message(f"checkout {sha}", head), spawned)
             self.journal.moved(n)
-        return len(diff.paths)
+        # A sparse checkout: git wrote only the paths its patterns cover.
+        return sparse.files_written(repo.workdir, shape, diff.paths, bits)
 
     # -- restores ----------------------------------------------------------------
     def reconcile(self, key: str, repo: Repo, target: HeadState, pending: Move | None,
@@ -98,6 +102,8 @@ class Mover:
             self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
             n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree))
             spawned = self._spawned(n)
+            shape = sparse.of(repo)
+            bits = sparse.bits_before(repo.workdir, shape)
             before = recently_written(repo.workdir, diff.modified)
             repo.reset_tree(tree, spawned)
             freshen_mtimes(repo.workdir, before)
@@ -105,7 +111,7 @@ class Mover:
             self.journal.moved(n)
             if pending is not None:
                 self.journal.moved(pending.n)
-        return len(diff.paths)
+        return sparse.files_written(repo.workdir, shape, diff.paths, bits)
 
     def _wait_for_git(self, repo: Repo, pending: Move | None) -> bool:
         """Wait for a git the killed process left running; True if one died mid-change.

@@ -321,3 +321,102 @@ def build_integrate_world(root: Path, bug_at: int = 200) -> World:
     git(env, fork_work, "push", "-q", str(fork), f"integrate-{PIN_PUSHED_LATE}")
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=[pins[ADVANCES]], integrate=names, pins=pins)
+
+
+#: Sparse worlds: the submodule's top-level directories; the build and the repro read
+#: only ``lib`` (and root files), the rest is what a sparse checkout leaves out.
+SPARSE_DIRS = ("llvm", "mlir", "clang")
+#: Sparse worlds: upstream history length, the miscompile, the fork's merge-base.
+SPARSE_COMMITS, SPARSE_BUG_AT, SPARSE_MERGE_BASE = 64, 37, 56
+#: Sparse worlds: the superproject's main advances the pin to upstream 8k + fixup.
+SPARSE_ADVANCE = 8
+
+
+def _sparse_stream() -> bytes:
+    """Upstream history for :func:`build_sparse_world`: filler churn in every top-level
+    directory (``llvm`` only below the bug), events in ``lib``."""
+    spec = WorldSpec(commits=SPARSE_COMMITS, bug_at=SPARSE_BUG_AT, build_breaks=[],
+                     feature_prep=None, reverted=None, picks=[], pick_by_patch_id=None,
+                     local_conflict=None)
+    events = _events(spec)
+    initial = {"lib/bug.txt": "ok\n", "lib/build.txt": "ok\n", "lib/local.txt": "upstream line\n",
+               "README": "a sparse stand-in for llvm-project\n"}
+    for d in SPARSE_DIRS:
+        initial.update({f"{d}/CMakeLists.txt": f"project({d})\n",
+                        f"{d}/include/{d}/api.h": "int api(void);\n",
+                        f"{d}/lib/Noise/n0.cpp": "int n0;\n"})
+    out: list[bytes] = []
+    for n in range(SPARSE_COMMITS + 1):
+        # llvm/ (in the tests' cones) changes only below the bug, so that a step
+        # between candidates above it writes nothing in a cone of lib and llvm.
+        d = "llvm" if n % 3 == 0 and n < SPARSE_BUG_AT else ("mlir" if n % 2 else "clang")
+        changes = initial if n == 0 else (events.get(n) or {
+            f"{d}/lib/Noise/n{n % 5 + 1}.cpp": f"int n{n};\n" * (n % 7 + 1)})
+        ts = EPOCH + n * 60
+        out.append(b"commit refs/heads/main\nmark :%d\n" % (n + 1))
+        out.append(b"author Upstream Dev <dev@example.com> %d +0000\n" % ts)
+        out.append(b"committer Upstream Dev <dev@example.com> %d +0000\n" % ts)
+        msg = f"upstream commit {n}: touch {', '.join(sorted(changes))}\n".encode()
+        out.append(b"data %d\n%s\n" % (len(msg), msg))
+        if n > 0:
+            out.append(b"from :%d\n" % n)
+        for path, content in sorted(changes.items()):
+            raw = content.encode()
+            out.append(f"M 100644 inline {path}\n".encode() + b"data %d\n%s\n" % (len(raw), raw))
+    out.append(b"done\n")
+    return b"".join(out)
+
+
+def build_sparse_world(root: Path) -> World:
+    """A world for sparse checkouts: the submodule has ``lib``, ``llvm``, ``mlir`` and
+    ``clang``; upstream churn is mostly outside ``lib`` (the only directory the build and
+    the repro read); the miscompile lands at upstream ``SPARSE_BUG_AT``.
+
+    The fork's stack on upstream ``SPARSE_MERGE_BASE``: a patch touching only
+    ``mlir/`` (out of any ``lib``/``llvm`` cone), then the ``lib/local.txt`` fixup. The
+    superproject's ``main`` is an integrate history: ``init`` pins upstream 0 + fixup,
+    ``advK`` pins upstream ``8K`` + fixup and rewrites ``docs/notes.txt`` (a superproject
+    directory a sparse superproject leaves out), and its HEAD ``final`` pins the fork's
+    main. Nothing is sparse yet: the tests choose the patterns. ``World.integrate`` names
+    the superproject commits, ``World.pins`` the pin of each advance.
+    """
+    env = hermetic_env(root / "home")
+    upstream = root / "upstream"
+    upstream.mkdir(parents=True)
+    git(env, upstream, "init", "-q")
+    subprocess.run(["git", "fast-import", "--quiet", "--done"], cwd=upstream, env=env,
+                   input=_sparse_stream(), check=True)
+    git(env, upstream, "reset", "-q", "--hard", "main")
+    shas = git(env, upstream, "rev-list", "--reverse", "main").split()
+    work = root / "fork-work"
+    git(env, root, "clone", "-q", str(upstream), str(work))
+    pins: dict[int, str] = {}
+    for k in range(SPARSE_COMMITS // SPARSE_ADVANCE + 1):
+        git(env, work, "checkout", "-q", "-B", f"integrate-{k}", shas[SPARSE_ADVANCE * k])
+        pins[k] = _commit_local_fixup(env, work)
+    git(env, work, "checkout", "-q", "-B", "main", shas[SPARSE_MERGE_BASE])
+    (work / "mlir/local").mkdir()
+    (work / "mlir/local/ours.cpp").write_text("int ours;\n", encoding="utf-8")
+    git(env, work, "add", "mlir/local/ours.cpp")
+    git(env, work, "commit", "-q", "-m", "[local] mlir: our out-of-tree pass")
+    _commit_local_fixup(env, work)
+    stack = git(env, work, "rev-list", "--reverse", f"{shas[SPARSE_MERGE_BASE]}..HEAD").split()
+    fork = root / "llvm-fork.git"
+    git(env, root, "clone", "-q", "--bare", str(work), str(fork))
+    sup = _make_superproject(env, root, fork, upstream)
+    (sup / "docs").mkdir()
+    names: dict[str, str] = {}
+
+    def commit(name: str, pin: str) -> None:
+        (sup / "docs/notes.txt").write_text(f"notes for {name}\n", encoding="utf-8")
+        git(env, sup, "update-index", "--add", "--cacheinfo", f"160000,{pin},{SUBMODULE}")
+        git(env, sup, "add", "-A", ".gitmodules", "build.sh", "repro.sh", "docs")
+        git(env, sup, "commit", "-q", "-m", f"{name}: pin llvm-project at {pin[:12]}")
+        names[name] = git(env, sup, "rev-parse", "HEAD")
+
+    for k, pin in pins.items():
+        commit("init" if k == 0 else f"adv{k}", pin)
+    commit("final", stack[-1])
+    git(env, sup, "submodule", "update", "-q", "--checkout")
+    return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
+                 shas=shas, stack=stack, integrate=names, pins=pins)

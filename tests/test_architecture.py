@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
                     "worktree", "workspace", "wsroot", "steptask", "pinning")),
-    ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
+    ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects", "sparse",
                "merge", "runner", "execution", "session", "journal", "journalrecords",
                "processes", "lock", "cache", "fingerprint", "workfiles", "waitstate")),
     ("hooks", ("hooks", "plugins", "classify")),
