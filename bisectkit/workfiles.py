@@ -12,7 +12,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import bisectkit.sparse as sparse
 from bisectkit.git import Repo
 
 
@@ -21,14 +20,14 @@ def obstacles(repo: Repo, base: str, added: Sequence[str]) -> list[str]:
 
     A path counts when something is on disk there (an empty directory
     excepted: git replaces it), or when one of its parent directories is a
-    file that ``base`` does not track. A path a sparse checkout leaves out is no
-    obstacle (git does not write it); in non-cone mode every path is checked.
+    file that ``base`` does not track. Paths outside a sparse checkout's patterns
+    count too: git does not write them, but git (2.37+) clears the skip-worktree
+    bit of an entry whose file is present, adopting the file as a tracked one
+    that differs from the commit (the build would see it; the restore would
+    refuse it as a local change).
     """
     found: list[str] = []
-    shape = sparse.of(repo)
     for path in added:
-        if shape is not None and not shape.covers(path):
-            continue
         full = repo.workdir / path
         try:
             st = os.lstat(full)

@@ -169,6 +169,32 @@ def test_integrate_with_a_sparse_submodule_and_superproject(sw: World, tmp_path:
         prev_sp, prev_pin = step["commit"], pin
 
 
+def test_advance_in_a_sparse_submodule(sw: World, tmp_path: Path):
+    w = sw
+    w.git(w.submodule, "checkout", "-q", "--detach", w.pins[2])  # upstream 16 + fixup: good
+    w.git(w.submodule, "sparse-checkout", "set", "--cone", "lib", "llvm")
+    # An untracked file where later candidates add a file git leaves out: git would adopt
+    # it (skip-worktree cleared for a present file), so it is refused or set aside.
+    mine = w.submodule / "mlir/lib/Noise/n5.cpp"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine\n")
+    assert not w.git(w.submodule, "cat-file", "-t", f"{w.pins[2]}:mlir/lib/Noise").count("n5")
+    before, patterns = snapshot(w), shape(w, w.submodule)
+    build, log = recording_build(tmp_path)
+    argv = ["advance", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--build",
+            str(build), "--good-if", GOOD_IF]
+    r = cli(w, *argv, "--", "./repro.sh")
+    assert r.returncode == 2 and "untracked or ignored file at mlir/lib/Noise/n5.cpp" in r.stderr
+    assert snapshot(w) == before
+    r = cli(w, *argv, "--force-ignored", "--", "./repro.sh")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{w.sha(SPARSE_BUG_AT)} is the first bad commit" in r.stdout
+    assert f"to {w.sha(SPARSE_BUG_AT - 1)[:12]}" in r.stdout
+    assert all("clang" not in sub for sub, _ in seen(log))  # mlir: where mine sits
+    assert snapshot(w) == before and shape(w, w.submodule) == patterns
+    assert mine.read_text() == "mine\n"
+
+
 def test_status_reports_the_shape(sw: World):
     w = sw
     r = cli(w, "status", "--upstream", "upstream/main", "--json")
