@@ -59,6 +59,9 @@ class Mover:
             diff = repo.diff_trees(base, target)
             self._clear_way(key, repo, base, diff.added, what=f"{sha[:12]}",
                             force=self.force_ignored)
+            # A partial clone: the blobs to write come in one fetch, before the move
+            # is journaled (an unreachable remote leaves nothing half done).
+            repo.promisor.ensure(repo.changed_blobs(base, target, lambda p: on_disk(repo, p)))
             new = HeadState(None, sha)
             n = self.journal.move(key, Side(head, base), Side(new, target))
             spawned = self._spawned(n)
@@ -96,6 +99,8 @@ class Mover:
             # Files in the way of a restore are set aside, never refused: a
             # restore must be able to finish (a build may have generated them).
             self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
+            repo.promisor.ensure(repo.changed_blobs(index_tree, tree,
+                                                    lambda p: on_disk(repo, p)))
             n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree))
             spawned = self._spawned(n)
             before = recently_written(repo.workdir, diff.modified)
@@ -212,6 +217,13 @@ class Mover:
         if origin is not None:
             came = f" from {origin.ref or 'detached'}"
         return f"bisectkit {self.journal.session_id}: {what}{came}"
+
+
+def on_disk(repo: Repo, path: str) -> bool:
+    """Does a checkout of ``repo`` write ``path`` to disk? Only those blobs are fetched
+    before a checkout in a partial clone. Every path here; a sparse checkout's cone
+    predicate belongs here (paths outside the cone are never written)."""
+    return True
 
 
 def _refuse_user_changes(key: str, repo: Repo, index_tree: str, pending: Move | None,

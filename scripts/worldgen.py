@@ -321,3 +321,33 @@ def build_integrate_world(root: Path, bug_at: int = 200) -> World:
     git(env, fork_work, "push", "-q", str(fork), f"integrate-{PIN_PUSHED_LATE}")
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=[pins[ADVANCES]], integrate=names, pins=pins)
+
+
+def make_partial(world: World) -> World:
+    """Turn ``world``'s submodule into a ``--filter=blob:none`` partial clone (in place).
+
+    The fork and the upstream serve filtered fetches (``uploadpack.allowFilter``,
+    ``allowAnySHA1InWant`` for the blobs fetched later by id); the submodule is
+    cloned again without blobs and ``upstream`` is fetched the same way, so
+    both remotes are promisors, as after ``git submodule update --filter``.
+    Only the blobs of the checked-out commit are present.
+    """
+    env, sup = world.env, world.superproject
+    for repo in (world.upstream, world.fork):
+        git(env, repo, "config", "uploadpack.allowFilter", "true")
+        git(env, repo, "config", "uploadpack.allowAnySHA1InWant", "true")
+    name = SUBMODULE
+    git(env, sup, "submodule", "deinit", "-q", "-f", name)
+    for gone in (sup / ".git" / "modules" / name, sup / name):
+        subprocess.run(["rm", "-rf", str(gone)], check=True)
+    git(env, sup, "config", f"submodule.{name}.url", f"file://{world.fork}")
+    git(env, sup, "submodule", "update", "-q", "--init", "--filter=blob:none", name)
+    sub = sup / name
+    git(env, sub, "remote", "add", "upstream", f"file://{world.upstream}")
+    git(env, sub, "fetch", "-q", "--filter=blob:none", "upstream")
+    return world
+
+
+def build_partial_world(root: Path, spec: WorldSpec | None = None) -> World:
+    """:func:`build_world` whose submodule is a real ``--filter=blob:none`` partial clone."""
+    return make_partial(build_world(root, spec))
