@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pygit2
@@ -139,3 +139,25 @@ def diff_blobs(old: pygit2.Tree, new: pygit2.Tree, new_side: bool = True,
 
 
 _ZERO = b"\0" * 20
+
+
+_lenient_depth = 0
+
+
+@contextlib.contextmanager
+def promised_objects(allowed: bool = True) -> Iterator[None]:
+    """Let new trees name objects that are not here (``allowed``): a partial clone's
+    promised blobs, which git itself accepts. libgit2 refuses them by default (strict
+    object creation), which is right for a full clone. Re-entrant."""
+    global _lenient_depth
+    if not allowed:
+        yield
+        return
+    _lenient_depth += 1
+    pygit2.settings.enable_strict_object_creation(False)
+    try:
+        yield
+    finally:
+        _lenient_depth -= 1
+        if not _lenient_depth:
+            pygit2.settings.enable_strict_object_creation(True)

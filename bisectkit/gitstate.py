@@ -133,7 +133,9 @@ class WorkTreeOps:
         index = self._repo.index
         index.read(True)
         try:
-            return str(index.write_tree(self._repo))
+            # The index of a partial (or sparse) clone may name blobs that are not here.
+            with gitobjects.promised_objects():
+                return str(index.write_tree(self._repo))
         except pygit2.GitError as exc:  # unmerged entries: someone is mid-merge
             raise GitFailure(f"the index of {self.workdir} has unmerged entries; resolve or "
                              "abort the merge first") from exc

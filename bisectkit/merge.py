@@ -16,6 +16,7 @@ Both give the same tree whenever the fast one answers.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -81,7 +82,8 @@ class Merger:
         decides those, and names conflicts.
         """
         tree = self._tree
-        return self._trivial(tree(onto), tree(base), tree(theirs))
+        with self._lenient():
+            return self._trivial(tree(onto), tree(base), tree(theirs))
 
     def edit_tree(self, tree: str | None, changes: Mapping[str, TreeEntry | None]) -> str:
         """Id of ``tree`` (``None``: the empty tree) with ``changes`` applied.
@@ -92,7 +94,8 @@ class Merger:
         """
         raw = {path: None if e is None else (pygit2.Oid(hex=e.id), e.mode)
                for path, e in changes.items()}
-        new = self._edit(None if tree is None else self._tree(tree), raw)
+        with self._lenient():
+            new = self._edit(None if tree is None else self._tree(tree), raw)
         return str(new if new is not None else gitobjects.empty_tree(self._repo).id)
 
     def make_commit(self, tree: str, parent: str, like: str) -> str:
@@ -111,7 +114,16 @@ class Merger:
     def _tree(self, oid: str) -> pygit2.Tree:
         return gitobjects.tree(self._repo, oid)
 
+    def _lenient(self) -> contextlib.AbstractContextManager[None]:
+        """Trees written here may name a partial clone's promised (absent) blobs."""
+        return gitobjects.promised_objects(self._promisor is not None and self._promisor.partial)
+
     def _merge(self, base: pygit2.Tree, onto: pygit2.Tree, theirs: pygit2.Tree) -> MergeResult:
+        with self._lenient():
+            return self._merge_trees(base, onto, theirs)
+
+    def _merge_trees(self, base: pygit2.Tree, onto: pygit2.Tree,
+                     theirs: pygit2.Tree) -> MergeResult:
         fast = self._trivial(onto, base, theirs)
         if fast is not None:
             return MergeResult(tree=fast, conflicts=())

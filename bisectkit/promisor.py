@@ -191,9 +191,8 @@ class Prefetcher:
             return
         raise PromisorUnreachable(
             f"cannot fetch object {oids[0]} that {self.workdir} (a partial clone) needs: "
-            f"{'; '.join(problems)}; make the promisor remote reachable (git -C "
-            f"{self.workdir} remote -v), or fetch the blobs with "
-            f"'git -C {self.workdir} fetch --refetch <remote>'")
+            f"{'; '.join(problems)}; make a promisor remote reachable again ('git -C "
+            f"{self.workdir} remote set-url <remote> <url>') and run the command again")
 
     def _fetch(self, remote: Promisor, oids: Sequence[str]) -> str | None:
         """One ``git fetch`` of ``oids`` by id, as git's own lazy fetch runs it; git's
@@ -206,7 +205,8 @@ class Prefetcher:
             capture_output=True, check=False, start_new_session=True)
         if proc.returncode == 0:
             return None
-        return " ".join(proc.stderr.split())[:300] or f"git fetch exit {proc.returncode}"
+        said = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        return said[0][:200] if said else f"git fetch exit {proc.returncode}"
 
     def _packs(self) -> set[Path]:
         return set((self.git_dir / "objects" / "pack").glob("*.pack"))
