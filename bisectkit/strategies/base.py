@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms, Verdict
-from bisectkit.promisor import Fetched, add_fetched
+from bisectkit.promisor import NOTHING, Fetched, add_fetched
 from bisectkit.session import Session
 from bisectkit.worktree import Mover
 
@@ -103,8 +103,8 @@ class Strategy(ABC):
 
     def fetched(self) -> Fetched:
         """Everything fetched so far into the repositories this strategy reads and moves
-        (partial clones); a step's share is the difference around it."""
-        return self.superproject.promisor.total
+        (partial clones); a step's share is the difference around it. None here."""
+        return NOTHING
 
     def prepare_fetching(self, candidate: str) -> Prepared:
         """:meth:`prepare`; what it fetched into partial clones is the ``fetched`` detail."""

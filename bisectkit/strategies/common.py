@@ -198,7 +198,7 @@ class PatchedSubmodule(Strategy):
         return self.sub.commit_info(sha)
 
     def fetched(self) -> Fetched:
-        return super().fetched() + self.sub.promisor.total
+        return self.sub.promisor.total
 
     def resolve(self, rev: str) -> str:
         return self.sub.resolve(rev)

@@ -90,7 +90,8 @@ class IntegrateStrategy(Strategy):
         return self.superproject.commit_info(sha)
 
     def fetched(self) -> Fetched:
-        return sum((s.promisor.total for s in self.subs.values()), super().fetched())
+        return sum((s.promisor.total for s in self.subs.values()),
+                   self.superproject.promisor.total)
 
     def resolve(self, rev: str) -> str:
         return self.superproject.resolve(rev)
