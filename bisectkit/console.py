@@ -16,6 +16,8 @@ from bisectkit.display import (
     clock,
     ellipsize,
     eta_text,
+    fetched,
+    fetched_total,
     fit,
     flow,
     moved,
@@ -210,11 +212,13 @@ class Console:
         build = sum(s.get("build_s") or 0 for s in steps)
         repro = sum(s.get("repro_s") or 0 for s in steps)
         written = sum(s.get("files_written") or 0 for s in steps)
+        got = fetched_total(steps)
         parts = [f"{plural(len(steps) + stopped, 'step')} ({counts['good']} {old}, "
                  f"{counts['bad']} {new}, {counts['skip']} skip, {cached} cached"
                  f"{f', {stopped} stopped' if stopped else ''});",
                  f"build {build:.1f} s, repro {repro:.1f} s;",
-                 f"{plural(written, 'file')} written"]
+                 f"{plural(written, 'file')} written" + (";" if got else "")]
+        parts += [fetched(got)] if got else []
         for line in pack(parts, self._c.width, first="summary: ", sep=" "):
             self.line(line, style="bold")
         flagged = [s for s in steps if s.get("flags")]
@@ -263,6 +267,8 @@ class Console:
         if note:
             self.line(f"  {note}")
         self.line(f"  merge-base  {d['merge_base'][:12]} {d['merge_base_subject']}")
+        if d.get("partial"):
+            self.line(f"  shape: partial clone ({d['partial']['shape']}); blobs fetched per step")
         if d.get("sparse"):
             cone = d["sparse"]["mode"] == "cone"
             self.line(f"  shape: sparse checkout ({d['sparse']['mode']}: "

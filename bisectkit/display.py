@@ -118,6 +118,8 @@ def step_times(step: dict[str, Any]) -> list[str]:
     times = []
     if step.get("files_written"):
         times.append(f"{plural(step['files_written'], 'file')} written")
+    if step.get("fetched"):
+        times.append(fetched(step["fetched"]))
     if step.get("prepare_s") is not None and step.get("source") != "manual":
         times.append(f"prepare {secs(step['prepare_s'])}")
     for phase in ("build", "repro"):
@@ -126,6 +128,30 @@ def step_times(step: dict[str, Any]) -> list[str]:
     if step.get("worker"):
         times.append(f"on {step['worker']}:{Path(step.get('workspace', '')).name}")
     return times
+
+
+def fetched(data: dict[str, Any]) -> str:
+    """``fetched 12 objects (3.4 KiB) in 40 ms``: what a partial clone fetched."""
+    return (f"fetched {plural(int(data['objects']), 'object')} ({size(int(data['bytes']))}) "
+            f"in {secs(float(data['seconds']))}")
+
+
+def fetched_total(steps: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the steps fetched in all (``None``: nothing, as for a full clone)."""
+    got = [s["fetched"] for s in steps if s.get("fetched")]
+    return {k: sum(g[k] for g in got) for k in ("objects", "bytes", "seconds")} if got else None
+
+
+def size(n: int) -> str:
+    """Bytes, readable: ``512 B``, ``3.4 KiB``, ``12.0 MiB``."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 def secs(value: float) -> str:

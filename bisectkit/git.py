@@ -16,6 +16,7 @@ pygit2 is imported by git, gitstate, gitobjects and merge only.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from bisectkit.gitobjects import GITLINK_MODE, entry_id
 from bisectkit.gitstate import WorkTreeOps
 from bisectkit.merge import Merger
 from bisectkit.model import CommitInfo
+from bisectkit.promisor import Prefetcher, Promisor
 
 
 class Repo(WorkTreeOps):
@@ -44,8 +46,12 @@ class Repo(WorkTreeOps):
         if self._repo.workdir is None:
             raise BadInput(f"{path} is a bare repository; bisectkit needs a work tree")
         self.workdir = Path(self._repo.workdir).resolve()
+        #: Fetches what a partial clone lacks (a no-op for a full clone).
+        self.promisor = Prefetcher(self.workdir, self.git_dir, lambda: [
+            Promisor(*r) for r in gitobjects.promisor_remotes(self._repo)],
+            functools.partial(gitobjects.missing, self._repo))
         #: The in-memory merge engine on this repository's objects.
-        self.merger = Merger(self._repo)
+        self.merger = Merger(self._repo, self.promisor)
         self._ancestry: dict[tuple[str, str], bool] = {}
 
     @classmethod
@@ -173,8 +179,16 @@ class Repo(WorkTreeOps):
         return frozenset(paths)
 
     def patch_id(self, sha: str) -> str:
-        """Stable patch id of a commit's change against its first parent (as ``git patch-id``)."""
-        return str(self._first_parent_diff(sha).patchid)
+        """Stable patch id of a commit's change against its first parent (as ``git patch-id``;
+        it reads both sides' blobs, which a partial clone fetches)."""
+        return self.promisor.retrying(lambda: str(self._first_parent_diff(sha).patchid),
+                                      lambda: self.patch_blobs(sha))
+
+    def patch_blobs(self, sha: str) -> set[str]:
+        """Ids of the blobs on both sides of a commit's change (what its patch id reads)."""
+        c = self._commit(sha)
+        return gitobjects.diff_blobs(c.parents[0].tree if c.parents else
+                                     gitobjects.empty_tree(self._repo), c.tree)
 
     def _first_parent_diff(self, sha: str) -> pygit2.Diff:
         commit = self._commit(sha)

@@ -9,6 +9,9 @@ with exact types and no ``cast``.
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pygit2
@@ -73,3 +76,88 @@ def entry_id(tree: pygit2.Tree | None, path: str) -> str | None:
         return str(tree[path].id)
     except KeyError:
         return None
+
+
+#: The id libgit2 names in its "object not found" errors.
+_OID = re.compile(r"\b[0-9a-f]{40}\b")
+
+
+def missing_oid(exc: BaseException) -> str | None:
+    """The object a libgit2 error says is missing (``NotFoundError``, a ``KeyError`` of
+    an id, or a ``GitError`` naming one), else None."""
+    if not isinstance(exc, (KeyError, pygit2.GitError)):
+        return None
+    found = _OID.search(str(exc))
+    return found.group(0) if found else None
+
+
+def missing(repo: pygit2.Repository, oids: Iterable[str]) -> list[str]:
+    """The ids among ``oids`` the object database lacks; libgit2 never fetches, so this
+    only looks (a pack written meanwhile by a git fetch is found: libgit2 rescans)."""
+    odb = repo.odb
+    return [o for o in oids if not odb.exists(o)]
+
+
+def promisor_remotes(repo: pygit2.Repository) -> list[tuple[str, str, str | None]]:
+    """(name, url, partial clone filter) of each promisor remote, ``extensions.partialClone``'s
+    first (git asks that one first); empty for a full clone."""
+    config = repo.config
+    names: list[str] = []
+    with contextlib.suppress(KeyError):
+        names.append(str(config["extensions.partialclone"]))
+    for entry in config:
+        key = entry.name.lower()
+        if key.startswith("remote.") and key.endswith(".promisor") and entry.value and \
+                entry.value.lower() in ("true", "yes", "on", "1"):
+            names.append(entry.name[len("remote."):-len(".promisor")])
+    found = []
+    for name in dict.fromkeys(names):
+        url = _config_str(config, f"remote.{name}.url")
+        if url is not None:
+            found.append((name, url, _config_str(config, f"remote.{name}.partialclonefilter")))
+    return found
+
+
+def _config_str(config: pygit2.Config, key: str) -> str | None:
+    try:
+        return str(config[key])
+    except KeyError:
+        return None
+
+
+def diff_blobs(old: pygit2.Tree, new: pygit2.Tree, new_side: bool = True,
+               old_side: bool = True, wanted: Callable[[str], bool] | None = None) -> set[str]:
+    """Ids of the blobs (files and links, not gitlinks) on each side of what changes from
+    ``old`` to ``new`` (tree entries only: no blob is read), at paths ``wanted`` keeps."""
+    found: set[str] = set()
+    for delta in diff(old, new).deltas:
+        for keep, side in ((old_side, delta.old_file), (new_side, delta.new_file)):
+            if keep and side.mode not in (0, GITLINK_MODE) and side.id.raw != _ZERO and \
+                    (wanted is None or wanted(side.path)):
+                found.add(str(side.id))
+    return found
+
+
+_ZERO = b"\0" * 20
+
+
+_lenient_depth = 0
+
+
+@contextlib.contextmanager
+def promised_objects(allowed: bool = True) -> Iterator[None]:
+    """Let new trees name objects that are not here (``allowed``): a partial clone's
+    promised blobs, which git itself accepts. libgit2 refuses them by default (strict
+    object creation), which is right for a full clone. Re-entrant."""
+    global _lenient_depth
+    if not allowed:
+        yield
+        return
+    _lenient_depth += 1
+    pygit2.settings.enable_strict_object_creation(False)
+    try:
+        yield
+    finally:
+        _lenient_depth -= 1
+        if not _lenient_depth:
+            pygit2.settings.enable_strict_object_creation(True)

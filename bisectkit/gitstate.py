@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,7 +151,9 @@ class WorkTreeOps:
         """Tree id of what the index holds now (written to the object database only)."""
         index = self._index(True)
         try:
-            return str(index.write_tree(self._repo))
+            # The index of a partial (or sparse) clone may name blobs that are not here.
+            with gitobjects.promised_objects():
+                return str(index.write_tree(self._repo))
         except pygit2.GitError as exc:  # unmerged entries: someone is mid-merge
             raise GitFailure(f"the index of {self.workdir} has unmerged entries; resolve or "
                              "abort the merge first") from exc
@@ -172,6 +174,15 @@ class WorkTreeOps:
             elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
                 added.append(delta.new_file.path)
         return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
+
+    def changed_blobs(self, old: str | None, new: str,
+                      wanted: Callable[[str], bool] | None = None) -> set[str]:
+        """Ids of the blobs tree ``new`` has where it differs from ``old`` (``None``: the
+        empty tree) at paths ``wanted`` keeps: what a checkout from one to the other writes."""
+        if old == new:
+            return set()
+        before = self._tree(old) if old else gitobjects.empty_tree(self._repo)
+        return gitobjects.diff_blobs(before, self._tree(new), old_side=False, wanted=wanted)
 
     def tracks(self, tree: str, path: str) -> bool:
         """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""

@@ -16,6 +16,7 @@ Both give the same tree whenever the fast one answers.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -24,7 +25,8 @@ import pygit2
 from pygit2.enums import DeltaStatus, FileMode
 
 import bisectkit.gitobjects as gitobjects
-from bisectkit.gitobjects import Entry
+from bisectkit.gitobjects import GITLINK_MODE, Entry
+from bisectkit.promisor import Prefetcher
 
 
 class TreeEntry(NamedTuple):
@@ -47,8 +49,9 @@ class MergeResult:
 class Merger:
     """3-way merges of trees and patches in one repository's object database."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: pygit2.Repository, promisor: Prefetcher | None = None) -> None:
         self._repo = repo
+        self._promisor = promisor
 
     def merge_patch(self, onto_tree: str, patch: str) -> MergeResult:
         """3-way merge of commit ``patch`` (against its first parent) onto ``onto_tree``.
@@ -79,7 +82,8 @@ class Merger:
         decides those, and names conflicts.
         """
         tree = self._tree
-        return self._trivial(tree(onto), tree(base), tree(theirs))
+        with self._lenient():
+            return self._trivial(tree(onto), tree(base), tree(theirs))
 
     def edit_tree(self, tree: str | None, changes: Mapping[str, TreeEntry | None]) -> str:
         """Id of ``tree`` (``None``: the empty tree) with ``changes`` applied.
@@ -90,7 +94,8 @@ class Merger:
         """
         raw = {path: None if e is None else (pygit2.Oid(hex=e.id), e.mode)
                for path, e in changes.items()}
-        new = self._edit(None if tree is None else self._tree(tree), raw)
+        with self._lenient():
+            new = self._edit(None if tree is None else self._tree(tree), raw)
         return str(new if new is not None else gitobjects.empty_tree(self._repo).id)
 
     def make_commit(self, tree: str, parent: str, like: str) -> str:
@@ -109,16 +114,42 @@ class Merger:
     def _tree(self, oid: str) -> pygit2.Tree:
         return gitobjects.tree(self._repo, oid)
 
+    def _lenient(self) -> contextlib.AbstractContextManager[None]:
+        """Trees written here may name a partial clone's promised (absent) blobs."""
+        return gitobjects.promised_objects(self._promisor is not None and self._promisor.partial)
+
     def _merge(self, base: pygit2.Tree, onto: pygit2.Tree, theirs: pygit2.Tree) -> MergeResult:
+        with self._lenient():
+            return self._merge_trees(base, onto, theirs)
+
+    def _merge_trees(self, base: pygit2.Tree, onto: pygit2.Tree,
+                     theirs: pygit2.Tree) -> MergeResult:
         fast = self._trivial(onto, base, theirs)
         if fast is not None:
             return MergeResult(tree=fast, conflicts=())
-        index = self._repo.merge_trees(base, onto, theirs)
+        index = self._full_merge(base, onto, theirs)
         if index.conflicts is not None:
             paths = sorted({entry.path for triple in index.conflicts for entry in triple
                             if entry is not None})
             return MergeResult(tree=None, conflicts=tuple(paths))
         return MergeResult(tree=str(index.write_tree(self._repo)), conflicts=())
+
+    def _full_merge(self, base: pygit2.Tree, onto: pygit2.Tree,
+                    theirs: pygit2.Tree) -> pygit2.Index:
+        """libgit2's merge; in a partial clone the blobs it reads are fetched first.
+
+        A content merge reads the three sides of each path the change touches
+        (one batch, before); rename detection may read the files added or
+        deleted on either side: fetched, with the one it stopped on, if it does.
+        """
+        promisor = self._promisor
+        if promisor is None or not promisor.partial:
+            return self._repo.merge_trees(base, onto, theirs)
+        deltas = list(gitobjects.diff(base, theirs).deltas)
+        touched = {d.new_file.path for d in deltas} | {d.old_file.path for d in deltas}
+        promisor.ensure(_blobs_at((base, onto, theirs), touched))
+        return promisor.retrying(lambda: self._repo.merge_trees(base, onto, theirs),
+                                 lambda: _rename_candidates(base, onto, theirs))
 
     def _trivial(self, onto: pygit2.Tree, base: pygit2.Tree, theirs: pygit2.Tree) -> str | None:
         """:meth:`trivial_merge` on tree objects.
@@ -176,6 +207,29 @@ class Merger:
         if tree is not None and not len(gitobjects.tree(self._repo, oid)):
             return None
         return oid
+
+
+def _blobs_at(trees: tuple[pygit2.Tree, ...], paths: set[str]) -> set[str]:
+    """Ids of the blobs ``trees`` hold at ``paths`` (tree entries only)."""
+    found = set()
+    for tree in trees:
+        for path in paths:
+            e = gitobjects.entry(tree, path)
+            if e is not None and e[1] not in (FileMode.TREE, GITLINK_MODE):
+                found.add(str(e[0]))
+    return found
+
+
+def _rename_candidates(base: pygit2.Tree, onto: pygit2.Tree, theirs: pygit2.Tree) -> set[str]:
+    """Blobs libgit2's rename detection may compare: those added or deleted on either side."""
+    found: set[str] = set()
+    for side in (onto, theirs):
+        for delta in gitobjects.diff(base, side).deltas:
+            if delta.status == DeltaStatus.DELETED:
+                found.add(str(delta.old_file.id))
+            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
+                found.add(str(delta.new_file.id))
+    return found
 
 
 def _file_directory_clash(onto: pygit2.Tree, path: str, touched: set[str]) -> bool:

@@ -8,6 +8,7 @@ upstream commits since the merge-base, optionally pathspec-limited.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,6 +77,10 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
         "upstream_commits_since_merge_base": len(since),
         "pathspec": list(pathspec),
         "affecting": [{"commit": c, "subject": sub.commit_info(c).subject} for c in affecting],
+        # A partial clone: its promisor remotes, and what this status fetched (null: full).
+        "partial": {"shape": sub.promisor.describe(),
+                    "remotes": [dataclasses.asdict(r) for r in sub.promisor.remotes],
+                    "fetched": sub.promisor.total.to_json()} if sub.promisor.partial else None,
         # The submodule's sparse checkout ({"mode", "patterns"}; null when not sparse).
         "sparse": shape.to_json() if (shape := sparse.of(sub)) is not None else None,
     }

@@ -13,6 +13,7 @@ kernel drops when its holder dies) is free.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from bisectkit.errors import GitFailure, InfrastructureFailed
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT
 from bisectkit.patchstack import Stack, replay
+from bisectkit.promisor import NOTHING, Fetched
 from bisectkit.strategies.base import Replay
 from bisectkit.wsroot import MARKER, forget, number, ours, take
 
@@ -134,6 +136,27 @@ class Workspace:
                 f"tree {str(result.tree)[:12]}, not {again.tree[:12]} as on the client; no "
                 "verdict is taken from a tree that differs")
         return str(result.commit)
+
+
+def prefetch_trees(root: Path, checkouts: Mapping[str, str]) -> Fetched:
+    """Fetch into the user's repositories every blob missing from the trees ``checkouts``
+    names (``.`` is ``root``), before a workspace checks them out; a no-op for full clones.
+
+    A workspace borrows the user's objects (``clone --shared``) and is no partial
+    clone itself: git there cannot fetch what a partial clone lacks. Its state is
+    unknown to the client, so the whole tree is wanted (most of it is here already).
+    """
+    got = NOTHING
+    for key, sha in checkouts.items():
+        repo = _opened(str(root if key == SUPERPROJECT else root / key))
+        if repo.promisor.partial and repo.has_commit(sha):
+            got = got + repo.promisor.ensure(repo.changed_blobs(None, repo.tree_of(sha)))
+    return got
+
+
+@functools.lru_cache(maxsize=16)
+def _opened(path: str) -> Repo:
+    return Repo(path)
 
 
 @contextlib.contextmanager

@@ -60,11 +60,12 @@ class Mover:
             diff = repo.diff_trees(base, target)
             self._clear_way(key, repo, base, diff.added, what=f"{sha[:12]}",
                             force=self.force_ignored)
+            shape = sparse.of(repo)
+            bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None
+            _prefetch(repo, base, target, shape, bits)
             new = HeadState(None, sha)
             n = self.journal.move(key, Side(head, base), Side(new, target))
             spawned = self._spawned(n)
-            shape = sparse.of(repo)
-            bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
                 # Racily-clean index entries (file and index written in the same
@@ -100,10 +101,11 @@ class Mover:
             # Files in the way of a restore are set aside, never refused: a
             # restore must be able to finish (a build may have generated them).
             self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
-            n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree))
-            spawned = self._spawned(n)
             shape = sparse.of(repo)
             bits = sparse.bits_before(repo.workdir, shape)
+            _prefetch(repo, index_tree, tree, shape, bits)
+            n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree))
+            spawned = self._spawned(n)
             before = recently_written(repo.workdir, diff.modified)
             repo.reset_tree(tree, spawned)
             freshen_mtimes(repo.workdir, before)
@@ -218,6 +220,24 @@ class Mover:
         if origin is not None:
             came = f" from {origin.ref or 'detached'}"
         return f"bisectkit {self.journal.session_id}: {what}{came}"
+
+
+def _prefetch(repo: Repo, old: str, new: str, shape: sparse.SparseCheckout | None,
+              bits: dict[str, bool] | None) -> None:
+    """A partial clone: fetch, in one batch and before the move is journaled (an
+    unreachable remote leaves nothing half done), the blobs git will write moving
+    from tree ``old`` to ``new``: the paths that differ, and of those only the ones a
+    sparse checkout writes (its cone; in non-cone mode, those whose skip-worktree bit
+    is clear: a path new to the index may be written, so it is fetched)."""
+    if not repo.promisor.partial:
+        return
+    wanted: Callable[[str], bool] | None = None
+    if shape is not None and shape.cone:
+        wanted = shape.covers
+    elif shape is not None:
+        skipped = bits or {}
+        wanted = lambda path: not skipped.get(path, False)  # noqa: E731
+    repo.promisor.ensure(repo.changed_blobs(old, new, wanted))
 
 
 def _refuse_user_changes(key: str, repo: Repo, index_tree: str, pending: Move | None,

@@ -420,3 +420,81 @@ def build_sparse_world(root: Path) -> World:
     git(env, sup, "submodule", "update", "-q", "--checkout")
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=stack, integrate=names, pins=pins)
+
+
+def make_partial(world: World) -> World:
+    """Turn ``world``'s submodule into a ``--filter=blob:none`` partial clone (in place).
+
+    The fork and the upstream serve filtered fetches (``uploadpack.allowFilter``,
+    ``allowAnySHA1InWant`` for the blobs fetched later by id); the submodule is
+    cloned again without blobs and ``upstream`` is fetched the same way, so
+    both remotes are promisors, as after ``git submodule update --filter``.
+    Only the blobs of the checked-out commit are present.
+    """
+    env, sup = world.env, world.superproject
+    for repo in (world.upstream, world.fork):
+        git(env, repo, "config", "uploadpack.allowFilter", "true")
+        git(env, repo, "config", "uploadpack.allowAnySHA1InWant", "true")
+    name = SUBMODULE
+    git(env, sup, "submodule", "deinit", "-q", "-f", name)
+    for gone in (sup / ".git" / "modules" / name, sup / name):
+        subprocess.run(["rm", "-rf", str(gone)], check=True)
+    git(env, sup, "config", f"submodule.{name}.url", f"file://{world.fork}")
+    git(env, sup, "submodule", "update", "-q", "--init", "--filter=blob:none", name)
+    sub = sup / name
+    git(env, sub, "remote", "add", "upstream", f"file://{world.upstream}")
+    git(env, sub, "fetch", "-q", "--filter=blob:none", "upstream")
+    return world
+
+
+def build_partial_world(root: Path, spec: WorldSpec | None = None) -> World:
+    """:func:`build_world` whose submodule is a real ``--filter=blob:none`` partial clone."""
+    return make_partial(build_world(root, spec))
+
+
+#: :func:`build_merge_world`: upstream commits, the one that rewrites the first line of
+#: lib/multi.txt, and the first bad one.
+MERGE_COMMITS, MERGE_EDIT, MERGE_BUG = 24, 12, 6
+
+
+def build_merge_world(root: Path) -> World:
+    """A small world whose local patch needs a real 3-way content merge below MERGE_EDIT.
+
+    Upstream: lib/multi.txt (ten lines) from commit 0, its first line rewritten at
+    ``MERGE_EDIT``, lib/bug.txt miscompiles from ``MERGE_BUG``. The fork (on the
+    last upstream commit) carries one local patch rewriting the *last* line of
+    lib/multi.txt: at a candidate before ``MERGE_EDIT`` both sides changed the file
+    (different lines), so neither side's version can be taken whole.
+    """
+    env = hermetic_env(root / "home")
+    upstream = root / "upstream"
+    upstream.mkdir(parents=True)
+    git(env, upstream, "init", "-q")
+    lines = [f"line {i}\n" for i in range(10)]
+    for n in range(MERGE_COMMITS + 1):
+        files = {"lib/filler.txt": f"change {n}\n"}
+        if n == 0:
+            files.update({"lib/multi.txt": "".join(lines), "lib/bug.txt": "ok\n",
+                          "lib/build.txt": "ok\n"})
+        if n == MERGE_EDIT:
+            files["lib/multi.txt"] = "".join(["upstream rewrote line 0\n", *lines[1:]])
+        if n == MERGE_BUG:
+            files["lib/bug.txt"] = "miscompile\n"
+        for path, text in files.items():
+            (upstream / path).parent.mkdir(parents=True, exist_ok=True)
+            (upstream / path).write_text(text, encoding="utf-8")
+        git(env, upstream, "add", "-A")
+        git(env, upstream, "commit", "-q", "-m", f"upstream commit {n}")
+    shas = git(env, upstream, "rev-list", "--reverse", "main").split()
+    work = root / "fork-work"
+    git(env, root, "clone", "-q", str(upstream), str(work))
+    text = (work / "lib/multi.txt").read_text(encoding="utf-8").replace("line 9", "our line 9")
+    (work / "lib/multi.txt").write_text(text, encoding="utf-8")
+    git(env, work, "commit", "-q", "-am", "[local] our last line")
+    fork = root / "llvm-fork.git"
+    git(env, root, "clone", "-q", "--bare", str(work), str(fork))
+    sup = _make_superproject(env, root, fork, upstream)
+    git(env, sup, "add", "-A")
+    git(env, sup, "commit", "-q", "-m", "superproject pinning the patched llvm-project")
+    return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
+                 shas=shas, stack=[git(env, work, "rev-parse", "HEAD")])

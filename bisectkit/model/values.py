@@ -249,6 +249,8 @@ class StepRecord:
     #: action, why...), as in the JSON result.
     patches: list[dict[str, Any]] = field(default_factory=list)
     files_written: int = 0
+    #: What a partial clone fetched for the step: ``{"objects", "bytes", "seconds"}``.
+    fetched: dict[str, Any] | None = None
     prepare_s: float | None = None
     build_s: float | None = None
     repro_s: float | None = None
@@ -272,6 +274,8 @@ class StepRecord:
                                 "files_written": self.files_written,
                                 "prepare_s": self.prepare_s, "build_s": self.build_s,
                                 "repro_s": self.repro_s}
+        if self.fetched is not None:
+            data["fetched"] = self.fetched
         if self.term is not None:
             data["term"] = self.term
         if self.flags:

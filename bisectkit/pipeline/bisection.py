@@ -31,7 +31,7 @@ from bisectkit.worktree import Mover
 
 T = TypeVar("T")
 #: Record fields a strategy's or a test's details may fill (the rest goes to ``extra``).
-_CORE = ("patches", "files_written", "prepare_s", "build_s", "repro_s")
+_CORE = ("patches", "files_written", "fetched", "prepare_s", "build_s", "repro_s")
 
 
 class Bisection:
@@ -87,7 +87,7 @@ class Bisection:
         # may have moved a work tree between commands, and a checkout onto
         # the same tree writes nothing.
         with self.tracer.span("checkout", index) as span:
-            written = self.strategy.checkout(prep)
+            written = self.strategy.checkout_fetching(prep)
             span["files_written"] = written
         if self.session.current == cand:
             written += self.session.current_step.get("files_written", 0)
@@ -134,7 +134,7 @@ class Bisection:
     def _materialise(self, commit: str, track: int) -> Prepared:
         """``strategy.prepare`` inside a trace span, with one sub-span per patch."""
         start = self.tracer.now()
-        prep = self.strategy.prepare(commit)
+        prep = self.strategy.prepare_fetching(commit)
         patch_spans(self.tracer, track, start, prep.details.get("patches", ()), commit=commit,
                     skip=prep.skip_reason)
         return prep
@@ -262,7 +262,7 @@ class Bisection:
                                **prep.details, prepare_s=_since(started))
         self.session.current = None  # the work tree will hold this commit, not a candidate
         self.store.save(self.session)
-        written = self.strategy.checkout(prep)
+        written = self.strategy.checkout_fetching(prep)
         details = {**prep.details, "files_written": written, "prepare_s": _since(started)}
         return self._recorded(commit, prep, cache, self.tester.test(commit, prep, details),
                               source, affects=False)

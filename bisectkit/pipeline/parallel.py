@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from pathlib import Path
 from typing import Any
 
 from bisectkit import engine, signals
@@ -37,11 +38,12 @@ from bisectkit.pipeline.remote import (
     uncommitted_build,
 )
 from bisectkit.pipeline.testing import cleaned
+from bisectkit.promisor import add_fetched
 from bisectkit.recovery import open_repo
 from bisectkit.steptask import StepResult
 from bisectkit.strategies.base import Prepared
 from bisectkit.strategies.common import initialised_submodules
-from bisectkit.workspace import sources_of
+from bisectkit.workspace import prefetch_trees, sources_of
 
 #: Seconds between two refreshes of the live table while waiting.
 _TICK_S = 0.5
@@ -151,6 +153,7 @@ class ParallelBisection(Bisection):
         step = self.new_step(index, commit, prep)
         if phases == ("build", "repro"):
             self.call_step_hook(step, lambda: self.hooks.step_start(step))
+        add_fetched(prep.details, prefetch_trees(Path(self.session.root), self.checkouts(prep)))
         future, control = self.pool.submit(make_recipe(
             self.opts, self.pool, self.session.root, index, commit, prep, self.checkouts(prep),
             self.sources, phases))

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms, Verdict
+from bisectkit.promisor import NOTHING, Fetched, add_fetched
 from bisectkit.session import Session
 from bisectkit.worktree import Mover
 
@@ -99,6 +100,25 @@ class Strategy(ABC):
     @abstractmethod
     def header_lines(self) -> list[str]:
         """Lines describing the bisection, shown before the first step and by ``status``."""
+
+    def fetched(self) -> Fetched:
+        """Everything fetched so far into the repositories this strategy reads and moves
+        (partial clones); a step's share is the difference around it. None here."""
+        return NOTHING
+
+    def prepare_fetching(self, candidate: str) -> Prepared:
+        """:meth:`prepare`; what it fetched into partial clones is the ``fetched`` detail."""
+        mark = self.fetched()
+        prepared = self.prepare(candidate)
+        add_fetched(prepared.details, self.fetched() - mark)
+        return prepared
+
+    def checkout_fetching(self, prepared: Prepared) -> int:
+        """:meth:`checkout`; what it fetched into partial clones is added to ``fetched``."""
+        mark = self.fetched()
+        written = self.checkout(prepared)
+        add_fetched(prepared.details, self.fetched() - mark)
+        return written
 
     def candidates_changed(self) -> None:
         """The session's candidates were replaced (``--all-parents``): drop what was

@@ -14,10 +14,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bisectkit.display import fetched
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
-from bisectkit.patchstack import PatchAction, Stack
+from bisectkit.patchstack import PatchAction, Stack, analyse
+from bisectkit.promisor import Fetched
 from bisectkit.session import Session
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.upstream import CONFIG_KEY, guess
@@ -104,6 +106,22 @@ def conflict_reason(conflict: PatchAction) -> str:
     return f"conflict in {conflict.patch.sha[:12]} ({conflict.patch.subject}): {where}"
 
 
+def analysed(sub: Repo, head: str, upstream: str, extra: tuple[str, ...]
+             ) -> tuple[Stack, dict[str, Any]]:
+    """:func:`~bisectkit.patchstack.analyse`, and the session parameter saying what a
+    partial clone fetched for it (none for a full clone)."""
+    mark = sub.promisor.total
+    stack = analyse(sub, head, upstream, extra_upstream=extra)
+    got = sub.promisor.total - mark
+    return stack, ({"analysis_fetched": got.to_json()} if got else {})
+
+
+def fetch_lines(params: Mapping[str, Any]) -> list[str]:
+    """The header line of what the patch-stack analysis fetched (a partial clone)."""
+    got = params.get("analysis_fetched")
+    return [f"  patch-stack analysis: {fetched(got)}"] if got else []
+
+
 def guess_lines(params: Mapping[str, Any]) -> list[str]:
     """The header line saying the upstream was guessed, and why (none when it was given)."""
     note = Upstream(params["upstream_ref"], params["upstream"],
@@ -178,6 +196,9 @@ class PatchedSubmodule(Strategy):
 
     def describe(self, sha: str) -> CommitInfo:
         return self.sub.commit_info(sha)
+
+    def fetched(self) -> Fetched:
+        return self.sub.promisor.total
 
     def resolve(self, rev: str) -> str:
         return self.sub.resolve(rev)

@@ -21,6 +21,7 @@ from bisectkit.model import (
     SubmoduleRequest,
     Upstream,
 )
+from bisectkit.promisor import Fetched
 from bisectkit.session import Session
 from bisectkit.strategies.base import Prepared, Strategy, new_session, resolve_range
 from bisectkit.strategies.common import (
@@ -87,6 +88,10 @@ class IntegrateStrategy(Strategy):
 
     def describe(self, sha: str) -> CommitInfo:
         return self.superproject.commit_info(sha)
+
+    def fetched(self) -> Fetched:
+        return sum((s.promisor.total for s in self.subs.values()),
+                   self.superproject.promisor.total)
 
     def resolve(self, rev: str) -> str:
         return self.superproject.resolve(rev)

@@ -16,13 +16,15 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.model import StackRequest
-from bisectkit.patchstack import Stack, analyse, replay
+from bisectkit.patchstack import Stack, replay
 from bisectkit.session import Session
 from bisectkit.strategies.base import Prepared, Replay, new_session
 from bisectkit.strategies.common import (
     PatchedSubmodule,
+    analysed,
     check_clean,
     conflict_reason,
+    fetch_lines,
     guess_lines,
     resolve_upstream,
     step_env,
@@ -37,7 +39,7 @@ def start(superproject: Repo, req: StackRequest) -> Session:
     at = sub.resolve(req.at)
     up = resolve_upstream(superproject, path, sub, req.upstream, contains=(at,))
     head = sub.head_state()
-    stack = analyse(sub, head.sha, up.sha, extra_upstream=(at,))
+    stack, fetched = analysed(sub, head.sha, up.sha, (at,))
     if not stack.patches:
         raise BadInput(f"submodule {path} has no local patches on top of {up.ref}: "
                        "there is no stack to bisect")
@@ -50,7 +52,8 @@ def start(superproject: Repo, req: StackRequest) -> Session:
         "stack", superproject, bad=patches[-1], good=[at], candidates=patches, moves=[path],
         terms=req.terms,
         params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
-                "upstream_guessed": up.guessed, "stack": stack.to_json(), "at": at})
+                "upstream_guessed": up.guessed, "stack": stack.to_json(), "at": at,
+                **fetched})
 
 
 def settled(req: StackRequest, session: Session) -> StackRequest:
@@ -92,6 +95,7 @@ class StackStrategy(PatchedSubmodule):
         lines = [f"bisecting the local patch stack of submodule {self.path}",
                  f"  on upstream {self.at[:12]} {self.sub.commit_info(self.at).subject}",
                  *guess_lines(self.session.params),
+                 *fetch_lines(self.session.params),
                  f"  {len(patches)} patches, oldest first (candidate k = the first k applied):"]
         for p in patches:
             lines.append(f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}")

@@ -14,14 +14,16 @@ from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.model import ON_CONFLICT, FollowUp, OnConflict, StackRequest, SubmoduleRequest
-from bisectkit.patchstack import analyse, replay
+from bisectkit.patchstack import replay
 from bisectkit.session import Session
 from bisectkit.strategies.base import Prepared, Replay, new_session, resolve_range
 from bisectkit.strategies.common import (
     LineAncestry,
     PatchedSubmodule,
+    analysed,
     check_clean,
     conflict_reason,
+    fetch_lines,
     guess_lines,
     resolve_upstream,
     step_env,
@@ -37,7 +39,7 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
     bad, goods = resolve_range(sub, req.bad, req.good, req.terms)
     up = resolve_upstream(superproject, path, sub, req.upstream, contains=(bad,))
     sub_head = sub.head_state()
-    stack = analyse(sub, sub_head.sha, up.sha, extra_upstream=(bad,))
+    stack, fetched = analysed(sub, sub_head.sha, up.sha, (bad,))
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, bad):
             raise BadInput(f"{req.terms.new} revision '{req.bad}' contains local patch "
@@ -51,7 +53,7 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
         # session: later good/bad/run commands and the log's replay use it too.
         params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
                 "upstream_guessed": up.guessed, "stack": stack.to_json(),
-                "on_conflict": req.on_conflict, "all_parents": req.all_parents})
+                "on_conflict": req.on_conflict, "all_parents": req.all_parents, **fetched})
 
 
 def settled(req: SubmoduleRequest, session: Session) -> SubmoduleRequest:
@@ -164,6 +166,7 @@ class SubmoduleStrategy(PatchedSubmodule):
             f"  upstream {p['upstream_ref']} at {p['upstream'][:12]}, merge-base "
             f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
             *guess_lines(p),
+            *fetch_lines(p),
             f"  range: {s.terms.old} {goods} .. {s.terms.new} {s.bad[:12]}: "
             f"{len(s.candidates)} candidates{where}",
         ]
