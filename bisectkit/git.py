@@ -8,7 +8,8 @@ candidates, computes patch ids and reads remotes and config. Beside it:
 - :mod:`bisectkit.merge` (``Repo.merger``): patches replayed onto trees in
   memory, and commits created without moving a ref;
 - :mod:`bisectkit.gitcli`: the git CLI, for what it does better than libgit2;
-- :mod:`bisectkit.gitobjects`: typed lookups of pygit2 objects.
+- :mod:`bisectkit.gitobjects`: typed lookups of pygit2 objects;
+- :mod:`bisectkit.shallow`: the graph answers a shallow clone leaves open (``Repo.shallow``).
 
 pygit2 is imported by git, gitstate, gitobjects and merge only.
 """
@@ -24,13 +25,13 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
-import bisectkit.gitcli as gitcli
 import bisectkit.gitobjects as gitobjects
 from bisectkit.errors import BadInput
 from bisectkit.gitobjects import GITLINK_MODE, entry_id
 from bisectkit.gitstate import WorkTreeOps
 from bisectkit.merge import Merger
 from bisectkit.model import CommitInfo
+from bisectkit.shallow import Boundary, fetch_commit
 
 
 class Repo(WorkTreeOps):
@@ -47,6 +48,13 @@ class Repo(WorkTreeOps):
         #: The in-memory merge engine on this repository's objects.
         self.merger = Merger(self._repo)
         self._ancestry: dict[tuple[str, str], bool] = {}
+        self.shallow = Boundary(self.git_dir, self.workdir, self._reaches,
+                                lambda sha: self._commit(sha).commit_time, self.remote_branches)
+
+    def reopen(self) -> None:
+        """A fresh libgit2 view: after a deepening fetch the old one still cuts the graph."""
+        self._repo, self._ancestry = pygit2.Repository(str(self.git_dir)), {}
+        self.merger = Merger(self._repo)
 
     @classmethod
     def discover(cls, start: str | Path) -> Repo:
@@ -106,7 +114,14 @@ class Repo(WorkTreeOps):
 
     # -- ancestry ---------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        """True if ``ancestor`` is ``descendant`` or reachable from it (full graph)."""
+        """``ancestor`` is ``descendant`` or reachable from it (full graph: ShallowCut if not
+        known)."""
+        hit = self._reaches(ancestor, descendant)
+        if not hit:
+            self.shallow.check_not_ancestor(ancestor, descendant)
+        return hit
+
+    def _reaches(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:
             return True
         key = (ancestor, descendant)
@@ -119,7 +134,9 @@ class Repo(WorkTreeOps):
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of commits ``a`` and ``b`` (``None``: no shared history)."""
         found = self._repo.merge_base(a, b)
-        return None if found is None else str(found)
+        base = None if found is None else str(found)
+        self.shallow.check_merge_base(a, b, base)
+        return base
 
     def first_parent_range(
         self, tip: str, hide: Sequence[str], paths: Sequence[str] = (), keep_tip: bool = True
@@ -135,16 +152,22 @@ class Repo(WorkTreeOps):
         for h in hide:
             walker.hide(h)
         shas: list[str] = []
+        last: pygit2.Commit | None = None
         for commit in walker:
+            last = commit
             is_kept_tip = keep_tip and str(commit.id) == tip
             if paths and not is_kept_tip and not self._touches(commit, paths):
                 continue
             shas.append(str(commit.id))
+        if last is not None:
+            self.shallow.check_line(tip, str(last.id), hide, not last.parent_ids)
         shas.reverse()
         return shas
 
     def iter_range(self, tips: Iterable[str], hide: Iterable[str]) -> Iterator[str]:
         """Every commit (full graph) reachable from ``tips`` and not from ``hide``."""
+        tips, hide = list(tips), list(hide)
+        self.shallow.check_range(tips, hide)
         walker = self._repo.walk(None, SortMode.TOPOLOGICAL)
         for t in tips:
             walker.push(t)
@@ -183,19 +206,10 @@ class Repo(WorkTreeOps):
         return commit.tree.diff_to_tree(swap=True)
 
     def fetch_commit(self, sha: str) -> bool:
-        """Fetch ``sha`` from this repository's remotes; True once it is here.
-
-        Uses the git CLI so that the user's credentials, protocols and
-        ``insteadOf`` rules apply exactly as for ``git submodule update``.
-        Asking for the sha first is cheap; servers that refuse unadvertised
-        objects get a full fetch of the remote instead.
-        """
-        for remote in [r.name for r in self._repo.remotes if r.name]:
-            for args in (["fetch", "--quiet", remote, sha], ["fetch", "--quiet", remote]):
-                gitcli.run(self.workdir, *args)
-                if self.has_commit(sha):
-                    return True
-        return False
+        """Fetch ``sha`` from this repository's remotes; True once it is here
+        (:func:`bisectkit.shallow.fetch_commit`)."""
+        remotes = [r.name for r in self._repo.remotes if r.name]
+        return fetch_commit(self.workdir, remotes, sha, self.shallow.active, self.has_commit)
 
     def remote_branches(self) -> dict[str, str]:
         """Remote-tracking branches, ``origin/main`` -> sha.

@@ -75,5 +75,18 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
         "upstream_commits_since_merge_base": len(since),
         "pathspec": list(pathspec),
         "affecting": [{"commit": c, "subject": sub.commit_info(c).subject} for c in affecting],
+        "shallow": _shallow(sub),
     }
+
+
+def _shallow(sub: Repo) -> dict[str, Any] | None:
+    """A shallow submodule's boundary: its commits, the oldest date there, and the fetch
+    that bisects reaching further back need (None: not shallow)."""
+    boundary = sorted(sub.shallow.commits())
+    if not boundary:
+        return None
+    oldest = min(sub.commit_info(c).date[:10] for c in boundary)
+    return {"boundary": boundary, "oldest": oldest,
+            "fetch": sub.shallow.cut("", [min(boundary, key=lambda c: sub.commit_info(c).date)],
+                                     boundary).command}
 

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
                     "worktree", "workspace", "wsroot", "steptask", "pinning")),
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
-               "merge", "runner", "execution", "session", "journal", "journalrecords",
+               "shallow", "merge", "runner", "execution", "session", "journal", "journalrecords",
                "processes", "lock", "cache", "fingerprint", "workfiles", "waitstate")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
