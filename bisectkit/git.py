@@ -114,12 +114,11 @@ class Repo(WorkTreeOps):
 
     # -- ancestry ---------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        """``ancestor`` is ``descendant`` or reachable from it (full graph: ShallowCut if not
-        known)."""
-        hit = self._reaches(ancestor, descendant)
-        if not hit:
-            self.shallow.check_not_ancestor(ancestor, descendant)
-        return hit
+        """``ancestor`` is ``descendant`` or reachable from it (ShallowCut: unknown here)."""
+        if self._reaches(ancestor, descendant):
+            return True
+        self.shallow.check_not_ancestor(ancestor, descendant)
+        return False
 
     def _reaches(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:
@@ -133,8 +132,7 @@ class Repo(WorkTreeOps):
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of commits ``a`` and ``b`` (``None``: no shared history)."""
-        found = self._repo.merge_base(a, b)
-        base = None if found is None else str(found)
+        base = str(found) if (found := self._repo.merge_base(a, b)) is not None else None
         self.shallow.check_merge_base(a, b, base)
         return base
 
@@ -206,10 +204,12 @@ class Repo(WorkTreeOps):
         return commit.tree.diff_to_tree(swap=True)
 
     def fetch_commit(self, sha: str) -> bool:
-        """Fetch ``sha`` from this repository's remotes; True once it is here
-        (:func:`bisectkit.shallow.fetch_commit`)."""
-        remotes = [r.name for r in self._repo.remotes if r.name]
-        return fetch_commit(self.workdir, remotes, sha, self.shallow.active, self.has_commit)
+        """Fetch ``sha`` here (:func:`bisectkit.shallow.fetch_commit`); True once it is."""
+        remotes, cut = [r.name for r in self._repo.remotes if r.name], self.shallow.active
+        found = fetch_commit(self.workdir, remotes, sha, cut, self.has_commit)
+        if found and cut:
+            self.reopen()  # a new boundary commit: the old view would look for its parents
+        return found
 
     def remote_branches(self) -> dict[str, str]:
         """Remote-tracking branches, ``origin/main`` -> sha.
