@@ -147,6 +147,7 @@ def _prepare(argv: list[str], git_mode: bool,
     ctx = Context(console=console, pm=pm, config=config, superproject=sp,
                   command=shlex.join([*prog.split(), *original]),
                   force_ignored=bool(getattr(args, "force_ignored", False)),
+                  deepen=bool(getattr(args, "deepen", False)),
                   plugin_specs=tuple(getattr(args, "plugin", ())),
                   typed_repro=tuple(getattr(args, "repro", ())),
                   flags=requests.run_flags(args) if is_run else requests.RunFlags())

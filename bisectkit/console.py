@@ -299,6 +299,10 @@ class Console:
             self.line(f"    ... {hidden} older not shown (--limit 0 shows all)")
         for c in shown[hidden:]:
             self.line(f"    {c['commit'][:12]} {c['subject']}")
+        if d.get("shallow"):
+            sh = d["shallow"]
+            self.line(f"  shape: shallow (history stops at {plural(len(sh['boundary']), 'commit')}"
+                      f", oldest {sh['oldest']}); older bisects need e.g.: {sh['fetch']}")
 
     def error(self, message: str) -> None:
         self._c.print(f"[red]{escape(message)}[/]")

@@ -8,15 +8,16 @@ candidates, computes patch ids and reads remotes and config. Beside it:
 - :mod:`bisectkit.merge` (``Repo.merger``): patches replayed onto trees in
   memory, and commits created without moving a ref;
 - :mod:`bisectkit.gitcli`: the git CLI, for what it does better than libgit2;
-- :mod:`bisectkit.gitobjects`: typed lookups of pygit2 objects.
+- :mod:`bisectkit.gitobjects`: typed lookups of pygit2 objects;
+- :mod:`bisectkit.gitdiffs` (a mixin of ``Repo``): what a commit changes, its patch id;
+- :mod:`bisectkit.shallow`: the graph answers a shallow clone leaves open (``Repo.shallow``).
 
-pygit2 is imported by git, gitstate, gitobjects and merge only.
+pygit2 is imported by git, gitstate, gitdiffs, gitobjects and merge only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -25,17 +26,18 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
-import bisectkit.gitcli as gitcli
 import bisectkit.gitobjects as gitobjects
 from bisectkit.errors import BadInput
-from bisectkit.gitobjects import GITLINK_MODE, entry_id
+from bisectkit.gitdiffs import CommitDiffs
+from bisectkit.gitobjects import GITLINK_MODE
 from bisectkit.gitstate import WorkTreeOps
 from bisectkit.merge import Merger
 from bisectkit.model import CommitInfo
 from bisectkit.promisor import Prefetcher, Promisor
+from bisectkit.shallow import Boundary, fetch_commit
 
 
-class Repo(WorkTreeOps):
+class Repo(WorkTreeOps, CommitDiffs):
     """A git repository with a work tree (a superproject or a submodule checkout)."""
 
     def __init__(self, path: str | Path) -> None:
@@ -49,10 +51,17 @@ class Repo(WorkTreeOps):
         #: Fetches what a partial clone lacks (a no-op for a full clone).
         self.promisor = Prefetcher(self.workdir, self.git_dir, lambda: [
             Promisor(*r) for r in gitobjects.promisor_remotes(self._repo)],
-            functools.partial(gitobjects.missing, self._repo))
+            lambda oids: gitobjects.missing(self._repo, oids))
         #: The in-memory merge engine on this repository's objects.
         self.merger = Merger(self._repo, self.promisor)
         self._ancestry: dict[tuple[str, str], bool] = {}
+        self.shallow = Boundary(self.git_dir, self.workdir, self._reaches,
+                                lambda sha: self._commit(sha).commit_time, self.remote_branches)
+
+    def reopen(self) -> None:
+        """A fresh libgit2 view: after a deepening fetch the old one still cuts the graph."""
+        self._repo, self._ancestry = pygit2.Repository(str(self.git_dir)), {}
+        self.merger = Merger(self._repo, self.promisor)
 
     @classmethod
     def discover(cls, start: str | Path) -> Repo:
@@ -112,7 +121,13 @@ class Repo(WorkTreeOps):
 
     # -- ancestry ---------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        """True if ``ancestor`` is ``descendant`` or reachable from it (full graph)."""
+        """``ancestor`` is ``descendant`` or reachable from it (ShallowCut: unknown here)."""
+        if self._reaches(ancestor, descendant):
+            return True
+        self.shallow.check_not_ancestor(ancestor, descendant)
+        return False
+
+    def _reaches(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:
             return True
         key = (ancestor, descendant)
@@ -124,8 +139,9 @@ class Repo(WorkTreeOps):
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of commits ``a`` and ``b`` (``None``: no shared history)."""
-        found = self._repo.merge_base(a, b)
-        return None if found is None else str(found)
+        base = str(found) if (found := self._repo.merge_base(a, b)) is not None else None
+        self.shallow.check_merge_base(a, b, base)
+        return base
 
     def first_parent_range(
         self, tip: str, hide: Sequence[str], paths: Sequence[str] = (), keep_tip: bool = True
@@ -141,16 +157,22 @@ class Repo(WorkTreeOps):
         for h in hide:
             walker.hide(h)
         shas: list[str] = []
+        last: pygit2.Commit | None = None
         for commit in walker:
+            last = commit
             is_kept_tip = keep_tip and str(commit.id) == tip
             if paths and not is_kept_tip and not self._touches(commit, paths):
                 continue
             shas.append(str(commit.id))
+        if last is not None:
+            self.shallow.check_line(tip, str(last.id), hide, not last.parent_ids)
         shas.reverse()
         return shas
 
     def iter_range(self, tips: Iterable[str], hide: Iterable[str]) -> Iterator[str]:
         """Every commit (full graph) reachable from ``tips`` and not from ``hide``."""
+        tips, hide = list(tips), list(hide)
+        self.shallow.check_range(tips, hide)
         walker = self._repo.walk(None, SortMode.TOPOLOGICAL)
         for t in tips:
             walker.push(t)
@@ -159,57 +181,13 @@ class Repo(WorkTreeOps):
         for commit in walker:
             yield str(commit.id)
 
-    def _touches(self, commit: pygit2.Commit, paths: Sequence[str]) -> bool:
-        parent_tree = commit.parents[0].tree if commit.parents else None
-        return any(entry_id(commit.tree, p) != entry_id(parent_tree, p) for p in paths)
-
-    def touches_all(self, sha: str, paths: Iterable[str]) -> bool:
-        """Cheap pre-filter for patch-id matching: does ``sha`` change every one of ``paths``?"""
-        commit = self._commit(sha)
-        parent_tree = commit.parents[0].tree if commit.parents else None
-        return all(entry_id(commit.tree, p) != entry_id(parent_tree, p) for p in paths)
-
-    # -- patches ------------------------------------------------------------
-    def changed_paths(self, sha: str) -> frozenset[str]:
-        """Paths a commit changes compared with its first parent."""
-        paths: set[str] = set()
-        for delta in self._first_parent_diff(sha).deltas:
-            paths.add(delta.old_file.path)
-            paths.add(delta.new_file.path)
-        return frozenset(paths)
-
-    def patch_id(self, sha: str) -> str:
-        """Stable patch id of a commit's change against its first parent (as ``git patch-id``;
-        it reads both sides' blobs, which a partial clone fetches)."""
-        return self.promisor.retrying(lambda: str(self._first_parent_diff(sha).patchid),
-                                      lambda: self.patch_blobs(sha))
-
-    def patch_blobs(self, sha: str) -> set[str]:
-        """Ids of the blobs on both sides of a commit's change (what its patch id reads)."""
-        c = self._commit(sha)
-        return gitobjects.diff_blobs(c.parents[0].tree if c.parents else
-                                     gitobjects.empty_tree(self._repo), c.tree)
-
-    def _first_parent_diff(self, sha: str) -> pygit2.Diff:
-        commit = self._commit(sha)
-        if commit.parents:
-            return gitobjects.diff(commit.parents[0].tree, commit.tree)
-        return commit.tree.diff_to_tree(swap=True)
-
     def fetch_commit(self, sha: str) -> bool:
-        """Fetch ``sha`` from this repository's remotes; True once it is here.
-
-        Uses the git CLI so that the user's credentials, protocols and
-        ``insteadOf`` rules apply exactly as for ``git submodule update``.
-        Asking for the sha first is cheap; servers that refuse unadvertised
-        objects get a full fetch of the remote instead.
-        """
-        for remote in [r.name for r in self._repo.remotes if r.name]:
-            for args in (["fetch", "--quiet", remote, sha], ["fetch", "--quiet", remote]):
-                gitcli.run(self.workdir, *args)
-                if self.has_commit(sha):
-                    return True
-        return False
+        """Fetch ``sha`` here (:func:`bisectkit.shallow.fetch_commit`); True once it is."""
+        remotes, cut = [r.name for r in self._repo.remotes if r.name], self.shallow.active
+        found = fetch_commit(self.workdir, remotes, sha, cut, self.has_commit)
+        if found and cut:
+            self.reopen()  # a new boundary commit: the old view would look for its parents
+        return found
 
     def remote_branches(self) -> dict[str, str]:
         """Remote-tracking branches, ``origin/main`` -> sha.

@@ -57,6 +57,17 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--term-new", metavar="WORD",
                    help="word for the new side (default: bad, or fixed with --find-fix)")
     add_force_ignored(p)
+    _add_deepen(p)
+
+
+def _add_deepen(p: argparse.ArgumentParser) -> None:
+    """``--deepen``: shared by ``bisectkit run``/``advance`` and ``git bisect-patched start``."""
+    p.add_argument("--deepen", action="store_true",
+                   help="when a shallow clone's history stops inside what the bisection "
+                        "needs (the range, the merge-base, a commit a patch reverts or "
+                        "picks), fetch it before starting (git fetch --shallow-since, "
+                        "--deepen or --unshallow from its remote) instead of stopping with "
+                        "the command to run")
 
 
 
@@ -181,7 +192,7 @@ def _add_start(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "start", help="start a session and check out the first candidate",
         usage=f"{GIT_PROG} start ([--submodule PATH] [--upstream REF] | --integrate "
               "[--submodule PATH]...) [--first-parent | --all-parents] "
-              "[--on-conflict skip|drop] [--find-fix] [BAD [GOOD...]] "
+              "[--on-conflict skip|drop] [--find-fix] [--deepen] [BAD [GOOD...]] "
               "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
         epilog="PATHSPEC (after --) keeps only candidates that change those path prefixes.")
     _add_target_options(p)
@@ -215,6 +226,7 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         "advance", allow_abbrev=False,
         help="find how far the submodule's pin can move toward upstream (and move it)",
         usage="bisectkit advance [--submodule PATH] [--upstream REF] [--to REV] [--linear] "
+              "[--deepen] "
               "[--pathspec PREFIX]... [--apply [--branch NAME] [--step-commits]] "
               "[RUN OPTIONS] [--] SMOKETEST [ARGS...]",
         description="Test the affecting upstream commits after the pin's merge-base (the "
@@ -230,6 +242,7 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--pathspec", action="append", default=[], metavar="PREFIX",
                    help="only upstream commits that change these path prefixes are "
                         "candidates (repeatable), like 'bisectkit status -- PREFIX'")
+    _add_deepen(p)
     p.add_argument("--on-conflict", choices=ON_CONFLICT, default=None,
                    help="when a local patch conflicts at a candidate: the candidate blocks "
                         "the advance (skip, the default), or drop the patch there")

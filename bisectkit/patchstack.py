@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -166,9 +166,25 @@ def analyse(repo: Repo, head: str, upstream: str, extra_upstream: tuple[str, ...
         if patch.kind == "local":
             unmatched.append(len(patches))
         patches.append(patch)
+    _check_targets(repo, patches)
     if unmatched:
         _match_patch_ids(repo, patches, unmatched, (upstream, *extra_upstream), base)
     return Stack(head=head, merge_base=base, patches=tuple(patches))
+
+
+def targets(patches: Sequence[Patch]) -> list[tuple[Patch, str]]:
+    """What the drop rules ask about: each revert's or cherry-pick's target, ours excepted."""
+    own = {p.sha for p in patches}
+    return [(p, p.refers_to) for p in patches
+            if p.kind != "local" and p.refers_to is not None and p.refers_to not in own]
+
+
+def _check_targets(repo: Repo, patches: Sequence[Patch]) -> None:
+    """A target a shallow clone lacks may be behind its boundary: no guessing its fate."""
+    for patch, target in targets(patches) if repo.shallow.active else []:
+        if repo.try_resolve(target) is None:
+            raise repo.shallow.missing(f"the fate of patch {patch.sha[:12]} (it "
+                                       f"{patch.kind}s {target[:12]}, not here)")
 
 
 def _from_message(repo: Repo, sha: str, subject: str, message: str) -> Patch:

@@ -23,6 +23,7 @@ from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
 from bisectkit.journal import JournalState, Origin
 from bisectkit.model import HeadState
+from bisectkit.shallow import ShallowCut
 from bisectkit.worktree import Mover
 
 SUPERPROJECT = "."
@@ -155,7 +156,7 @@ def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str]) ->
     candidates.append(repo.head_state().sha)
     known = placed | {origin.head.sha}
     lost = repo.unreachable(c for c in candidates if c not in known)
-    tips = [c for c in lost if not any(c != d and repo.is_ancestor(c, d) for d in lost)]
+    tips = [c for c in lost if not any(c != d and _behind(repo, c, d) for d in lost)]
     lines = []
     for sha in tips:
         n = 1
@@ -175,3 +176,12 @@ def _name(key: str) -> str:
 
 def _short(ref: str) -> str:
     return ref.removeprefix("refs/heads/")
+
+
+def _behind(repo: Repo, commit: str, other: str) -> bool:
+    """Is ``commit`` in ``other``'s history? Unknown in a shallow clone counts as no: one
+    ref too many is kept, never a commit lost."""
+    try:
+        return repo.is_ancestor(commit, other)
+    except ShallowCut:
+        return False

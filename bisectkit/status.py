@@ -83,5 +83,18 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
                     "fetched": sub.promisor.total.to_json()} if sub.promisor.partial else None,
         # The submodule's sparse checkout ({"mode", "patterns"}; null when not sparse).
         "sparse": shape.to_json() if (shape := sparse.of(sub)) is not None else None,
+        "shallow": _shallow(sub),
     }
+
+
+def _shallow(sub: Repo) -> dict[str, Any] | None:
+    """A shallow submodule's boundary: its commits, the oldest date there, and the fetch
+    that bisects reaching further back need (None: not shallow)."""
+    boundary = sorted(sub.shallow.commits())
+    if not boundary:
+        return None
+    oldest = min(sub.commit_info(c).date[:10] for c in boundary)
+    return {"boundary": boundary, "oldest": oldest,
+            "fetch": sub.shallow.cut("", [min(boundary, key=lambda c: sub.commit_info(c).date)],
+                                     boundary).command}
 

@@ -12,8 +12,9 @@ style "device not found" error, as on a machine without the GPU).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -498,3 +499,20 @@ def build_merge_world(root: Path) -> World:
     git(env, sup, "commit", "-q", "-m", "superproject pinning the patched llvm-project")
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=[git(env, work, "rev-parse", "HEAD")])
+
+
+def make_shallow_world(world: World, fork_args: Sequence[str],
+                       upstream_args: Sequence[str]) -> None:
+    """Make ``world``'s submodule a shallow clone, as CI and ``git submodule update
+    --depth`` leave it: cloned again from the fork with ``git submodule update --init
+    FORK_ARGS`` (e.g. ``--depth 1``), then the upstream remote fetched with
+    ``UPSTREAM_ARGS`` (e.g. ``--depth=150``). file:// URLs: git ignores --depth for
+    plain paths. The superproject's own history and status are unchanged."""
+    sup, env = world.superproject, world.env
+    shutil.rmtree(sup / ".git" / "modules" / SUBMODULE)
+    shutil.rmtree(sup / SUBMODULE)
+    git(env, sup, "config", f"submodule.{SUBMODULE}.url", f"file://{world.fork}")
+    git(env, sup, "submodule", "update", "-q", "--init", *fork_args, SUBMODULE)
+    sub = sup / SUBMODULE
+    git(env, sub, "remote", "add", "upstream", f"file://{world.upstream}")
+    git(env, sub, "fetch", "-q", *upstream_args, "upstream")

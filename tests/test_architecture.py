@@ -34,9 +34,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
                     "worktree", "workspace", "wsroot", "steptask", "pinning")),
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
-               "sparse", "promisor", "merge", "runner", "execution", "session", "journal",
-               "journalrecords", "processes", "lock", "cache", "fingerprint", "workfiles",
-               "waitstate")),
+               "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "execution",
+               "session", "journal", "journalrecords", "processes", "lock", "cache",
+               "fingerprint", "workfiles", "waitstate")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
                    "report.*", "steplog")),
@@ -47,7 +47,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "search", "session",
           "pinning")
 #: Third-party libraries confined to their own modules.
-CONFINED = {"pygit2": ("git", "gitstate", "gitobjects", "merge"), "pexpect": ("runner",),
+CONFINED = {"pygit2": ("git", "gitstate", "gitdiffs", "gitobjects", "merge"),
+            "pexpect": ("runner",),
             "rich": ("console", "livestatus"),
             "argparse": ("cli", "parser", "options", "about", "manpage", "requests", "commands",
                          "commands.*", "argtypes", "advancing")}

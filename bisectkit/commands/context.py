@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,8 @@ class Context:
     command: str = ""
     #: ``--force-ignored``: set aside untracked files in a candidate's way.
     force_ignored: bool = False
+    #: ``--deepen``: fetch what a shallow clone lacks before starting, not stop.
+    deepen: bool = False
     #: ``-p`` specs given on the command line.
     plugin_specs: tuple[str, ...] = ()
     #: The repro's words as typed (before the repro was resolved to a path).
@@ -47,6 +50,10 @@ class Context:
         """The run options (``run`` commands only)."""
         assert self.config.run is not None
         return self.config.run
+
+    def deepener(self) -> Callable[[str], None] | None:
+        """What ``new_session`` notes each deepening fetch with (None: no ``--deepen``)."""
+        return self.console.line if self.deepen else None
 
     def open(self) -> tuple[Repo, SessionStore]:
         if self.superproject is None:

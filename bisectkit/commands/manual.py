@@ -25,7 +25,7 @@ def cmd_start(ctx: Context, request: StartRequest) -> int:
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         run.require_idle()
-        return start_session(ctx, run, new_session(sp, request))
+        return start_session(ctx, run, new_session(sp, request, ctx.deepener()))
 
 
 def start_session(ctx: Context, run: Run, session: Session) -> int:

@@ -34,7 +34,7 @@ def cmd_oneshot(ctx: Context, request: StartRequest) -> int:
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         run.require_idle()
-        session = new_session(sp, request)  # validates; nothing touched yet
+        session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
         return run_restoring(ctx, run, session)[0]
 
 

@@ -22,7 +22,13 @@ from bisectkit.patchstack import analyse
 from bisectkit.session import Session
 from bisectkit.status import default_submodule
 from bisectkit.strategies.base import new_session
-from bisectkit.strategies.common import check_clean, guess_lines, resolve_upstream
+from bisectkit.strategies.common import (
+    LineAncestry,
+    ask_ahead,
+    check_clean,
+    guess_lines,
+    resolve_upstream,
+)
 from bisectkit.strategies.submodule import SubmoduleStrategy
 
 #: What ends a blocking reason in a step record (the pin cannot move to that commit).
@@ -54,6 +60,7 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
             raise BadInput(f"no upstream commit between the merge-base {base[:12]} and "
                            f"{target[:12]} changes {' '.join(req.pathspec)} (--pathspec): "
                            "nothing to test")
+        ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
     return new_session(
         "advance", superproject, bad=target, good=[base], candidates=candidates, moves=[path],
         pathspec=req.pathspec, terms=req.terms,

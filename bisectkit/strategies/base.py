@@ -181,8 +181,8 @@ def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str],
     old, new = terms.old, terms.new
     if not good_revs:
         raise BadInput(f"at least one {old} revision is needed")
-    bad = repo.resolve(bad_rev)
-    goods = [repo.resolve(g) for g in good_revs]
+    bad = _resolve(repo, bad_rev)
+    goods = [_resolve(repo, g) for g in good_revs]
     for rev, sha in zip(good_revs, goods, strict=True):
         if sha == bad:
             raise BadInput(f"{old} revision '{rev}' is the {new} revision itself")
@@ -190,3 +190,12 @@ def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str],
             raise BadInput(f"{old} revision '{rev}' ({sha[:12]}) is not an ancestor of "
                            f"{new} '{bad_rev}' ({bad[:12]})")
     return bad, goods
+
+
+def _resolve(repo: Repo, rev: str) -> str:
+    """The full sha of ``rev``; in a shallow clone a revision not here may be behind the
+    boundary, and the error says which fetch would bring it."""
+    if repo.shallow.active and repo.try_resolve(rev) is None:
+        raise repo.shallow.missing(f"revision '{rev}' (not here: behind the boundary, or "
+                                   "mistyped)")
+    return repo.resolve(rev)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bisectkit.display import fetched
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
-from bisectkit.patchstack import PatchAction, Stack, analyse
+from bisectkit.patchstack import PatchAction, Stack, analyse, targets
 from bisectkit.promisor import Fetched
 from bisectkit.session import Session
 from bisectkit.strategies.base import Prepared, Strategy
@@ -37,13 +37,24 @@ def resolve_upstream(superproject: Repo, path: str, sub: Repo, given: str | None
     """
     ref = given or superproject.config_get(CONFIG_KEY)
     if not ref:
-        return guess(superproject, path, sub, contains)
+        found = guess(superproject, path, sub, contains)
+        prefer_remote(sub, found.ref)
+        return found
+    prefer_remote(sub, ref)
     sha = sub.try_resolve(ref)
     if sha is None:
         source = "--upstream" if given else f"git config {CONFIG_KEY}"
         raise BadInput(f"unknown revision '{ref}' in {sub.workdir} (the upstream given by "
                        f"{source})")
     return Upstream(ref, sha)
+
+
+def prefer_remote(sub: Repo, ref: str | None) -> None:
+    """Fetches that deepen a shallow ``sub`` go to the remote of upstream ``ref`` (e.g.
+    ``upstream`` for ``upstream/main``) when its branches have the boundary."""
+    name = (ref or "").removeprefix("refs/remotes/").split("/", 1)[0]
+    if name in sub.remote_urls():
+        sub.shallow.preferred_remote = name
 
 
 def check_clean(superproject: Repo, subs: Mapping[str, Repo]) -> None:
@@ -127,6 +138,15 @@ def guess_lines(params: Mapping[str, Any]) -> list[str]:
     note = Upstream(params["upstream_ref"], params["upstream"],
                     params.get("upstream_guessed")).note()
     return [f"  {note}"] if note else []
+
+
+def ask_ahead(repo: Repo, stack: Stack, ask: Callable[[str], object]) -> None:
+    """Ask now the ancestry questions the drop rules will ask about the candidates
+    (``ask(target)``) when ``repo`` is a shallow clone: one its boundary leaves open raises
+    ShallowCut at start, before anything moves, never halfway through a bisection."""
+    if repo.shallow.active:
+        for _, target in targets(stack.patches):
+            ask(target)
 
 
 class LineAncestry:

@@ -23,6 +23,7 @@ from bisectkit.model import (
 )
 from bisectkit.promisor import Fetched
 from bisectkit.session import Session
+from bisectkit.shallow import ShallowCut
 from bisectkit.strategies.base import Prepared, Strategy, new_session, resolve_range
 from bisectkit.strategies.common import (
     check_clean,
@@ -70,7 +71,8 @@ def find_upstream(superproject: Repo, path: str, given: str | None) -> dict[str,
     """
     try:
         up = resolve_upstream(superproject, path, Repo(superproject.workdir / path), given)
-    except GuessRefused as exc:
+    except (GuessRefused, ShallowCut) as exc:
+        # A shallow submodule: its pins are still tested (each fetched alone if missing).
         return {"ref": None, "why": str(exc)}
     return {"ref": up.ref, "sha": up.sha, "guessed": up.guessed}
 
@@ -131,12 +133,17 @@ class IntegrateStrategy(Strategy):
         if old is None or new is None or not sub.has_commit(old) or not sub.has_commit(new):
             return move
         upstream = self._upstream(path)
-        if upstream is not None:
-            move["old_base"] = sub.merge_base(old, upstream[1])
-            move["new_base"] = sub.merge_base(new, upstream[1])
-        lo, hi = move["old_base"] or old, move["new_base"] or new
-        if sub.is_ancestor(lo, hi):
-            move["upstream_commits"] = len(sub.first_parent_range(hi, [lo]))
+        try:
+            if upstream is not None:
+                move["old_base"] = sub.merge_base(old, upstream[1])
+                move["new_base"] = sub.merge_base(new, upstream[1])
+            lo, hi = move["old_base"] or old, move["new_base"] or new
+            if sub.is_ancestor(lo, hi):
+                move["upstream_commits"] = len(sub.first_parent_range(hi, [lo]))
+        except ShallowCut as exc:
+            # Only the span and the follow-up command need this history; testing the
+            # pin does not: say what is unknown instead of guessing it.
+            move.update(old_base=None, new_base=None, upstream_commits=None, shallow=str(exc))
         return move
 
     def _upstream(self, path: str) -> tuple[str, str] | None:

@@ -22,6 +22,7 @@ from bisectkit.strategies.base import Prepared, Replay, new_session
 from bisectkit.strategies.common import (
     PatchedSubmodule,
     analysed,
+    ask_ahead,
     check_clean,
     conflict_reason,
     fetch_lines,
@@ -47,6 +48,7 @@ def start(superproject: Repo, req: StackRequest) -> Session:
         if sub.is_ancestor(patch.sha, at):
             raise BadInput(f"--at '{req.at}' contains local patch {patch.sha[:12]}; pass an "
                            "upstream commit (e.g. the first bad one a submodule bisect found)")
+    ask_ahead(sub, stack, lambda target: sub.is_ancestor(target, at))
     patches = [p.sha for p in stack.patches]
     return new_session(
         "stack", superproject, bad=patches[-1], good=[at], candidates=patches, moves=[path],

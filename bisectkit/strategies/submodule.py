@@ -21,14 +21,17 @@ from bisectkit.strategies.common import (
     LineAncestry,
     PatchedSubmodule,
     analysed,
+    ask_ahead,
     check_clean,
     conflict_reason,
     fetch_lines,
     guess_lines,
+    prefer_remote,
     resolve_upstream,
     step_env,
 )
 from bisectkit.strategies.stops import StopsApplying
+from bisectkit.upstream import CONFIG_KEY
 from bisectkit.worktree import Mover
 
 
@@ -36,6 +39,7 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
     """Validate ``req`` against the repositories and build a new session; touches nothing."""
     path, sub = open_submodule(superproject, req.submodule)
     check_clean(superproject, {path: sub})
+    prefer_remote(sub, req.upstream or superproject.config_get(CONFIG_KEY))
     bad, goods = resolve_range(sub, req.bad, req.good, req.terms)
     up = resolve_upstream(superproject, path, sub, req.upstream, contains=(bad,))
     sub_head = sub.head_state()
@@ -46,6 +50,8 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
                            f"{patch.sha[:12]} ({patch.subject}); pass upstream commits, e.g. "
                            f"the merge-base {stack.merge_base[:12]}")
     candidates = sub.first_parent_range(bad, goods, list(req.pathspec))
+    if candidates:
+        ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
     return new_session(
         "submodule", superproject, bad=bad, good=goods, candidates=candidates, moves=[path],
         pathspec=req.pathspec, terms=req.terms,
