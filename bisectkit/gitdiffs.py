@@ -59,6 +59,7 @@ class CommitDiffs:
                                      gitobjects.empty_tree(self._repo), c.tree)
 
     def _first_parent_diff(self, sha: str) -> pygit2.Diff:
+        self.promisor.check_trees()  # a tree:0 clone: one line, not libgit2's error
         commit = self._commit(sha)
         if commit.parents:
             return gitobjects.diff(commit.parents[0].tree, commit.tree)

@@ -129,6 +129,19 @@ class Prefetcher:
         filters = sorted({r.filter for r in self.remotes if r.filter}) or ["a filter"]
         return f"{', '.join(filters)} from {', '.join(r.name for r in self.remotes)}"
 
+    def check_trees(self) -> None:
+        """Refuse a clone filtered beyond blobs (``tree:0``): libgit2 reads trees everywhere
+        (every diff, every walk by path), and fetching them one by one is no remedy."""
+        odd = [r for r in self.remotes if r.filter and not r.filter.startswith("blob:")]
+        if odd:
+            fix = " && ".join(f"git -C {self.workdir} config remote.{r.name}.partialclonefilter "
+                              f"blob:none && git -C {self.workdir} fetch --refetch {r.name}"
+                              for r in odd)
+            raise PromisorUnreachable(
+                f"{self.workdir} is a partial clone without trees (--filter="
+                f"{odd[0].filter} from {', '.join(r.name for r in odd)}): bisectkit needs "
+                f"every tree here; run: {fix}")
+
     def missing(self, oids: Iterable[str]) -> list[str]:
         """The ids among ``oids`` that are not here (nothing is fetched)."""
         return self._missing(dict.fromkeys(oids)) if self.partial else []

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from bisectkit import gitcli
+from bisectkit import gitcli, sparse
 from bisectkit.errors import GitFailure, InfrastructureFailed
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT
@@ -78,6 +78,7 @@ class Workspace:
         for key in sorted(checkouts, key=lambda k: k != SUPERPROJECT):
             where = self.path if key == SUPERPROJECT else self.path / key
             self._ensure_clone(where, sources.get(key, ()), shared)
+            shape = _mirror_sparse(where, sources.get(key, ()))
             sha = checkouts[key]
             if not _has_commit(where, sha):
                 if again is not None and again.path == key:
@@ -86,7 +87,7 @@ class Workspace:
                     sha = self._replay(where, again, sources.get(key, ()))
                 else:
                     _fetch(where, sources.get(key, ()), [sha])
-            written += _checkout(where, sha)
+            written += _checkout(where, sha, shape)
             trees[key] = _git(where, "rev-parse", "HEAD^{tree}").stdout.strip()
         return written, trees
 
@@ -150,7 +151,10 @@ def prefetch_trees(root: Path, checkouts: Mapping[str, str]) -> Fetched:
     for key, sha in checkouts.items():
         repo = _opened(str(root if key == SUPERPROJECT else root / key))
         if repo.promisor.partial and repo.has_commit(sha):
-            got = got + repo.promisor.ensure(repo.changed_blobs(None, repo.tree_of(sha)))
+            # A sparse cone: the workspace writes only the cone too (_mirror_sparse).
+            shape = sparse.of(repo)
+            wanted = shape.covers if shape is not None and shape.cone else None
+            got = got + repo.promisor.ensure(repo.changed_blobs(None, repo.tree_of(sha), wanted))
     return got
 
 
@@ -208,9 +212,26 @@ def _settle_index_lock(where: Path) -> None:
         lock.unlink()  # we hold the workspace: nobody else of ours writes here
 
 
-def _checkout(where: Path, sha: str) -> int:
+def _mirror_sparse(where: Path, sources: Sequence[str]) -> sparse.SparseCheckout | None:
+    """Give the workspace repository ``where`` the sparse checkout of the user's (the first
+    source): a workspace writes no file the user's checkout leaves out (nor, in a partial
+    clone, needs its blobs). Sources that are not local repositories: left as it is."""
+    user = Path(sources[0]) if sources else None
+    if user is None or not (user / ".git").exists():
+        return None
+    shape = sparse.of(_opened(str(user.resolve())))
+    _git(where, "config", "core.sparseCheckout", "true" if shape is not None else "false")
+    if shape is not None:
+        _git(where, "config", "core.sparseCheckoutCone", "true" if shape.cone else "false")
+        (where / ".git" / "info").mkdir(exist_ok=True)
+        (where / ".git" / "info" / "sparse-checkout").write_text(shape.text, encoding="utf-8",
+                                                                 errors="surrogateescape")
+    return shape
+
+
+def _checkout(where: Path, sha: str, shape: sparse.SparseCheckout | None) -> int:
     """``checkout -f --detach``: writes the tracked files that differ (repairing any a kill
-    left half written) and nothing else; the number that differ."""
+    left half written) and nothing else, only those a sparse checkout covers; how many."""
     diff = _git(where, "diff", "--name-only", "--no-renames", "HEAD", sha, check=False) \
         if (where / ".git" / "index").exists() else None
     # Never checked out, or a HEAD whose objects are gone (a --shared clone borrows them
@@ -218,4 +239,5 @@ def _checkout(where: Path, sha: str) -> int:
     listed = diff.stdout if diff is not None and diff.returncode == 0 else \
         _git(where, "ls-tree", "-r", "--name-only", sha).stdout
     _git(where, "checkout", "-q", "-f", "--detach", sha)
-    return len(listed.splitlines())
+    return sum(1 for p in listed.splitlines() if shape is None or not shape.cone
+               or shape.covers(p))

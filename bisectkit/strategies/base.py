@@ -8,6 +8,7 @@ few file writes as git allows, through the session's journaled
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -195,7 +196,19 @@ def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str],
 def _resolve(repo: Repo, rev: str) -> str:
     """The full sha of ``rev``; in a shallow clone a revision not here may be behind the
     boundary, and the error says which fetch would bring it."""
-    if repo.shallow.active and repo.try_resolve(rev) is None:
+    if repo.shallow.active and repo.try_resolve(rev) is None and _maybe_behind(repo, rev):
         raise repo.shallow.missing(f"revision '{rev}' (not here: behind the boundary, or "
                                    "mistyped)")
     return repo.resolve(rev)
+
+
+#: A revision's base (before ``~N``, ``^N``, ``@{...}``) written as an object id.
+_HEX_BASE = re.compile(r"[0-9a-fA-F]{4,40}")
+
+
+def _maybe_behind(repo: Repo, rev: str) -> bool:
+    """Could a fetch bring ``rev``? Only an object id, or a walk (``X~N``) from a commit
+    here, can be behind the boundary: a shallow clone has every ref it has, so a name
+    that names nothing is mistyped, and fetching history would only cost time."""
+    base = re.split(r"[~^@]", rev, maxsplit=1)[0]
+    return bool(_HEX_BASE.fullmatch(base)) or (base != rev and repo.try_resolve(base) is not None)
