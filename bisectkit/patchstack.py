@@ -27,6 +27,7 @@ from typing import Any, Literal
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.model import OnConflict
+from bisectkit.patchids import same_patch_upstream
 
 Kind = Literal["revert", "cherry-pick", "local"]
 Action = Literal["applied", "dropped", "empty", "conflict"]
@@ -208,36 +209,11 @@ def _match_patch_ids(
     repo: Repo, patches: list[Patch], unmatched: list[int], tips: tuple[str, ...], base: str
 ) -> None:
     """Turn local patches into cherry-picks when an upstream commit has the same patch id."""
-    changed = {i: repo.changed_paths(patches[i].sha) for i in unmatched}
-    if repo.promisor.partial:
-        _prefetch_patch_ids(repo, [patches[i].sha for i in unmatched], set(changed.values()),
-                            tips, base)
-    wanted = {i: (changed[i], repo.patch_id(patches[i].sha)) for i in unmatched}
-    remaining = dict(wanted)
-    for upstream_sha in repo.iter_range(tips, [base]):
-        if not remaining:
-            break
-        for i, (paths, pid) in list(remaining.items()):
-            # Comparing tree entries first keeps this cheap: a full diff is only
-            # computed for upstream commits that touch every file the patch does.
-            if not paths or not repo.touches_all(upstream_sha, paths):
-                continue
-            if repo.changed_paths(upstream_sha) == paths and repo.patch_id(upstream_sha) == pid:
-                p = patches[i]
-                patches[i] = Patch(p.sha, p.subject, "cherry-pick", upstream_sha, "patch-id")
-                del remaining[i]
-
-
-def _prefetch_patch_ids(repo: Repo, shas: list[str], path_sets: set[frozenset[str]],
-                        tips: tuple[str, ...], base: str) -> None:
-    """A partial clone: fetch the blobs the patch ids will read, in two batches: the local
-    patches', then those of every upstream commit that changes exactly a patch's paths
-    (the only ones whose patch id is computed; finding them reads trees only)."""
-    repo.promisor.ensure(set().union(*(repo.patch_blobs(s) for s in shas)))
-    sets = [p for p in path_sets if p]
-    matching = [u for u in repo.iter_range(tips, [base])
-                if any(repo.touches_all(u, p) and repo.changed_paths(u) == p for p in sets)]
-    repo.promisor.ensure(set().union(*(repo.patch_blobs(u) for u in matching)))
+    found = same_patch_upstream(repo, [patches[i].sha for i in unmatched], tips, base)
+    for i in unmatched:
+        p = patches[i]
+        if p.sha in found:
+            patches[i] = Patch(p.sha, p.subject, "cherry-pick", found[p.sha], "patch-id")
 
 
 def replay(repo: Repo, stack: Stack, candidate: str,

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cli", ("__main__", "cli", "parser", "options", "about", "manpage", "commands", "commands.*")),
     ("requests", ("requests", "advancing", "precheck", "argtypes")),
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
-    ("strategies", ("strategies", "strategies.*", "patchstack", "upstream", "status",
+    ("strategies", ("strategies", "strategies.*", "patchstack", "patchids", "upstream", "status",
                     "worktree", "workspace", "wsroot", "steptask", "pinning")),
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
                "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "execution",
