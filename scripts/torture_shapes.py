@@ -370,8 +370,13 @@ def sweep(shape: Shape, tmp: Path, report: Callable[[Outcome], None],
                 continue
             outcomes.append(kill_round(shape, base, n, mode, tmp, signal.SIGKILL))
             report(outcomes[-1])
-        if shape.name.startswith("partial"):
-            outcomes.append(kill_round(shape, base, n, "during", tmp, unreachable=True))
+    if shape.name.startswith("partial"):
+        # Remotes cut off after a kill in a fetch, or mid-checkout (index and files on
+        # the step's tree): reset must restore with the blobs already here.
+        moves = [i + 1 for i, g in enumerate(base.gits) if g.startswith("read-tree")]
+        for n in [*fetch_points(base), *moves[:2]]:
+            outcomes.append(kill_round(shape, base, n, "during", tmp, signal.SIGKILL,
+                                       unreachable=True))
             report(outcomes[-1])
     return outcomes
 
