@@ -13,6 +13,7 @@ from rich.text import Text
 
 from bisectkit.display import (
     INDENT,
+    affecting_lines,
     clock,
     ellipsize,
     eta_text,
@@ -23,6 +24,7 @@ from bisectkit.display import (
     moved,
     pack,
     plural,
+    shape_lines,
     step_times,
     words,
     wrap,
@@ -262,18 +264,18 @@ class Console:
         branch = d["branch"].removeprefix("refs/heads/") if d["branch"] else "detached"
         self._c.print(f"[bold]submodule {escape(d['submodule'])}[/]")
         self.line(f"  HEAD        {d['head'][:12]} ({branch})")
+        if "unknown" in d:
+            for text in shape_lines(d):
+                self.line(f"  {text}")
+            self.line(f"  stack: unknown: {d['unknown']}")
+            return
         self.line(f"  upstream    {d['upstream']} at {d['upstream_sha'][:12]}")
         note = Upstream(d["upstream"], d["upstream_sha"], d.get("upstream_guessed")).note()
         if note:
             self.line(f"  {note}")
         self.line(f"  merge-base  {d['merge_base'][:12]} {d['merge_base_subject']}")
-        if d.get("partial"):
-            self.line(f"  shape: partial clone ({d['partial']['shape']}); blobs fetched per step")
-        if d.get("sparse"):
-            cone = d["sparse"]["mode"] == "cone"
-            self.line(f"  shape: sparse checkout ({d['sparse']['mode']}: "
-                      f"{' '.join(d['sparse']['patterns'])}); only "
-                      f"{'those directories are' if cone else 'the files they match are'} written")
+        for text in shape_lines(d):
+            self.line(f"  {text}")
         if d["clean"]:
             self.line("  clean: no local patches on top of the merge-base")
         else:
@@ -289,20 +291,8 @@ class Console:
                     f"[{style}]{p['at_upstream_head']:<8}[/] {escape(p['subject'])}"
                     f"{'  (' + has + ')' if has else ''}"
                 )
-        total = d["upstream_commits_since_merge_base"]
-        shown = d["affecting"]
-        where = f", {len(shown)} touching {' '.join(d['pathspec'])}" if d["pathspec"] else ""
-        self.line(f"  upstream commits since the merge-base: {total}{where}"
-                  f"{' (newest last)' if shown else ''}")
-        hidden = len(shown) - limit if limit and len(shown) > limit else 0
-        if hidden:
-            self.line(f"    ... {hidden} older not shown (--limit 0 shows all)")
-        for c in shown[hidden:]:
-            self.line(f"    {c['commit'][:12]} {c['subject']}")
-        if d.get("shallow"):
-            sh = d["shallow"]
-            self.line(f"  shape: shallow (history stops at {plural(len(sh['boundary']), 'commit')}"
-                      f", oldest {sh['oldest']}); older bisects need e.g.: {sh['fetch']}")
+        for text in affecting_lines(d, limit):
+            self.line(text)
 
     def error(self, message: str) -> None:
         self._c.print(f"[red]{escape(message)}[/]")

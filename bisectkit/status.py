@@ -16,6 +16,7 @@ import bisectkit.sparse as sparse
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo, open_submodule
 from bisectkit.patchstack import analyse, replay
+from bisectkit.shallow import ShallowCut
 from bisectkit.strategies.common import resolve_upstream
 
 
@@ -38,12 +39,29 @@ def default_submodule(superproject: Repo, given: str | None, alternative: str = 
 
 def collect(superproject: Repo, submodule: str | None, given_upstream: str | None,
             pathspec: Sequence[str]) -> dict[str, Any]:
-    """Everything ``status`` shows, as JSON-ready data."""
+    """Everything ``status`` shows, as JSON-ready data.
+
+    A shallow clone whose history is too short to tell the stack still gets its
+    HEAD and shape reported, with ``"unknown"``: why, and the fetch that tells.
+    """
     path, sub = open_submodule(superproject, default_submodule(superproject, submodule))
+    head = sub.head_state()
+    data: dict[str, Any] = {"submodule": path, "head": head.sha, "branch": head.ref}
+    try:
+        data.update(_stack(superproject, path, sub, given_upstream, head.sha, pathspec))
+    except ShallowCut as exc:
+        data["unknown"] = str(exc)
+    # After the analysis: a partial clone's "fetched" counts what it fetched.
+    data.update(_shapes(sub))
+    return data
+
+
+def _stack(superproject: Repo, path: str, sub: Repo, given_upstream: str | None, head: str,
+           pathspec: Sequence[str]) -> dict[str, Any]:
+    """The upstream, the merge-base, each patch's fate at upstream, the commits since."""
     up = resolve_upstream(superproject, path, sub, given_upstream)
     upstream_sha = up.sha
-    head = sub.head_state()
-    stack = analyse(sub, head.sha, upstream_sha)
+    stack = analyse(sub, head, upstream_sha)
     at_upstream = replay(sub, stack, upstream_sha)
     fate = {a.patch.sha: a for a in at_upstream.actions}
     patches = []
@@ -63,9 +81,6 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
     affecting = (sub.first_parent_range(upstream_sha, [stack.merge_base], list(pathspec),
                                         keep_tip=False) if pathspec else since)
     return {
-        "submodule": path,
-        "head": head.sha,
-        "branch": head.ref,
         "upstream": up.ref,
         "upstream_sha": upstream_sha,
         # Why this upstream, when it was guessed (null when given).
@@ -77,11 +92,17 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
         "upstream_commits_since_merge_base": len(since),
         "pathspec": list(pathspec),
         "affecting": [{"commit": c, "subject": sub.commit_info(c).subject} for c in affecting],
-        # A partial clone: its promisor remotes, and what this status fetched (null: full).
+    }
+
+
+def _shapes(sub: Repo) -> dict[str, Any]:
+    """Partial, sparse, shallow: each null when the submodule is not so."""
+    return {
+        # A partial clone: its promisor remotes, and what this status fetched.
         "partial": {"shape": sub.promisor.describe(),
                     "remotes": [dataclasses.asdict(r) for r in sub.promisor.remotes],
                     "fetched": sub.promisor.total.to_json()} if sub.promisor.partial else None,
-        # The submodule's sparse checkout ({"mode", "patterns"}; null when not sparse).
+        # The submodule's sparse checkout ({"mode", "patterns"}).
         "sparse": shape.to_json() if (shape := sparse.of(sub)) is not None else None,
         "shallow": _shallow(sub),
     }

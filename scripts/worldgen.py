@@ -94,7 +94,7 @@ class WorldSpec:
     #: commits (X, Y): upstream build broken from X until Y fixes it.
     build_breaks: list[tuple[int, int]] = field(default_factory=lambda: [(180, 320)])
     #: feature.txt: v0 -> v1 at ``feature_prep``, v1 -> v2 at ``reverted``; stack reverts it.
-    feature_prep: int = 50
+    feature_prep: int | None = 50
     reverted: int | None = 120
     #: upstream reverts ``reverted`` itself here (feature.txt back to v1, so ``reverted``
     #: must come after ``feature_prep``), if set.

@@ -10,6 +10,7 @@ refused to report its shape.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import shutil
 import subprocess
@@ -111,11 +112,12 @@ def test_tree0_partial_clone_is_one_line_whose_fix_works(tree0_template: World,
     assert snapshot(w) == before
 
 
-@pytest.mark.xfail(strict=True, reason="status analyses the stack first; a revert whose "
-                   "target is behind the boundary (or a depth-1 fork) makes the whole status "
-                   "a ShallowCut refusal instead of reporting the shape")
 def test_status_of_a_shallow_submodule_reports_the_shape(world: World):
     make_shallow_world(world, ["--depth", "10"], ["--depth=150"])
     r = cli(world, "status", "--upstream", "upstream/main")
     assert r.returncode == 0, r.stderr + r.stdout
     assert "shape: shallow" in r.stdout
+    # What cannot be known is said, with the fetch that tells it.
+    assert "stack: unknown: " in r.stdout and "fetch" in r.stdout, r.stdout
+    data = json.loads(cli(world, "status", "--upstream", "upstream/main", "--json").stdout)
+    assert data["shallow"]["boundary"] and "shallow clone" in data["unknown"]
