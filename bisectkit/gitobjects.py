@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -142,6 +143,8 @@ _ZERO = b"\0" * 20
 
 
 _lenient_depth = 0
+#: The setting is process-wide and ``--jobs`` replays in threads: the count moves under a lock.
+_lenient_lock = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -153,11 +156,13 @@ def promised_objects(allowed: bool = True) -> Iterator[None]:
     if not allowed:
         yield
         return
-    _lenient_depth += 1
-    pygit2.settings.enable_strict_object_creation(False)
+    with _lenient_lock:
+        _lenient_depth += 1
+        pygit2.settings.enable_strict_object_creation(False)
     try:
         yield
     finally:
-        _lenient_depth -= 1
-        if not _lenient_depth:
-            pygit2.settings.enable_strict_object_creation(True)
+        with _lenient_lock:
+            _lenient_depth -= 1
+            if not _lenient_depth:
+                pygit2.settings.enable_strict_object_creation(True)
