@@ -29,7 +29,6 @@ Prints the rounds per shape and those left dirty or wrong; exits 1 if any.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -52,7 +51,7 @@ from worldgen import (  # noqa: E402
     build_partial_world,
     build_sparse_world,
     build_world,
-    hermetic_env,
+    copy_world,
     make_shallow_world,
 )
 
@@ -102,14 +101,7 @@ def _copy(template: World, dest: Path) -> World:
     """A fresh copy of ``template`` (its superproject; remotes are shared, read only)."""
     if dest.exists():
         shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    shutil.copytree(template.superproject, dest / "superproject", symlinks=True)
-    w = dataclasses.replace(template, root=dest, env=hermetic_env(dest / "home"),
-                            superproject=dest / "superproject")
-    # Copies' stat data differ from their indexes': refresh, as a user's checkout is.
-    for repo in (w.superproject, w.submodule):
-        w.git(repo, "update-index", "-q", "--refresh")
-    return w
+    return copy_world(template, dest)
 
 
 def _run_args(w: World, good: str, bad: str, *extra: str) -> list[str]:

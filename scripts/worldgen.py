@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 SUBMODULE = "third_party/llvm-project"
@@ -516,3 +516,17 @@ def make_shallow_world(world: World, fork_args: Sequence[str],
     sub = sup / SUBMODULE
     git(env, sub, "remote", "add", "upstream", f"file://{world.upstream}")
     git(env, sub, "fetch", "-q", *upstream_args, "upstream")
+
+
+def copy_world(template: World, dest: Path) -> World:
+    """A fresh copy of ``template`` under ``dest``: its superproject (with the submodule's
+    git dir inside); upstream and fork are shared, read only. The copies' stat data differ
+    from their indexes', so both are refreshed, as a user's checkout is (``git
+    sparse-checkout`` would otherwise keep files it cannot tell are clean)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(template.superproject, dest / "superproject", symlinks=True)
+    w = replace(template, root=dest, env=hermetic_env(dest / "home"),
+                superproject=dest / "superproject")
+    for repo in (w.superproject, w.submodule):
+        w.git(repo, "update-index", "-q", "--refresh")
+    return w

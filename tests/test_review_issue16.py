@@ -9,7 +9,6 @@ refused to report its shape.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 import shutil
@@ -18,18 +17,19 @@ from pathlib import Path
 
 import pytest
 from conftest import SUBMODULE, World, cli, snapshot
-from worldgen import build_sparse_world, build_world, git, hermetic_env, make_shallow_world
+from worldgen import (
+    build_sparse_world,
+    build_world,
+    copy_world,
+    git,
+    make_shallow_world,
+)
 
 GOOD_IF = "device .* not found"
 
 
 def _copy(template: World, dest: Path) -> World:
-    shutil.copytree(template.superproject, dest / "superproject", symlinks=True)
-    w = dataclasses.replace(template, root=dest, env=hermetic_env(dest / "home"),
-                            superproject=dest / "superproject")
-    for repo in (w.superproject, w.submodule):
-        w.git(repo, "update-index", "-q", "--refresh")
-    return w
+    return copy_world(template, dest)
 
 
 def _bisect(w: World, good: str, bad: str, *extra: str) -> subprocess.CompletedProcess[str]:

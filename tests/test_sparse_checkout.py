@@ -8,14 +8,12 @@ superproject whose history also rewrites ``docs/`` (left out when it is sparse).
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
-from worldgen import SPARSE_BUG_AT, build_sparse_world, hermetic_env
+from worldgen import SPARSE_BUG_AT, build_sparse_world, copy_world
 
 from bisectkit.sparse import parse
 
@@ -30,14 +28,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 @pytest.fixture
 def sw(template: World, tmp_path: Path) -> World:
-    shutil.copytree(template.superproject, tmp_path / "superproject", symlinks=True)
-    w = dataclasses.replace(template, root=tmp_path, env=hermetic_env(tmp_path / "home"),
-                            superproject=tmp_path / "superproject")
-    # The copies' stat data differ from their indexes': git sparse-checkout would keep
-    # the files it cannot tell are clean ("not up to date ... left despite sparse patterns").
-    for repo in (w.superproject, w.submodule):
-        w.git(repo, "update-index", "-q", "--refresh")
-    return w
+    return copy_world(template, tmp_path)
 
 
 def shape(w: World, repo: Path) -> tuple[str, str]:
