@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from torture import decorate, fingerprint, write_shim  # noqa: E402
+from torture import _exe, decorate, fingerprint, write_shim  # noqa: E402
 from worldgen import (  # noqa: E402
     SPARSE_BUG_AT,
     SUBMODULE,
@@ -204,13 +204,6 @@ def differs(before: dict[str, str], after: dict[str, str], deepened: str | None)
 
 
 # -- running ----------------------------------------------------------------------------
-def _exe(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise SystemExit(f"{name} is not installed (pip install -e .)")
-    return found
-
-
 def run(w: World, exe: str, args: Sequence[str], path_prefix: Path | None = None,
         timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = dict(w.env)

@@ -233,6 +233,17 @@ def _make_superproject(env: Mapping[str, str], root: Path, fork: Path, upstream:
     return sup
 
 
+def _pinning_superproject(env: Mapping[str, str], root: Path, work: Path,
+                          upstream: Path) -> tuple[Path, Path]:
+    """The fork (a bare clone of ``work``) and a superproject committed pinning its HEAD."""
+    fork = root / "llvm-fork.git"
+    git(env, root, "clone", "-q", "--bare", str(work), str(fork))
+    sup = _make_superproject(env, root, fork, upstream)
+    git(env, sup, "add", "-A")
+    git(env, sup, "commit", "-q", "-m", "superproject pinning the patched llvm-project")
+    return fork, sup
+
+
 def build_world(root: Path, spec: WorldSpec | None = None) -> World:
     """Create upstream, fork (with the patch stack) and superproject under ``root``."""
     spec = spec or WorldSpec()
@@ -253,12 +264,7 @@ def build_world(root: Path, spec: WorldSpec | None = None) -> World:
         _commit_local_fixup(env, fork_work)
     stack = git(env, fork_work, "rev-list", "--reverse",
                 f"{shas[spec.merge_base]}..HEAD").split()
-    fork = root / "llvm-fork.git"
-    git(env, root, "clone", "-q", "--bare", str(fork_work), str(fork))
-
-    sup = _make_superproject(env, root, fork, upstream)
-    git(env, sup, "add", "-A")
-    git(env, sup, "commit", "-q", "-m", "superproject pinning the patched llvm-project")
+    fork, sup = _pinning_superproject(env, root, fork_work, upstream)
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=stack)
 
@@ -492,11 +498,7 @@ def build_merge_world(root: Path) -> World:
     text = (work / "lib/multi.txt").read_text(encoding="utf-8").replace("line 9", "our line 9")
     (work / "lib/multi.txt").write_text(text, encoding="utf-8")
     git(env, work, "commit", "-q", "-am", "[local] our last line")
-    fork = root / "llvm-fork.git"
-    git(env, root, "clone", "-q", "--bare", str(work), str(fork))
-    sup = _make_superproject(env, root, fork, upstream)
-    git(env, sup, "add", "-A")
-    git(env, sup, "commit", "-q", "-m", "superproject pinning the patched llvm-project")
+    fork, sup = _pinning_superproject(env, root, work, upstream)
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=[git(env, work, "rev-parse", "HEAD")])
 
