@@ -5,7 +5,9 @@ command) for the message a second run prints. Whether the holder still lives
 is asked of the kernel, not guessed from the pid: the holder keeps an
 ``flock`` on the file, which the kernel drops whenever the process ends, by
 SIGKILL or power loss included. A file nobody holds an ``flock`` on is stale
-and is taken over.
+and is taken over. An ``flock`` belongs to the open file, which a fork shares:
+a forked child closes its copy at once (:func:`_close_in_children`), so only
+the process that took the lock ever holds it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import socket
@@ -40,6 +43,31 @@ class Holder:
         who = f"pid {self.pid}" if self.pid is not None else "an unknown process"
         return f"{who} on {self.host or 'an unknown host'} since {self.since or '?'}: " \
                f"{self.command or '?'}"
+
+
+#: The locks this process holds now (a forked child closes their files). Strong
+#: references: a lock object dropped unreleased still holds its file open.
+_HELD: set[RunLock] = set()
+
+
+@functools.cache  # once per process: a fork hook cannot be unregistered
+def _close_in_children() -> None:
+    """Make every forked child drop its copy of the held locks' files at once.
+
+    pexpect forks bisectkit (threads and all) before it execs a build; until then
+    the child shares the lock's open file. A child that outlived a killed
+    bisectkit there would keep the superproject locked for as long as it lived.
+    """
+
+    def close() -> None:
+        for held in _HELD:
+            if held._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(held._fd)
+                held._fd = None
+        _HELD.clear()
+
+    os.register_at_fork(after_in_child=close)
 
 
 class RunLock:
@@ -79,7 +107,9 @@ class RunLock:
         # Who holds it is only for messages: a full disk must not stop a reset.
         with contextlib.suppress(OSError):
             os.write(fd, (json.dumps(info) + "\n").encode())
+        _close_in_children()
         self._fd = fd
+        _HELD.add(self)
         return True
 
     def _break_if_stale(self) -> None:
@@ -115,6 +145,7 @@ class RunLock:
                 self.path.unlink()
         os.close(self._fd)
         self._fd = None
+        _HELD.discard(self)
 
 
 def read_holder(path: Path) -> Holder:

@@ -26,7 +26,7 @@ from typing import Any, TextIO, cast
 
 import pexpect
 
-from bisectkit.errors import Cancelled
+from bisectkit.errors import Aborted, Cancelled
 from bisectkit.model import DEFAULT_KEEP, Outcome
 
 _CHUNK = 65536
@@ -169,17 +169,7 @@ def run(
     """
     echo = sys.stdout if echo is None else echo
     start = time.monotonic()
-    command, args = pexpect_command(argv)
-    child: pexpect.spawn[str] = pexpect.spawn(
-        command,
-        args,
-        cwd=cwd,
-        env=dict(env),
-        encoding="utf-8",
-        codec_errors="replace",
-        timeout=None,
-        dimensions=(50, 200),
-    )
+    child = _spawn(argv, cwd, env)
     kept = _Kept(keep, watch)
     try:
         timed_out = _stream(child, kept, echo, start, timeout, cancelled)
@@ -197,6 +187,28 @@ def run(
         duration=duration,
         timeout=timeout,
     )
+
+
+def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spawn[str]:
+    """Start ``argv`` under a pty; an exception in the forked child never runs on.
+
+    ptyprocess changes to ``cwd`` in the child, after the fork and before the
+    exec: an error there would unwind bisectkit's own code in that copy of the
+    process, which would go on with the rest of the step as a second bisectkit
+    (and its exit status would read as the command's). The copy kills itself
+    instead (killed by a signal: an abort, never a verdict); a missing ``cwd``
+    is refused here first, with a line that says so.
+    """
+    if not os.path.isdir(cwd):
+        raise Aborted(f"cannot run {argv[0]}: its working directory {cwd} does not exist")
+    command, args = pexpect_command(argv)
+    parent = os.getpid()
+    try:
+        return pexpect.spawn(command, args, cwd=cwd, env=dict(env), encoding="utf-8",
+                             codec_errors="replace", timeout=None, dimensions=(50, 200))
+    finally:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _stream(child: pexpect.spawn[str], kept: _Kept, echo: TextIO, start: float,

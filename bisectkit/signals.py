@@ -4,11 +4,17 @@ SIGINT (Ctrl-C), SIGTERM (kill, CI time limits), SIGHUP (closed terminal, ssh
 drop) and SIGQUIT (Ctrl-\\) all mean "stop": each becomes :class:`Interrupted`,
 which unwinds like Ctrl-C so that ``bisectkit run`` restores every repository.
 SIGKILL cannot be caught; the journal (:mod:`bisectkit.journal`) covers it.
+
+A child that bisectkit forks (pexpect's pty fork, until it execs the build or the
+repro) is a copy of bisectkit, handlers included: it gets the stop signals back
+as bisectkit found them (:func:`_children_start_plain`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import signal
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -34,9 +40,31 @@ def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+@functools.cache  # once per process: a fork hook cannot be unregistered
+def _children_start_plain() -> None:
+    """Give every forked child the stop signals as they were before bisectkit's handlers.
+
+    Between its fork and its exec a child runs bisectkit's Python. The SIGHUP the
+    kernel sends it when a killed bisectkit's pty closes would reach :func:`_raise`
+    there and unwind bisectkit's own code inside the copy, which then waits forever
+    on a worker queue, holding the run lock's open file for good. A default
+    SIGHUP ends it instead; a build started inside :func:`held` or :func:`ignored`
+    must not keep the signals blocked or ignored either (both survive exec).
+    """
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+
+    def plain() -> None:
+        for s, handler in before.items():
+            signal.signal(s, signal.SIG_IGN if handler == signal.SIG_IGN else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+    os.register_at_fork(after_in_child=plain)
+
+
 @contextlib.contextmanager
 def as_interrupt() -> Iterator[None]:
     """Turn every stop signal into :class:`Interrupted` while the block runs."""
+    _children_start_plain()
     saved = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
     try:
         yield

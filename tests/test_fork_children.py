@@ -1,0 +1,155 @@
+"""What bisectkit's forked children inherit: never the run lock, never its signal handlers.
+
+pexpect forks bisectkit (worker threads and all) and the child runs Python until it
+execs the build or the repro. Each test runs a small real bisectkit process (a script
+in a subprocess, so that its fork hooks stay out of pytest's process) and looks at
+what that child did or kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from bisectkit.lock import LockHeld, RunLock
+
+STOP_BITS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+
+
+def _script(tmp_path: Path, body: str, *args: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(body), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BISECTKIT_")}
+    return subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, env=env,
+                          text=True, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def _gone(pid: int) -> bool:
+    """The process ended (a zombie nobody reaps counts as ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.mark.parametrize("nohup", [False, True], ids=["plain", "nohup"])
+def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
+        tmp_path: Path, nohup: bool) -> None:
+    # The run lock is held and the stop signals are bisectkit's; a worker thread starts a
+    # build; bisectkit is SIGKILLed while that child is still in ptyprocess's Python
+    # (held there: the window is microseconds wide in a real run). The pty's hang-up
+    # must end the child, and the superproject must not stay locked by it. Under nohup
+    # (SIGHUP ignored) the child outlives bisectkit; the lock still must not.
+    lock, pidfile = tmp_path / "run.lock", tmp_path / "child.pid"
+    proc = _script(tmp_path, """
+        import os, signal, sys, time
+        from concurrent.futures import ThreadPoolExecutor
+        from pathlib import Path
+        import ptyprocess.ptyprocess as pp
+        from bisectkit import runner, signals
+        from bisectkit.lock import RunLock
+
+        lock, pidfile = Path(sys.argv[1]), Path(sys.argv[2])
+        winsize = pp._setwinsize
+
+        def held_in_child(*args):  # ptyprocess's first step in the child, before its exec
+            pidfile.write_text(str(os.getpid()))
+            time.sleep(30)
+            return winsize(*args)
+
+        pp._setwinsize = held_in_child
+        if sys.argv[3] == "nohup":
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with signals.as_interrupt():
+            RunLock(lock).acquire("test")
+            # A live pool's worker thread, as --jobs runs steps: one that survives an
+            # exception waits on for the next step (a plain thread would just end).
+            pool = ThreadPoolExecutor(1)
+            pool.submit(runner.run, ["true"], cwd=".", env=dict(os.environ),
+                        echo=open(os.devnull, "w"))
+            while not pidfile.exists():
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGKILL)
+        """, str(lock), str(pidfile), "nohup" if nohup else "plain")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + (0.5 if nohup else 10)
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    alive = not _gone(child)
+    try:
+        RunLock(lock).acquire("again").release()
+    except LockHeld as held:
+        raise AssertionError(f"the lock outlived the killed bisectkit: {held}") from None
+    finally:
+        if alive:
+            os.kill(child, signal.SIGKILL)
+    assert alive == nohup, "the orphaned child lived on after bisectkit was killed"
+
+
+def test_builds_start_with_the_stop_signals_plain(tmp_path: Path) -> None:
+    # A build started while bisectkit holds or ignores the stop signals (around a change
+    # that must not tear) must not inherit that: both survive exec, and a build that
+    # ignores SIGTERM or never sees SIGINT cannot be stopped by the user.
+    proc = _script(tmp_path, """
+        import os, sys
+        from bisectkit import runner, signals
+
+        def show():
+            out = runner.run(["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"], cwd=".",
+                             env=dict(os.environ), echo=open(os.devnull, "w"))
+            print(out.output.replace("\\n", " "))
+
+        with signals.as_interrupt():
+            with signals.ignored():
+                show()
+            with signals.held():
+                show()
+        """)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2, proc.stdout
+    for line in lines:
+        fields = dict(re.findall(r"(Sig\w+):\s*([0-9a-f]+)", line))
+        for name in ("SigBlk", "SigIgn"):
+            mask = int(fields[name], 16)
+            assert not [s for s in STOP_BITS if mask >> (s - 1) & 1], f"{name} in: {line}"
+
+
+def test_an_error_in_the_forked_child_never_runs_on_as_a_second_bisectkit(tmp_path: Path) -> None:
+    # ptyprocess changes directory in the child, after the fork: if that fails (the
+    # directory vanished since it was checked), the copy must stop at once: one process
+    # reports, and the command reads as killed (an abort), never as its exit status.
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = _script(tmp_path, """
+        import os, sys
+        from bisectkit import runner
+
+        work = sys.argv[1]
+        os.register_at_fork(after_in_child=lambda: os.rmdir(work))
+        out = runner.run(["true"], cwd=work, env=dict(os.environ), echo=open(os.devnull, "w"))
+        print(f"pid {os.getpid()}: exit {out.exit_status} signal {out.signal}")
+        """, str(work))
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("pid ")]
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    assert lines[0].endswith(f"exit None signal {int(signal.SIGKILL)}"), lines
+    assert not work.exists()
+    again = _script(tmp_path, """
+        import os, sys
+        from bisectkit import runner
+        from bisectkit.errors import Aborted
+        try:
+            runner.run(["true"], cwd=sys.argv[1], env=dict(os.environ))
+        except Aborted as stop:
+            print(stop)
+        """, str(work))
+    assert again.stdout.strip() == f"cannot run true: its working directory {work} does not exist"
