@@ -15,8 +15,10 @@ kept under the marker, so a rule still sees them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
+import shlex
 import signal
 import sys
 import time
@@ -190,25 +192,35 @@ def run(
 
 
 def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spawn[str]:
-    """Start ``argv`` under a pty; an exception in the forked child never runs on.
+    """Start ``argv`` in ``cwd`` under a pty; a command that cannot start is an abort.
 
-    ptyprocess changes to ``cwd`` in the child, after the fork and before the
-    exec: an error there would unwind bisectkit's own code in that copy of the
-    process, which would go on with the rest of the step as a second bisectkit
-    (and its exit status would read as the command's). The copy kills itself
-    instead (killed by a signal: an abort, never a verdict); a missing ``cwd``
-    is refused here first, with a line that says so.
+    The child changes to ``cwd`` itself, after the fork and before the exec; an
+    error there (a directory that vanished or cannot be entered), like one from
+    the exec, comes back through ptyprocess's pipe and is raised here as
+    :class:`Aborted` with its reason. Anything else raised in the child would
+    unwind bisectkit's own code in that copy of the process, which would go on
+    with the rest of the step as a second bisectkit (its exit status read as the
+    command's); the copy kills itself instead (a signal: never a culprit).
     """
-    if not os.path.isdir(cwd):
-        raise Aborted(f"cannot run {argv[0]}: its working directory {cwd} does not exist")
     command, args = pexpect_command(argv)
     parent = os.getpid()
     try:
-        return pexpect.spawn(command, args, cwd=cwd, env=dict(env), encoding="utf-8",
-                             codec_errors="replace", timeout=None, dimensions=(50, 200))
+        return pexpect.spawn(command, args, env=dict(env), encoding="utf-8",
+                             codec_errors="replace", timeout=None, dimensions=(50, 200),
+                             preexec_fn=functools.partial(_enter, cwd))
+    except OSError as exc:
+        raise Aborted(f"cannot run {shlex.join(argv)}: {exc}") from None
     finally:
         if os.getpid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _enter(cwd: str) -> None:
+    """In the child: change to ``cwd``; an OSError's text reaches the parent as is."""
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        raise OSError(f"cannot enter its working directory {cwd}: {exc.strerror}") from None
 
 
 def _stream(child: pexpect.spawn[str], kept: _Kept, echo: TextIO, start: float,

@@ -40,9 +40,42 @@ def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+#: What each :func:`as_interrupt` found, outermost first: the stop signals' handlers
+#: and the ones already blocked (what a forked child gets back).
+_FOUND: list[tuple[dict[int, object], set[int]]] = []
+#: The forking thread's signal mask, kept by the fork hook from before to after.
+_MASKS: list[set[int]] = []
+
+
+def _forking() -> None:
+    # Held across the fork: one arriving before the child's hook ran stays pending
+    # and meets the plain handlers, instead of _raise (the kernel delivers a
+    # process's signal to the threads that do not block it, so bisectkit still sees it).
+    if _FOUND:
+        _MASKS.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)))
+
+
+def _forked_parent() -> None:
+    if _MASKS:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _MASKS.pop())
+
+
+def _forked_child() -> None:
+    if not _MASKS:
+        return
+    mask = _MASKS.pop()
+    handlers, blocked = _FOUND[0]
+    for s in STOP_SIGNALS:
+        now = signal.getsignal(s)
+        if now is _raise or (now == signal.SIG_IGN and handlers[s] != signal.SIG_IGN):
+            signal.signal(s, signal.SIG_IGN if handlers[s] == signal.SIG_IGN else signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, (mask - set(STOP_SIGNALS)) |
+                           (blocked & set(STOP_SIGNALS)))
+
+
 @functools.cache  # once per process: a fork hook cannot be unregistered
 def _children_start_plain() -> None:
-    """Give every forked child the stop signals as they were before bisectkit's handlers.
+    """Give every child forked inside :func:`as_interrupt` the stop signals as it found them.
 
     Between its fork and its exec a child runs bisectkit's Python. The SIGHUP the
     kernel sends it when a killed bisectkit's pty closes would reach :func:`_raise`
@@ -51,26 +84,24 @@ def _children_start_plain() -> None:
     SIGHUP ends it instead; a build started inside :func:`held` or :func:`ignored`
     must not keep the signals blocked or ignored either (both survive exec).
     """
-    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-
-    def plain() -> None:
-        for s, handler in before.items():
-            signal.signal(s, signal.SIG_IGN if handler == signal.SIG_IGN else signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-
-    os.register_at_fork(after_in_child=plain)
+    os.register_at_fork(before=_forking, after_in_parent=_forked_parent,
+                        after_in_child=_forked_child)
 
 
 @contextlib.contextmanager
 def as_interrupt() -> Iterator[None]:
     """Turn every stop signal into :class:`Interrupted` while the block runs."""
     _children_start_plain()
+    handlers: dict[int, object] = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    blocked = set(signal.pthread_sigmask(signal.SIG_BLOCK, [])) & set(STOP_SIGNALS)
     saved = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    _FOUND.append((handlers, blocked))
     try:
         yield
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
+        _FOUND.pop()
 
 
 @contextlib.contextmanager
