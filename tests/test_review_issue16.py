@@ -65,7 +65,8 @@ def test_jobs_workspaces_keep_the_sparse_cone(sparse_template: World, tmp_path: 
     w = _copy(sparse_template, tmp_path)
     w.git(w.submodule, "sparse-checkout", "set", "--cone", "lib", "llvm")
     log, build = tmp_path / "seen.log", tmp_path / "build-rec.sh"
-    build.write_text(f"#!/bin/sh\nls -A {SUBMODULE} | tr '\\n' ' ' >> {log}\necho >> {log}\n"
+    # One write per build (two run at once): a line whole, never two builds' halves.
+    build.write_text(f"#!/bin/sh\necho \"$(ls -A {SUBMODULE} | tr '\\n' ' ')\" >> {log}\n"
                      "exec ./build.sh\n")
     build.chmod(0o755)
     before = snapshot(w)
