@@ -16,6 +16,7 @@ import contextlib
 import functools
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
@@ -43,8 +44,9 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 #: What each :func:`as_interrupt` found, outermost first: the stop signals' handlers
 #: and the ones already blocked (what a forked child gets back).
 _FOUND: list[tuple[dict[int, object], set[int]]] = []
-#: The forking thread's signal mask, kept by the fork hook from before to after.
-_MASKS: list[set[int]] = []
+#: The forking thread's signal mask, kept by the fork hook from before to after (per
+#: thread: two workers may fork at once, and the hooks' Python lets the GIL go).
+_FORKING = threading.local()
 
 
 def _forking() -> None:
@@ -52,18 +54,21 @@ def _forking() -> None:
     # and meets the plain handlers, instead of _raise (the kernel delivers a
     # process's signal to the threads that do not block it, so bisectkit still sees it).
     if _FOUND:
-        _MASKS.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)))
+        _FORKING.mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS))
 
 
 def _forked_parent() -> None:
-    if _MASKS:
-        signal.pthread_sigmask(signal.SIG_SETMASK, _MASKS.pop())
+    mask: set[int] | None = getattr(_FORKING, "mask", None)
+    if mask is not None:
+        _FORKING.mask = None
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _forked_child() -> None:
-    if not _MASKS:
+    mask: set[int] | None = getattr(_FORKING, "mask", None)
+    if mask is None:
         return
-    mask = _MASKS.pop()
+    _FORKING.mask = None
     handlers, blocked = _FOUND[0]
     for s in STOP_SIGNALS:
         now = signal.getsignal(s)
