@@ -28,14 +28,12 @@ class CommitDiffs:
         return gitobjects.commit(self._repo, sha)
 
     def _touches(self, commit: pygit2.Commit, paths: Sequence[str]) -> bool:
-        parent_tree = commit.parents[0].tree if commit.parents else None
-        return any(entry_id(commit.tree, p) != entry_id(parent_tree, p) for p in paths)
+        return any(_changes(commit, p) for p in paths)
 
     def touches_all(self, sha: str, paths: Iterable[str]) -> bool:
         """Cheap pre-filter for patch-id matching: does ``sha`` change every one of ``paths``?"""
         commit = self._commit(sha)
-        parent_tree = commit.parents[0].tree if commit.parents else None
-        return all(entry_id(commit.tree, p) != entry_id(parent_tree, p) for p in paths)
+        return all(_changes(commit, p) for p in paths)
 
     # -- patches ------------------------------------------------------------
     def changed_paths(self, sha: str) -> frozenset[str]:
@@ -64,3 +62,9 @@ class CommitDiffs:
         if commit.parents:
             return gitobjects.diff(commit.parents[0].tree, commit.tree)
         return commit.tree.diff_to_tree(swap=True)
+
+
+def _changes(commit: pygit2.Commit, path: str) -> bool:
+    """Does ``commit`` change ``path`` against its first parent (tree entries only)?"""
+    parent_tree = commit.parents[0].tree if commit.parents else None
+    return entry_id(commit.tree, path) != entry_id(parent_tree, path)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import bisectkit.gitcli as gitcli
+from bisectkit.display import plural
 from bisectkit.errors import BadInput
 
 #: "Is A an ancestor of D?" on the local (truncated) graph.
@@ -195,7 +196,7 @@ def fetch(workdir: Path, args: Sequence[str]) -> str:
         raise BadInput(f"git -C {shown_dir(workdir)} fetch {' '.join(args)} failed: {detail}")
     got = _objects(workdir) - before
     return (f"deepened {shown_dir(workdir)}: git fetch {' '.join(args)} "
-            f"({got} object{'s' if got != 1 else ''}, {time.monotonic() - started:.1f} s)")
+            f"({plural(got, 'object')}, {time.monotonic() - started:.1f} s)")
 
 
 def _objects(workdir: Path) -> int:
@@ -205,6 +206,7 @@ def _objects(workdir: Path) -> int:
     proc = gitcli.run(workdir, "count-objects", "-v")
     counts = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
     return int(counts.get("count", 0)) + int(counts.get("in-pack", 0))
+
 
 def fetch_commit(workdir: Path, remotes: Sequence[str], sha: str, shallow: bool,
                  has: Callable[[str], bool]) -> bool:

@@ -114,8 +114,7 @@ def _shallow(sub: Repo) -> dict[str, Any] | None:
     boundary = sorted(sub.shallow.commits())
     if not boundary:
         return None
-    oldest = min(sub.commit_info(c).date[:10] for c in boundary)
-    return {"boundary": boundary, "oldest": oldest,
-            "fetch": sub.shallow.cut("", [min(boundary, key=lambda c: sub.commit_info(c).date)],
-                                     boundary).command}
-
+    dates = {c: sub.commit_info(c).date for c in boundary}
+    oldest = min(boundary, key=dates.__getitem__)
+    return {"boundary": boundary, "oldest": dates[oldest][:10],
+            "fetch": sub.shallow.cut("", [oldest], boundary).command}

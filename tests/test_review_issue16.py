@@ -28,10 +28,6 @@ from worldgen import (
 GOOD_IF = "device .* not found"
 
 
-def _copy(template: World, dest: Path) -> World:
-    return copy_world(template, dest)
-
-
 def _bisect(w: World, good: str, bad: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return cli(w, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
                good, "--bad", bad, "--build", "./build.sh", "--good-if", GOOD_IF, *extra, "--",
@@ -62,7 +58,7 @@ def sparse_template(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 
 def test_jobs_workspaces_keep_the_sparse_cone(sparse_template: World, tmp_path: Path):
-    w = _copy(sparse_template, tmp_path)
+    w = copy_world(sparse_template, tmp_path)
     w.git(w.submodule, "sparse-checkout", "set", "--cone", "lib", "llvm")
     log, build = tmp_path / "seen.log", tmp_path / "build-rec.sh"
     # One write per build (two run at once): a line whole, never two builds' halves.
@@ -97,7 +93,7 @@ def tree0_template(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 def test_tree0_partial_clone_is_one_line_whose_fix_works(tree0_template: World,
                                                          tmp_path: Path):
-    w = _copy(tree0_template, tmp_path)
+    w = copy_world(tree0_template, tmp_path)
     before = snapshot(w)
     r = _bisect(w, w.sha(0), w.sha(300))
     assert r.returncode == 2, r.stderr + r.stdout
