@@ -197,7 +197,8 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spa
     The child changes to ``cwd`` itself, after the fork and before the exec; an
     error there (a directory that vanished or cannot be entered), like one from
     the exec, comes back through ptyprocess's pipe and is raised here as
-    :class:`Aborted` with its reason. Anything else raised in the child would
+    :class:`Aborted` with its reason, as is a command that is not executable (any
+    more: the precheck saw it was). Anything else raised in the child would
     unwind bisectkit's own code in that copy of the process, which would go on
     with the rest of the step as a second bisectkit (its exit status read as the
     command's); the copy kills itself instead (a signal: never a culprit).
@@ -208,7 +209,7 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spa
         return pexpect.spawn(command, args, env=dict(env), encoding="utf-8",
                              codec_errors="replace", timeout=None, dimensions=(50, 200),
                              preexec_fn=functools.partial(_enter, cwd))
-    except OSError as exc:
+    except (OSError, pexpect.ExceptionPexpect) as exc:  # the exec's, or not executable now
         raise Aborted(f"cannot run {shlex.join(argv)}: {exc}") from None
     finally:
         if os.getpid() != parent:

@@ -6,8 +6,8 @@ which unwinds like Ctrl-C so that ``bisectkit run`` restores every repository.
 SIGKILL cannot be caught; the journal (:mod:`bisectkit.journal`) covers it.
 
 A child that bisectkit forks (pexpect's pty fork, until it execs the build or the
-repro) is a copy of bisectkit, handlers included: it gets the stop signals back
-as bisectkit found them (:func:`_children_start_plain`).
+repro) is a copy of bisectkit, handlers included: it gets the stop signals at
+their defaults before it runs any Python (:func:`_children_start_plain`).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
-#: What each :func:`as_interrupt` found, outermost first: the stop signals' handlers
-#: and the ones already blocked (what a forked child gets back).
-_FOUND: list[tuple[dict[int, object], set[int]]] = []
+#: The stop signals already blocked when each :func:`as_interrupt` began, outermost
+#: first (a forked child keeps those blocked; the list is empty outside the block).
+_FOUND: list[set[int]] = []
 #: The forking thread's signal mask, kept by the fork hook from before to after (per
 #: thread: two workers may fork at once, and the hooks' Python lets the GIL go).
 _FORKING = threading.local()
@@ -69,18 +69,21 @@ def _forked_child() -> None:
     if mask is None:
         return
     _FORKING.mask = None
-    handlers, blocked = _FOUND[0]
+    blocked = _FOUND[0]
+    # Default, as exec makes of a caught signal, even if bisectkit found one ignored
+    # (nohup): a build must die with the pty of the bisectkit that started it, not go on
+    # writing into a tree that reset has restored. SIG_IGN here is ignored()'s.
     for s in STOP_SIGNALS:
         now = signal.getsignal(s)
-        if now is _raise or (now == signal.SIG_IGN and handlers[s] != signal.SIG_IGN):
-            signal.signal(s, signal.SIG_IGN if handlers[s] == signal.SIG_IGN else signal.SIG_DFL)
+        if now is _raise or now == signal.SIG_IGN:
+            signal.signal(s, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, (mask - set(STOP_SIGNALS)) |
                            (blocked & set(STOP_SIGNALS)))
 
 
 @functools.cache  # once per process: a fork hook cannot be unregistered
 def _children_start_plain() -> None:
-    """Give every child forked inside :func:`as_interrupt` the stop signals as it found them.
+    """Give every child forked inside :func:`as_interrupt` the stop signals at their defaults.
 
     Between its fork and its exec a child runs bisectkit's Python. The SIGHUP the
     kernel sends it when a killed bisectkit's pty closes would reach :func:`_raise`
@@ -97,10 +100,9 @@ def _children_start_plain() -> None:
 def as_interrupt() -> Iterator[None]:
     """Turn every stop signal into :class:`Interrupted` while the block runs."""
     _children_start_plain()
-    handlers: dict[int, object] = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     blocked = set(signal.pthread_sigmask(signal.SIG_BLOCK, [])) & set(STOP_SIGNALS)
     saved = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
-    _FOUND.append((handlers, blocked))
+    _FOUND.append(blocked)
     try:
         yield
     finally:

@@ -50,14 +50,14 @@ def _gone(pid: int) -> bool:
         return True
 
 
-@pytest.mark.parametrize("nohup", [False, True], ids=["plain", "nohup"])
+@pytest.mark.parametrize("survives", [False, True], ids=["plain", "survives"])
 def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
-        tmp_path: Path, nohup: bool) -> None:
+        tmp_path: Path, survives: bool) -> None:
     # The run lock is held and the stop signals are bisectkit's; a worker thread starts a
     # build; bisectkit is SIGKILLed while that child is still in ptyprocess's Python
     # (held there: the window is microseconds wide in a real run). The pty's hang-up
-    # must end the child, and the superproject must not stay locked by it. Under nohup
-    # (SIGHUP ignored) the child outlives bisectkit; the lock still must not.
+    # must end the child, and the superproject must not stay locked by it. A child that
+    # survives the hang-up anyway (it ignores SIGHUP itself) must not hold the lock either.
     lock, pidfile = tmp_path / "run.lock", tmp_path / "child.pid"
     proc = _script(tmp_path, """
         import os, signal, sys, time
@@ -73,12 +73,12 @@ def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
         def held_in_child(*args):  # ptyprocess's first step in the child, before its exec
             pidfile.with_suffix(".tmp").write_text(str(os.getpid()))
             pidfile.with_suffix(".tmp").replace(pidfile)  # whole, or not there
+            if sys.argv[3] == "survives":
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
             time.sleep(30)
             return winsize(*args)
 
         pp._setwinsize = held_in_child
-        if sys.argv[3] == "nohup":
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
         with signals.as_interrupt():
             RunLock(lock).acquire("test")
             # A live pool's worker thread, as --jobs runs steps: one that survives an
@@ -89,10 +89,10 @@ def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
             while not pidfile.exists():
                 time.sleep(0.01)
             os.kill(os.getpid(), signal.SIGKILL)
-        """, str(lock), str(pidfile), "nohup" if nohup else "plain")
+        """, str(lock), str(pidfile), "survives" if survives else "plain")
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + (0.5 if nohup else 10)
+    deadline = time.monotonic() + (0.5 if survives else 10)
     while not _gone(child) and time.monotonic() < deadline:
         time.sleep(0.02)
     alive = not _gone(child)
@@ -103,15 +103,18 @@ def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
     finally:
         if alive:
             os.kill(child, signal.SIGKILL)
-    assert alive == nohup, "the orphaned child lived on after bisectkit was killed"
+    assert alive == survives, "the orphaned child lived on after bisectkit was killed"
 
 
 def test_builds_start_with_the_stop_signals_plain(tmp_path: Path) -> None:
     # A build started while bisectkit holds or ignores the stop signals (around a change
     # that must not tear) must not inherit that: both survive exec, and a build that
-    # ignores SIGTERM or never sees SIGINT cannot be stopped by the user.
+    # ignores SIGTERM or never sees SIGINT cannot be stopped by the user. Nor one of a
+    # bisectkit started under nohup, or as a script's background job (SIGHUP, or SIGINT
+    # and SIGQUIT, ignored): killed, that bisectkit must take its builds with it (the
+    # pty's hang-up), or they go on writing into the tree that reset restored.
     proc = _script(tmp_path, """
-        import os, sys
+        import os, signal, sys
         from bisectkit import runner, signals
 
         def show():
@@ -119,7 +122,10 @@ def test_builds_start_with_the_stop_signals_plain(tmp_path: Path) -> None:
                              env=dict(os.environ), echo=open(os.devnull, "w"))
             print(out.output.replace("\\n", " "))
 
+        for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+            signal.signal(s, signal.SIG_IGN)
         with signals.as_interrupt():
+            show()
             with signals.ignored():
                 show()
             with signals.held():
@@ -127,7 +133,7 @@ def test_builds_start_with_the_stop_signals_plain(tmp_path: Path) -> None:
         """)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 2, proc.stdout
+    assert len(lines) == 3, proc.stdout
     for line in lines:
         fields = dict(re.findall(r"(Sig\w+):\s*([0-9a-f]+)", line))
         for name in ("SigBlk", "SigIgn"):
@@ -158,24 +164,26 @@ def test_a_stop_signal_that_reaches_the_child_before_its_hook_ends_it(tmp_path: 
 
 def test_an_error_in_the_forked_child_never_runs_on_as_a_second_bisectkit(tmp_path: Path) -> None:
     # The pty child runs Python between its fork and its exec. A directory it cannot
-    # enter is raised in bisectkit as an abort with the reason; anything else raised
-    # there kills that copy (a signal: never read as the command's exit status). Either
-    # way exactly one process goes on.
+    # enter is raised in bisectkit as an abort with the reason, as is a command that is
+    # no longer executable; anything else raised there kills that copy (a signal: never
+    # read as the command's exit status). Either way exactly one process goes on.
     proc = _script(tmp_path, """
         import os, sys
         import ptyprocess.ptyprocess as pp
         from bisectkit import runner
         from bisectkit.errors import Aborted
 
-        def run(cwd):
+        def run(cwd, argv=("true",)):
             try:
-                out = runner.run(["true"], cwd=cwd, env=dict(os.environ),
+                out = runner.run(list(argv), cwd=cwd, env=dict(os.environ),
                                  echo=open(os.devnull, "w"))
                 print(f"pid {os.getpid()}: exit {out.exit_status} signal {out.signal}")
             except Aborted as stop:
                 print(f"pid {os.getpid()}: {stop}")
 
         run(os.path.join(os.getcwd(), "gone"))
+        open("repro.sh", "w").close()  # not executable (any more)
+        run(".", [os.path.abspath("repro.sh")])
 
         main, winsize = os.getpid(), pp._setwinsize
 
@@ -192,4 +200,6 @@ def test_an_error_in_the_forked_child_never_runs_on_as_a_second_bisectkit(tmp_pa
     assert lines == [
         f"cannot run true: cannot enter its working directory {tmp_path / 'gone'}: "
         "No such file or directory",
+        f"cannot run {tmp_path / 'repro.sh'}: The command was not found or was not "
+        f"executable: {tmp_path / 'repro.sh'}.",
         f"exit None signal {int(signal.SIGKILL)}"], proc.stdout + proc.stderr
