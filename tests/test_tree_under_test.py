@@ -13,11 +13,16 @@ candidate for real and finds the right answer.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from worldgen import git, hermetic_env
+
+from bisectkit.git import Repo
+from bisectkit.undertest import how_moved
 
 GOOD_IF = "device .* not found"
 UPSTREAM = "upstream/main"
@@ -263,3 +268,35 @@ def test_a_workspace_moved_during_a_parallel_step_gives_no_verdict(world: World,
     r, again = submodule_run(world, tmp_path, "--jobs", "2", build=str(build), name="again")
     # Several steps were in flight: none of them left a verdict in the cache.
     assert_tested_for_real(r, again, world.sha(200), stopped)
+
+
+# -- what counts as a move (in-process, on a tiny repository) ------------------------------
+def test_how_moved_counts_head_index_and_tracked_files_only(tmp_path: Path) -> None:
+    env = hermetic_env(tmp_path / "home")
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(env, repo, "init", "-q")
+    (repo / "a.txt").write_text("a\n")
+    (repo / "b.txt").write_text("b\n")
+    (repo / ".gitignore").write_text("build/\n")
+    git(env, repo, "add", "-A")
+    git(env, repo, "commit", "-q", "-m", "one")
+    first = git(env, repo, "rev-parse", "HEAD")
+    git(env, repo, "commit", "-q", "--allow-empty", "-m", "two")
+    second = git(env, repo, "rev-parse", "HEAD")
+    git(env, repo, "checkout", "-q", "--detach", first)
+    r = Repo(repo)
+    # Build outputs, untracked or ignored, and a touched file with the same content: no move.
+    (repo / "build").mkdir()
+    (repo / "build" / "obj.o").write_text("x")
+    (repo / "new.txt").write_text("untracked\n")
+    os.utime(repo / "a.txt", (1, 1))
+    assert how_moved(r, first) is None
+    assert how_moved(r, second) == (f"HEAD is now {first[:12]}, not {second[:12]} as the step "
+                                    "checked it out")
+    (repo / "a.txt").write_text("edited\n")
+    assert how_moved(r, first) == f"a.txt no longer as in {first[:12]}, the commit checked out"
+    git(env, repo, "checkout", "--", "a.txt")
+    (repo / "b.txt").unlink()
+    git(env, repo, "add", "b.txt")  # a staged deletion: the index is no longer the tree
+    assert how_moved(r, first) == f"b.txt no longer as in {first[:12]}, the commit checked out"
