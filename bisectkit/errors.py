@@ -73,6 +73,11 @@ class PluginFailed(Aborted):
         self.traceback_text = traceback_text
 
 
+class TreeMoved(Aborted):
+    """A repository a step checked out no longer held its commit after the build or the
+    repro (another process moved it): the step's outcome is no verdict (exit 3)."""
+
+
 class InfrastructureFailed(Aborted):
     """The machinery that runs steps failed (a workspace cannot be made, a worker's replay
     disagrees, a cluster keeps losing the task): never a verdict on a commit (exit 3)."""

@@ -40,7 +40,8 @@ _EXIT_STATUS = [
                              "already in progress, ...): one line on stderr, nothing touched"),
     (str(errors.EXIT_ABORTED), "the run had to stop: the repro exited 128 or more or was "
                                "killed, a command cannot run, too many steps were skipped for "
-                               "the machine's sake, or a plugin raised"),
+                               "the machine's sake, another process moved the tree under test, "
+                               "or a plugin raised"),
     (str(errors.EXIT_GIT_FAILURE), "a git operation failed after the session started, or the "
                                    "disk is full or read-only; 'reset' finishes once it is "
                                    "fixed"),

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TextIO, cast
 
-from bisectkit import gitcli, runner
+from bisectkit import gitcli, runner, undertest
 from bisectkit.errors import Cancelled
-from bisectkit.model import DEFAULT_KEEP, Outcome
+from bisectkit.git import Repo
+from bisectkit.model import DEFAULT_KEEP, SUPERPROJECT, Outcome
 from bisectkit.strategies.base import Replay
 from bisectkit.strategies.common import step_env
 from bisectkit.workspace import Workspace, taken
@@ -104,15 +105,26 @@ def run_step(recipe: Recipe, control: Control) -> StepResult:
         # on the user's repository, not on this workspace.
         env = {**gitcli.git_env(), **recipe.env,
                **step_env(workspace=str(ws.path), job=ws.job, jobs=recipe.jobs)}
+        # A workspace is ours, but a build may still move it (one that updates its own
+        # submodules): what ran must have tested the tree checked out, or no verdict.
+        placed = _placed(ws, recipe.checkouts)
         if recipe.build and "build" in recipe.phases:
             result.build = _phase(recipe, control, where, ws, "build",
                                   ["/bin/sh", "-c", recipe.build], env)
+            undertest.check(placed, recipe.index, "after the build", f"workspace {where}: ")
             if not result.build.ok:
                 return result
         if recipe.repro and "repro" in recipe.phases:
             result.repro = _phase(recipe, control, where, ws, "repro",
                                   _in_workspace(recipe, ws), env)
+            undertest.check(placed, recipe.index, "after the repro", f"workspace {where}: ")
         return result
+
+
+def _placed(ws: Workspace, keys: Iterable[str]) -> undertest.Placed:
+    """Each repository of ``ws`` the recipe checked out, with the commit it holds now."""
+    repos = {key: Repo(ws.path if key == SUPERPROJECT else ws.path / key) for key in keys}
+    return {key: (repo, repo.head_state().sha) for key, repo in repos.items()}
 
 
 def _phase(recipe: Recipe, control: Control, where: str, ws: Workspace, phase: str,

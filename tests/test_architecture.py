@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
                "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "execution",
                "session", "journal", "journalrecords", "processes", "lock", "cache",
-               "fingerprint", "workfiles", "waitstate")),
+               "fingerprint", "workfiles", "waitstate", "undertest")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
                    "report.*", "steplog")),

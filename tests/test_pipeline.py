@@ -18,6 +18,7 @@ from bisectkit.cache import RunIdentity, VerdictCache
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.engine import Found, Inconclusive
 from bisectkit.errors import Aborted, BadInput, PluginFailed
+from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
 from bisectkit.model import (
     CommitInfo,
@@ -66,6 +67,9 @@ class FakeStrategy(Strategy):
     def checkout(self, prepared: Prepared) -> int:
         self.checked_out.append(prepared.candidate)
         return 1
+
+    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
+        return {}  # no repository: nothing on disk to move
 
     def header_lines(self) -> list[str]:
         return ["fake"]

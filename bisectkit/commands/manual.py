@@ -60,11 +60,12 @@ def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
     with ctx.run(sp) as run:
         b = run.resume()
         if not revs and b.session.current is None and isinstance(b.decide(), Next):
-            # The last checkout did not happen (refused, or interrupted): nothing was
-            # under test, so there is nothing to mark; check the candidate out now.
-            ctx.console.line("no commit was under test (the last checkout did not happen); "
-                             "checking out the next candidate: test it, then mark it",
-                             style="yellow")
+            # The last checkout did not happen (refused, or interrupted), or another
+            # process moved the tree under test (run stopped): nothing was under test,
+            # so there is nothing to mark; check the candidate out now.
+            ctx.console.line("no commit was under test (the last checkout did not happen, or "
+                             "the tree was moved); checking out the next candidate: test it, "
+                             "then mark it", style="yellow")
             return answer.finish(ctx, b, b.advance())
         before = len(b.session.steps)
         if revs:

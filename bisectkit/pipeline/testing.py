@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from bisectkit.errors import Aborted, BadInput
+from bisectkit import undertest
+from bisectkit.errors import Aborted, BadInput, TreeMoved
 from bisectkit.hooks import Hooks
 from bisectkit.model import Outcome, Step, Verdict
 from bisectkit.runner import clean_output
@@ -84,13 +85,29 @@ class StepTester:
         b.hooks.phase(index, "build")
         with b.tracer.span("build", index):
             built = self._build(step)
+        self._still_checked_out(prep, index, "after the build")
 
         def repro() -> Outcome | None:
             b.hooks.phase(index, "repro")
             with b.tracer.span("repro", index):
-                return self._repro(step)
+                outcome = self._repro(step)
+            self._still_checked_out(prep, index, "after the repro")
+            return outcome
 
         return self.conclude(step, built, repro, details)
+
+    def _still_checked_out(self, prep: Prepared, index: int, when: str) -> None:
+        """Raise :class:`TreeMoved` (no verdict, the run stops) when a repository the step
+        checked out no longer holds it: what ran tested some other tree."""
+        try:
+            undertest.check(self.b.strategy.under_test(prep), index, when)
+        except TreeMoved:
+            # The disk no longer holds the commit under test: a mark with no revision
+            # must not name it, and the next run checks it out again.
+            if self.b.session.current is not None:
+                self.b.session.current = None
+                self.b.store.save(self.b.session)
+            raise
 
     def conclude(self, step: Step, built: Outcome | None, repro: Callable[[], Outcome | None],
                  details: dict[str, Any]) -> Tested:
@@ -191,8 +208,11 @@ class StepTester:
             b.strategy.checkout(prep)
             at_good = b.new_step(step.index, good, prep)
             built = self._build(at_good)
-            ran = self._repro(at_good) if phase == "repro" and (built is None or built.ok) \
-                else None
+            self._still_checked_out(prep, step.index, "after the build at the good end")
+            ran = None
+            if phase == "repro" and (built is None or built.ok):
+                ran = self._repro(at_good)
+                self._still_checked_out(prep, step.index, "after the repro at the good end")
         finally:
             self._double_checking = False
         return built, ran

@@ -99,6 +99,12 @@ class Strategy(ABC):
         """Write ``prepared`` to the work tree(s); return the number of files written."""
 
     @abstractmethod
+    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
+        """Every repository :meth:`checkout` moves for ``prepared`` (journal key ->
+        the repository, the commit it checks out there): what must still hold after
+        the build and the repro for the step's outcome to be a verdict."""
+
+    @abstractmethod
     def header_lines(self) -> list[str]:
         """Lines describing the bisection, shown before the first step and by ``status``."""
 

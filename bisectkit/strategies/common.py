@@ -227,6 +227,10 @@ class PatchedSubmodule(Strategy):
         """Write the patched commit to the submodule's work tree; files written."""
         return self.mover.checkout(self.path, self.sub, prepared.target)
 
+    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
+        """Only the submodule moves: the superproject stays as the user has it."""
+        return {self.path: (self.sub, str(prepared.target))}
+
     def checkouts(self, patched: str) -> dict[str, str]:
         """What a workspace holds to test ``patched``: the superproject as the user has it."""
         return {SUPERPROJECT: self.session.orig[SUPERPROJECT].sha, self.path: patched}

@@ -174,6 +174,12 @@ class IntegrateStrategy(Strategy):
                 written += self.mover.checkout(path, self.subs[path], pin)
         return written
 
+    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
+        """The superproject at the candidate and each submodule at its pin."""
+        return {SUPERPROJECT: (self.superproject, prepared.candidate),
+                **{p: (self.subs[p], pin) for p, pin in prepared.target.items()
+                   if pin is not None}}
+
     def header_lines(self) -> list[str]:
         s = self.session
         goods = ", ".join(g[:12] for g in s.good)

@@ -1,0 +1,302 @@
+"""A verdict is recorded only for the tree that was really tested.
+
+While a step builds and runs the repro, something else may move the repositories
+it checked out: ``git submodule update`` in another terminal, an IDE, a build
+script. The step then tested some other tree (here: the pin, which is bad), and
+recording (and caching) its outcome names the wrong first bad commit. Each test
+makes that other terminal deterministic: the build or the repro, on its first
+invocation only, moves the tree itself. The run must stop (exit 3, one line),
+record and cache nothing, restore everything; run again, it tests that
+candidate for real and finds the right answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from worldgen import git, hermetic_env
+
+from bisectkit.git import Repo
+from bisectkit.undertest import how_moved
+
+GOOD_IF = "device .* not found"
+UPSTREAM = "upstream/main"
+
+
+def once(tmp_path: Path, move: str, then: str, name: str = "interfere") -> Path:
+    """A command that runs ``move`` on its first invocation only (``mkdir`` is atomic, so
+    two parallel steps cannot both take it), then ``exec``s ``then``."""
+    script = tmp_path / f"{name}.sh"
+    script.write_text(f"#!/bin/sh\nif mkdir {tmp_path / (name + '.done')} 2>/dev/null; then\n"
+                      f"  {move} >/dev/null 2>&1\nfi\nexec {then}\n", encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def submodule_run(world: World, tmp_path: Path, *extra: str, build: str = "./build.sh",
+                  repro: str = "./repro.sh", name: str = "result"
+                  ) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = tmp_path / f"{name}.json"
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", UPSTREAM,
+            "--good", world.sha(0), "--bad", world.sha(300), "--build", build,
+            "--good-if", GOOD_IF, "--json", str(out), *extra, "--", repro, timeout=300)
+    assert out.exists(), r.stderr + r.stdout
+    return r, json.loads(out.read_text())
+
+
+def assert_stopped(r: subprocess.CompletedProcess[str], result: dict, what: str,
+                   when: str) -> str:
+    """Exit 3 with the one line saying what moved, when, and that nothing was recorded."""
+    assert r.returncode == 3, r.stdout + r.stderr
+    line = r.stderr.splitlines()[-1]
+    assert line.startswith("bisectkit: error: "), r.stderr
+    assert f"{what} changed during step " in line and f"(seen {when}: " in line, line
+    assert "nothing was recorded for that step" in line, line
+    assert result["status"] == "aborted"
+    assert not [s for s in result["steps"] if s["source"] == "run"], result["steps"]
+    return line
+
+
+def stopped_candidate(r: subprocess.CompletedProcess[str]) -> str:
+    """The (short) commit of the step the run stopped in, as its line names it."""
+    index = r.stderr.split(" changed during step ")[1].split()[0]
+    found = [x.split()[3] for x in r.stdout.splitlines()
+             if x.startswith(f"[step {index}] testing ")]
+    assert len(found) == 1, r.stdout
+    return found[0]
+
+
+def assert_tested_for_real(r: subprocess.CompletedProcess[str], result: dict,
+                           first_bad: str, stopped: str) -> None:
+    """The rerun finds the right answer, and the candidate the stopped run was testing is
+    tested for real: the stopped step left no verdict in the cache."""
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert result["first_bad"] == first_bad
+    steps = [s for s in result["steps"] if s["commit"].startswith(stopped)]
+    assert [s["source"] for s in steps] == ["run"], steps
+    assert not steps[0]["reason"].startswith("cached"), steps
+
+
+def session_file(world: World) -> Path:
+    return world.superproject / ".git" / "bisectkit" / "session.json"
+
+
+def pin_of(world: World) -> str:
+    return world.git(world.submodule, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("move", ["git submodule update " + SUBMODULE,
+                                  "git -C " + SUBMODULE + " checkout -q {pin}"],
+                         ids=["submodule-update", "checkout-the-pin"])
+def test_a_build_that_moves_the_submodule_stops_the_run_and_records_nothing(
+        world: World, tmp_path: Path, move: str) -> None:
+    before = snapshot(world)
+    build = once(tmp_path, move.format(pin=pin_of(world)), "./build.sh")
+    r, result = submodule_run(world, tmp_path, build=str(build), name="stopped")
+    line = assert_stopped(r, result, SUBMODULE, "after the build")
+    # The submodule was moved back to its pin: HEAD names the pin, not the patched candidate.
+    assert f"HEAD is now {before['sub_head'][:12]}" in line
+    assert snapshot(world) == before
+
+    # The same command again (the other terminal is quiet now): the candidate is tested.
+    stopped = stopped_candidate(r)
+    r, result = submodule_run(world, tmp_path, build=str(build), name="again")
+    assert_tested_for_real(r, result, world.sha(200), stopped)
+    assert snapshot(world) == before
+
+
+def test_a_repro_that_moves_the_submodule_stops_the_run(world: World, tmp_path: Path) -> None:
+    before = snapshot(world)
+    repro = once(tmp_path, f"git -C {SUBMODULE} checkout -q {pin_of(world)}", "./repro.sh")
+    r, result = submodule_run(world, tmp_path, repro=str(repro), name="stopped")
+    assert_stopped(r, result, SUBMODULE, "after the repro")
+    assert snapshot(world) == before
+    stopped = stopped_candidate(r)
+    r, result = submodule_run(world, tmp_path, repro=str(repro), name="again")
+    assert_tested_for_real(r, result, world.sha(200), stopped)
+
+
+def test_a_commit_made_on_the_moved_submodule_is_kept(world: World, tmp_path: Path) -> None:
+    """The restore copes with a HEAD somebody else moved: a commit made there meanwhile
+    (on no branch) is kept, everything else is as before."""
+    before = snapshot(world)
+    commit = f"git -C {SUBMODULE} commit -q --allow-empty -m 'my work in progress'"
+    r, result = submodule_run(world, tmp_path, build=str(once(tmp_path, commit, "./build.sh")))
+    assert_stopped(r, result, SUBMODULE, "after the build")
+    assert snapshot(world) == before
+    kept = world.git(world.submodule, "log", "-1", "--format=%s", "refs/bisectkit/kept/1")
+    assert kept == "my work in progress"
+
+
+def test_a_build_that_edits_a_tracked_file_stops_the_run(world: World, tmp_path: Path) -> None:
+    """The files count, not only HEAD: a tracked file the build rewrote (here: the bug put
+    in by hand) is not the candidate's tree."""
+    before = snapshot(world)
+    r = git_cli(world, "start", "--submodule", SUBMODULE, "--upstream", UPSTREAM,
+                world.sha(300), world.sha(0))
+    assert r.returncode == 0, r.stderr
+    edit = f"sh -c 'echo miscompile > {SUBMODULE}/lib/bug.txt'"
+    r = git_cli(world, "run", "--build", str(once(tmp_path, edit, "./build.sh")),
+                "--good-if", GOOD_IF, "--", "./repro.sh")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert f"{SUBMODULE} changed during step 1 (seen after the build: lib/bug.txt no " \
+           "longer as in " in r.stderr
+    # An edit bisectkit cannot tell from the user's is never overwritten: undone by hand.
+    world.git(world.submodule, "checkout", "--", "lib/bug.txt")
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+
+
+@pytest.mark.parametrize("where", ["submodule", "superproject"])
+def test_integrate_stops_when_a_repository_it_moved_moves(integrate_world: World,
+                                                          tmp_path: Path, where: str) -> None:
+    w = integrate_world
+    before = snapshot(w)
+    move = (f"git -C {SUBMODULE} checkout -q {w.pins[12]}" if where == "submodule"
+            else f"git checkout -q --detach {w.integrate['adv12']}")
+    build = once(tmp_path, move, "./build.sh")
+    argv = ["run", "--integrate", "--good", w.integrate["init"], "--bad", w.integrate["adv12"],
+            "--build", str(build), "--good-if", GOOD_IF]
+    out = tmp_path / "stopped.json"
+    r = cli(w, *argv, "--json", str(out), "--", "./repro.sh")
+    assert_stopped(r, json.loads(out.read_text()),
+                   SUBMODULE if where == "submodule" else "the superproject", "after the build")
+    assert snapshot(w) == before
+    stopped = stopped_candidate(r)
+    out = tmp_path / "again.json"
+    r = cli(w, *argv, "--json", str(out), "--", "./repro.sh")
+    assert_tested_for_real(r, json.loads(out.read_text()), w.integrate["adv8"], stopped)
+    assert snapshot(w) == before
+
+
+def test_git_bisect_patched_run_keeps_the_session_and_tests_that_candidate_again(
+        world: World, tmp_path: Path) -> None:
+    before = snapshot(world)
+    r = git_cli(world, "start", "--submodule", SUBMODULE, "--upstream", UPSTREAM,
+                world.sha(300), world.sha(0))
+    assert r.returncode == 0, r.stderr
+    build = once(tmp_path, f"git submodule update {SUBMODULE}", "./build.sh")
+    run = ["run", "--build", str(build), "--good-if", GOOD_IF, "--", "./repro.sh"]
+    r = git_cli(world, *run)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stderr.startswith(f"git bisect-patched: error: {SUBMODULE} changed during "
+                               "step 1 "), r.stderr
+    assert "the session is kept" in r.stdout and session_file(world).exists()
+    stopped = stopped_candidate(r)
+    # Nothing is under test now: a mark without a revision marks nothing (the tree on
+    # disk is not the candidate); it checks the candidate out again instead.
+    mark = git_cli(world, "bad")
+    assert mark.returncode == 0 and "no commit was under test" in mark.stdout, mark.stdout
+    assert json.loads(session_file(world).read_text())["steps"] == []
+
+    r = git_cli(world, *run)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+    assert f"[step 1] testing {stopped} " in r.stdout  # the same candidate, for real
+    assert "cached" not in r.stdout.split("summary:")[0]
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+
+
+def test_untracked_and_ignored_build_outputs_and_touched_files_are_no_move(
+        world: World, tmp_path: Path) -> None:
+    exclude = Path(world.git(world.submodule, "rev-parse", "--git-path", "info/exclude"))
+    if not exclude.is_absolute():
+        exclude = world.submodule / exclude
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text("out/\n", encoding="utf-8")
+    build = tmp_path / "build.sh"
+    build.write_text(
+        "#!/bin/sh\nset -e\n"
+        "mkdir -p build out " + f"{SUBMODULE}/build {SUBMODULE}/out\n"
+        "date > build/obj.o; date > " + f"{SUBMODULE}/build/lib.a; date > {SUBMODULE}/out/x\n"
+        # Same content, new mtime: git compares content, nothing changed.
+        f"touch {SUBMODULE}/lib/bug.txt {SUBMODULE}/README\n"
+        "exec ./build.sh\n", encoding="utf-8")
+    build.chmod(0o755)
+    r, result = submodule_run(world, tmp_path, build=str(build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert result["first_bad"] == world.sha(200)
+
+
+def test_verify_range_stops_instead_of_calling_the_good_end_bad(world: World,
+                                                                tmp_path: Path) -> None:
+    """``test_commit`` (``--verify-range``, the confirmation of an end, ``--check-stack``)
+    checks its tree too: here the good end was built as the pin, which is bad."""
+    before = snapshot(world)
+    build = once(tmp_path, f"git submodule update {SUBMODULE}", "./build.sh")
+    r, result = submodule_run(world, tmp_path, "--verify-range", build=str(build))
+    assert_stopped(r, result, SUBMODULE, "after the build")
+    assert snapshot(world) == before
+
+
+def test_the_good_end_check_of_a_command_that_cannot_run_checks_its_tree(
+        world: World, tmp_path: Path) -> None:
+    """Exit 127 at a candidate is double-checked at the good end; a tree moved during that
+    check cannot say whether the command runs."""
+    before = snapshot(world)
+    count = tmp_path / "count"
+    build = tmp_path / "build.sh"
+    build.write_text(
+        "#!/bin/sh\n"
+        f"n=$(($(cat {count} 2>/dev/null || echo 0) + 1)); echo $n > {count}\n"
+        'if [ $n = 1 ]; then echo "sh: 1: mytool: not found"; exit 127; fi\n'
+        f"if [ $n = 2 ]; then git submodule update {SUBMODULE} >/dev/null 2>&1; fi\n"
+        "exec ./build.sh\n", encoding="utf-8")
+    build.chmod(0o755)
+    r, result = submodule_run(world, tmp_path, build=str(build))
+    assert_stopped(r, result, SUBMODULE, "after the build at the good end")
+    assert snapshot(world) == before
+
+
+def test_a_workspace_moved_during_a_parallel_step_gives_no_verdict(world: World,
+                                                                   tmp_path: Path) -> None:
+    before = snapshot(world)
+    # Run from the workspace (the build's cwd): it moves the workspace's submodule.
+    build = once(tmp_path, f"git -C {SUBMODULE} checkout -q {pin_of(world)}", "./build.sh")
+    r, result = submodule_run(world, tmp_path, "--jobs", "2", build=str(build),
+                              name="stopped")
+    line = assert_stopped(r, result, SUBMODULE, "after the build")
+    assert "bisectkit: error: workspace " in line
+    assert snapshot(world) == before
+    stopped = stopped_candidate(r)
+    r, again = submodule_run(world, tmp_path, "--jobs", "2", build=str(build), name="again")
+    # Several steps were in flight: none of them left a verdict in the cache.
+    assert_tested_for_real(r, again, world.sha(200), stopped)
+
+
+# -- what counts as a move (in-process, on a tiny repository) ------------------------------
+def test_how_moved_counts_head_index_and_tracked_files_only(tmp_path: Path) -> None:
+    env = hermetic_env(tmp_path / "home")
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(env, repo, "init", "-q")
+    (repo / "a.txt").write_text("a\n")
+    (repo / "b.txt").write_text("b\n")
+    (repo / ".gitignore").write_text("build/\n")
+    git(env, repo, "add", "-A")
+    git(env, repo, "commit", "-q", "-m", "one")
+    first = git(env, repo, "rev-parse", "HEAD")
+    git(env, repo, "commit", "-q", "--allow-empty", "-m", "two")
+    second = git(env, repo, "rev-parse", "HEAD")
+    git(env, repo, "checkout", "-q", "--detach", first)
+    r = Repo(repo)
+    # Build outputs, untracked or ignored, and a touched file with the same content: no move.
+    (repo / "build").mkdir()
+    (repo / "build" / "obj.o").write_text("x")
+    (repo / "new.txt").write_text("untracked\n")
+    os.utime(repo / "a.txt", (1, 1))
+    assert how_moved(r, first) is None
+    assert how_moved(r, second) == (f"HEAD is now {first[:12]}, not {second[:12]} as the step "
+                                    "checked it out")
+    (repo / "a.txt").write_text("edited\n")
+    assert how_moved(r, first) == f"a.txt no longer as in {first[:12]}, the commit checked out"
+    git(env, repo, "checkout", "--", "a.txt")
+    (repo / "b.txt").unlink()
+    git(env, repo, "add", "b.txt")  # a staged deletion: the index is no longer the tree
+    assert how_moved(r, first) == f"b.txt no longer as in {first[:12]}, the commit checked out"
