@@ -228,7 +228,8 @@ def test_a_run_that_leaves_an_untracked_output_says_so(world: World, tmp_path: P
     steps, stdout = run()
     assert none_cached(steps) and note in stdout
     steps, stdout = run()  # a.out is in the key now: tested again, and nothing changed
-    assert none_cached(steps) and "note:" not in stdout
+    assert none_cached(steps) and note not in stdout
+    assert f"note: 0 of {len(steps)} known verdicts reused: a.out is new" in stdout
     steps, stdout = run()
     assert all_cached(steps) and "note:" not in stdout
 
@@ -288,6 +289,6 @@ def test_follow_up_commands_repeat_cache_input(integrate_world: World, tmp_path:
 ])
 def test_shell_words_tell_inputs_from_outputs(command: str, inputs: list[str],
                                               outputs: list[str]):
-    from bisectkit.cache import shell_words
+    from bisectkit.commandinputs import shell_words
 
     assert shell_words(command) == (inputs, outputs)

@@ -172,7 +172,7 @@ def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
 def _write(ctx: Context, result: dict[str, Any]) -> None:
     """``--json``, the plugins' ``session_finish``, ``--report``."""
     if ctx.flags.json:
-        answer.write_result(ctx.flags.json, result)
+        answer.write_result(ctx, ctx.flags.json, result)
     ctx.hooks.session_finish(result)
     if ctx.flags.report and result.get("first_bad"):
         answer.write_report(ctx, result, Path(ctx.flags.report))
