@@ -26,11 +26,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 _NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
-_FORMS = re.compile("|".join([
+_FORMS = re.compile("|".join([  # the first alternative that matches at a place wins
+    r"(?:\$|\b)ENV(?:\.fetch\s*\(|\s*[\[{])\s*['\"]?" + _NAME,  # $ENV{VAR}, ENV["VAR"]
     r"\$" + _NAME,                                   # $VAR
     r"\$\{#?" + _NAME,                               # ${VAR}, ${VAR:-x}, ${#VAR}
     r"\$\(" + _NAME + r"\)",                         # make's $(VAR)
-    r"\bENV(?:\.fetch\s*\(|\s*[\[{])\s*['\"]?" + _NAME,   # $ENV{VAR}, ENV["VAR"]
     r"\benviron(?:\.(?:get|setdefault|pop))?\s*[\[(]\s*[bfr]?['\"]" + _NAME,  # Python
     r"\bgetenv\s*\(\s*[bfr]?['\"]" + _NAME,          # getenv("VAR"), os.getenv('VAR')
     r"\bprocess\.env(?:\.|\[\s*['\"])" + _NAME,      # process.env.VAR
