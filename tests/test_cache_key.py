@@ -364,6 +364,44 @@ def test_cache_env_declares_a_variable_nothing_shows(world: World, tmp_path: Pat
     assert all_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["bug"])
 
 
+def test_a_plugin_declares_the_variables_its_commands_read(world: World, tmp_path: Path):
+    """A plugin's repro reads ``MODE`` in Python: its ``bisectkit_configure`` adds it to
+    ``config.cache_env``."""
+    plugin = tmp_path / "envrepro.py"
+    plugin.write_text(PLUGIN_READING_MODE, encoding="utf-8")
+    out = tmp_path / "r.json"
+    repro = ("-p", str(plugin), "--no-verify")  # the plugin is the repro: no command
+    steps, _ = bisect_text(world, out, options=repro, extra_env={"MODE": "bug"})
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["bug"])
+    steps, text = bisect_text(world, out, options=repro, extra_env={"MODE": "feature"})
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["feature"])
+    assert "known verdicts reused: MODE changed" in text
+
+
+PLUGIN_READING_MODE = """
+import subprocess
+from bisectkit import Outcome, hookimpl
+
+_MODE = "MO" + "DE"  # built at run time: no scan can see it
+
+
+@hookimpl
+def bisectkit_configure(config):
+    config.cache_env.append(_MODE)
+
+
+@hookimpl
+def bisectkit_repro(step):
+    mode = step.env[_MODE]
+    sub = step.workdir + "/third_party/llvm-project/lib/"
+    if mode == "bug":
+        bad = "miscompile" in open(sub + "bug.txt").read()
+    else:
+        bad = "feature v0" not in open(sub + "feature.txt").read()
+    return Outcome(1 if bad else 0, mode)
+"""
+
+
 def test_cache_env_must_be_a_variable_name(world: World):
     r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
             world.sha(300), "--cache-env", "CC=gcc", "--", "./repro.sh")
