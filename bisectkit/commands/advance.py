@@ -13,7 +13,7 @@ from typing import Any
 
 from bisectkit import pinning, results, signals
 from bisectkit.cache import VerdictCache
-from bisectkit.commands import answer, running
+from bisectkit.commands import answer, cachenotes, running
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.commands.starting import new_session
@@ -39,6 +39,8 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         # Written once --apply is done (or refused): the result says what it did.
         shown.update(result=_result(ctx, b, decision, checks), bisection=b)
         _print(ctx, b, decision, shown["result"])
+        if cache is not None:
+            cachenotes.note_cache_use(ctx, b.superproject, cache)
         return results.exit_code(decision)
 
     with ctx.run(sp) as run:
@@ -71,6 +73,8 @@ def show_result(ctx: Context, b: Bisection, decision: Decision, checks: dict[str
     """``git bisect-patched run`` on an advance session: print and write the result."""
     result = _result(ctx, b, decision, checks)
     _print(ctx, b, decision, result)
+    if cache is not None:
+        cachenotes.note_cache_use(ctx, b.superproject, cache)
     _write(ctx, result)
     return results.exit_code(decision)
 
