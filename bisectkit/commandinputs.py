@@ -29,7 +29,8 @@ def named_files(opts: RunOptions, root: Path) -> tuple[list[Path], set[str]]:
 
     Words are the argv words and the shell words inside them (``sh -c
     './repro.sh input'``, ``--build``); relative ones are relative to the
-    superproject root, where the commands run; ``--opt=FILE`` and ``VAR=FILE``
+    superproject root, where the commands run; ``~`` and ``$VAR`` are
+    expanded (with bisectkit's environment); ``--opt=FILE`` and ``VAR=FILE``
     name FILE. The target of a shell redirection (``> log``, ``>> log``) or of
     ``tee`` is an output, not an input: never hashed. Directories are never
     hashed from here (``.`` or ``build`` would mean the whole tree, or a build
@@ -80,5 +81,7 @@ def shell_words(text: str) -> tuple[list[str], list[str]]:
 
 
 def _resolve(word: str, root: Path) -> str:
-    path = os.path.expanduser(word)
+    # ``~/b.sh`` and ``$TOOLS/b.sh`` name the file the shell would run (the
+    # variable's value is in the key too, see :func:`command_env`).
+    path = os.path.expandvars(os.path.expanduser(word))
     return os.path.normpath(path if os.path.isabs(path) else root / path)

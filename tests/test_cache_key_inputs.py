@@ -99,3 +99,20 @@ def test_a_named_untracked_file_is_told_once():
     after = summary(_parts(files={"/w/build.sh": "d1", "/w/a.out": "d8"},
                            superproject={"modified": {}, "untracked": {"a.out": "d8"}}))
     assert [c.text for c in differences(before, after, "/w")] == ["a.out is new"]
+
+
+def test_a_script_named_through_a_variable_is_hashed_and_read(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    from bisectkit.commandinputs import command_env, named_files
+    from bisectkit.model import RunOptions
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "b.sh").write_text("make CC=$CC\n", encoding="utf-8")
+    monkeypatch.setenv("TOOLS", str(tools))
+    opts = RunOptions(repro=("sh", "-c", "./r.sh > $TOOLS/out.log"), build="$TOOLS/b.sh -j8")
+    (tools / "out.log").write_text("", encoding="utf-8")
+    named, written = named_files(opts, tmp_path)
+    assert named == [tools / "b.sh"] and written == {str(tools / "out.log")}
+    assert command_env(opts) == {"TOOLS"}
+    assert names_in_files(named) == {"CC"}
