@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
+from bisectkit.pathglobs import PathGlobs
 
 #: An untracked superproject file up to this size is hashed by content...
 CONTENT_LIMIT = 1 << 20
@@ -87,10 +88,13 @@ def submodule_states(sp: Repo, moved: Collection[str]) -> dict[str, Any]:
     return states
 
 
-def local_state(sp: Repo, skip: Collection[str]) -> dict[str, dict[str, str]]:
+def local_state(sp: Repo, skip: Collection[str], own: Mapping[str, str] | None = None,
+                ignore: PathGlobs | None = None) -> dict[str, dict[str, str]]:
     """The superproject's local edits and untracked files (not ignored), path -> digest.
 
-    ``skip``: absolute paths of files the run writes itself. Contents are read
+    ``skip``: absolute paths of files the run writes itself; ``own``: files
+    earlier runs wrote (path -> digest), skipped while they still hold that;
+    ``ignore``: ``bisectkit.cacheIgnore`` patterns. Contents are read
     smallest file first, each up to :data:`CONTENT_LIMIT` and all together up
     to :data:`SCAN_BUDGET` (so small inputs are read even beside a build
     directory git does not ignore); the files left over are keyed by size and
@@ -105,7 +109,7 @@ def local_state(sp: Repo, skip: Collection[str]) -> dict[str, dict[str, str]]:
         for rel in paths:
             # Plain strings, not Path: pathlib's overhead was most of a 5,000-file scan.
             full = f"{root}/{rel.rstrip('/')}"
-            if full in skip:
+            if full in skip or (ignore and ignore.match(rel)) or _still_own(full, own):
                 continue
             try:
                 st = os.lstat(full)
@@ -124,6 +128,11 @@ def local_state(sp: Repo, skip: Collection[str]) -> dict[str, dict[str, str]]:
         else:
             state[kind][rel] = f"size {size} mtime_ns {st.st_mtime_ns}"
     return state
+
+
+def _still_own(path: str, own: Mapping[str, str] | None) -> bool:
+    """Does ``path`` still hold what bisectkit wrote there (a ``--json`` of a past run)?"""
+    return own is not None and path in own and file_digest(path) == own[path]
 
 
 def _state_of(path: str) -> str:

@@ -55,12 +55,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--json", metavar="FILE",
                    help="write the result as JSON (atomically); '-' writes it to stdout and "
                         "everything else to stderr")
-    g.add_argument("--no-cache", action="store_true",
-                   help="do not reuse verdicts of trees already tested with the same commands")
-    g.add_argument("--cache-input", action="append", default=[], metavar="PATH",
-                   help="a file or directory (hashed recursively) the verdict depends on that "
-                        "no command names: changing it invalidates cached verdicts "
-                        "(repeatable)")
+    _add_cache_options(g)
     g.add_argument("--verify-range", action="store_true",
                    help="test the good and bad ends first; stop (exit 5) if they are not")
     g.add_argument("--no-verify", action="store_true",
@@ -80,6 +75,19 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--report", metavar="FILE",
                    help="write a Markdown report ready to paste into an issue")
     add_plugin_option(g)
+
+
+def _add_cache_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--no-cache", action="store_true",
+                   help="do not reuse verdicts of trees already tested with the same commands")
+    g.add_argument("--cache-input", action="append", default=[], metavar="PATH",
+                   help="a file or directory (hashed recursively) the verdict depends on that "
+                        "no command names: changing it invalidates cached verdicts "
+                        "(repeatable)")
+    g.add_argument("--cache-env", action="append", default=[], metavar="NAME",
+                   help="an environment variable the verdict depends on that no command or "
+                        "script they name shows ($NAME, os.environ, getenv): its value joins "
+                        "the cache key (repeatable; also git config bisectkit.cacheEnv)")
 
 
 def add_parallel_options(p: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from bisectkit import envscan
 from bisectkit.errors import BadInput
 from bisectkit.model import Rules
 
@@ -52,6 +53,15 @@ def cache_input(value: str) -> str:
     if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
         raise BadInput(f"--cache-input {value}: permission denied")
     return os.path.abspath(path)
+
+
+def cache_env(value: str) -> str:
+    """A ``--cache-env`` name, checked (an environment variable name, not ``$CC``)."""
+    name = value[1:] if value.startswith("$") else value
+    if not envscan.valid_name(name):
+        raise BadInput(f"--cache-env {value}: not an environment variable name "
+                       "(letters, digits and '_', not starting with a digit)")
+    return name
 
 
 def output_path(flag: str, value: str) -> None:

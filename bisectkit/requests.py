@@ -54,6 +54,7 @@ def run_options_argv(opts: RunOptions) -> list[str]:
     if opts.max_env_skips != DEFAULT_MAX_ENV_SKIPS:
         words += ["--max-env-skips", str(opts.max_env_skips)]
     words += [f"--cache-input={p}" for p in opts.cache_inputs]
+    words += [f"--cache-env={name}" for name in opts.cache_env]
     words += _parallel_argv(opts.parallel)
     words += opts.plugin_argv
     return [*words, "--", *opts.repro] if opts.repro else words
@@ -239,6 +240,7 @@ def run_options(args: Namespace, root: Path, build_default: str | None, has_repr
     plugin_argv = [w for spec in args.plugin for w in ("-p", spec)]
     plugin_argv += [w for a in plugins.actions for w in _option_words(a, getattr(args, a.dest))]
     inputs = tuple(precheck.cache_input(p) for p in args.cache_input)
+    env_names = tuple(precheck.cache_env(name) for name in args.cache_env)
     parallel = parallel_settings(args)
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
@@ -246,7 +248,8 @@ def run_options(args: Namespace, root: Path, build_default: str | None, has_repr
                       plugin_options=tuple([*plugins.loaded, *options]),
                       plugin_argv=tuple(plugin_argv), keep_output=args.keep_output,
                       verify_ends=not args.no_verify, max_env_skips=args.max_env_skips,
-                      cache_inputs=tuple(dict.fromkeys(inputs)), parallel=parallel)
+                      cache_inputs=tuple(dict.fromkeys(inputs)),
+                      cache_env=tuple(dict.fromkeys(env_names)), parallel=parallel)
 
 
 def parallel_settings(args: Namespace) -> Parallel:

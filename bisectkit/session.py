@@ -7,7 +7,11 @@ Layout of ``<git dir>/bisectkit/``:
 - ``waiting.json``: a ``start`` given fewer than both ends, waiting for them
   (:class:`Waiting`; nothing is checked out; removed by ``reset``);
 - ``verdicts.json``: verdicts of finished steps keyed by what was tested, kept
-  across sessions so a repeated ``bisectkit run`` reuses them;
+  across sessions so a repeated ``bisectkit run`` reuses them (format:
+  :mod:`bisectkit.cachefile`);
+- ``written.json``: the files in the work tree that bisectkit wrote itself
+  (``--json``, ``--report``, ``--trace``) with their content's digest: while
+  they hold what it wrote, they are not inputs of the cache key;
 - ``last-log``: the log of the last session, kept after ``reset``;
 - ``logs/step-N.log``: build and repro output of each step of the current or
   last session (``show-step N``);
@@ -22,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectkit import search, steplog
+from bisectkit import cachefile, search, steplog
+from bisectkit.cachefile import CacheData
 from bisectkit.errors import BadInput
 from bisectkit.fileio import write_json_atomic
+from bisectkit.fingerprint import file_digest
 from bisectkit.model import GIT_PROG, HeadState, StepRecord, Terms, Verdict
 from bisectkit.waitstate import Waiting
 
@@ -139,6 +145,7 @@ class SessionStore:
         self.candidates_path = self.dir / "candidates.json"
         self._candidates_of: Session | None = None
         self.cache_path = self.dir / "verdicts.json"
+        self.written_path = self.dir / "written.json"
         self.last_log_path = self.dir / "last-log"
         self.logs_dir = self.dir / "logs"
         #: See :mod:`bisectkit.journal`, :mod:`bisectkit.lock`, :mod:`bisectkit.worktree`.
@@ -221,14 +228,39 @@ class SessionStore:
         """Forget the previous session's step outputs (a new session numbers from 1)."""
         steplog.clear(self.logs_dir)
 
-    def load_cache(self) -> dict[str, dict[str, Any]]:
+    def load_cache(self) -> CacheData:
+        """The verdict cache's valid entries; a missing file is an empty cache, a damaged
+        one too (with its ``problem`` said): it only costs rebuilds, never a wrong answer."""
         try:
-            cache: dict[str, dict[str, Any]] = json.loads(
-                self.cache_path.read_text(encoding="utf-8"))
-            return cache
-        except (OSError, ValueError):
-            # A missing or damaged cache only costs rebuilds, never a wrong answer.
-            return {}
+            text = self.cache_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return CacheData()
+        except OSError as exc:
+            return CacheData(problem=f"cannot be read ({exc.strerror})")
+        except ValueError:
+            return CacheData(problem="not UTF-8 text")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return CacheData(problem="not valid JSON")
+        return cachefile.parse(data)
 
-    def save_cache(self, cache: dict[str, dict[str, Any]]) -> None:
-        write_json_atomic(self.cache_path, cache)
+    def save_cache(self, cache: CacheData) -> None:
+        write_json_atomic(self.cache_path, cachefile.to_json(cache))
+
+    def own_outputs(self) -> dict[str, str]:
+        """Files bisectkit wrote in the work tree: real path -> sha256 of what it wrote."""
+        try:
+            data = json.loads(self.written_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def remember_output(self, path: str) -> None:
+        """Record ``path`` (a real path) as written by bisectkit, with its content now;
+        the records of files changed or gone since are dropped."""
+        own = {p: d for p, d in self.own_outputs().items() if p != path and file_digest(p) == d}
+        own[path] = file_digest(path)
+        write_json_atomic(self.written_path, own)

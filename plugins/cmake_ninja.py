@@ -32,7 +32,12 @@ Options (``run`` only, before ``--``):
     which may override them).
 
 A failed configure or build makes the step ``skip`` (``build failed (exit
-1)``); ``--timeout`` covers configure and build together. ``cmake`` and
+1)``); ``--timeout`` covers configure and build together. The environment
+variables CMake reads on a first configure (:data:`CMAKE_ENV`: ``CC``,
+``CXX``, ``CFLAGS``...) join the verdict cache's key; their values at the
+last configure are remembered in ``BUILD/.bisectkit-cmake-env``, and a run
+with other values stops (exit 2) before anything is touched, since CMake
+would keep the old ones. ``cmake`` and
 ``ninja`` (and ``ccache`` with ``--ccache``) must be on ``PATH``, the source
 directory must hold a ``CMakeLists.txt`` and an existing build directory must
 be a Ninja one for the same source; otherwise ``run`` stops with exit 2 before
@@ -69,6 +74,16 @@ if TYPE_CHECKING:
 
 #: Inside the build directory: the configure arguments of the last successful configure.
 STAMP = ".bisectkit-cmake-args"
+#: ...and the values then of the environment variables CMake reads (:data:`CMAKE_ENV`).
+ENV_STAMP = ".bisectkit-cmake-env"
+#: What CMake reads from the environment when it configures a new build directory (the
+#: compilers, their flags, the build type...), then keeps in CMakeCache.txt: part of the
+#: verdict cache's key, and a change with the directory already configured is refused.
+CMAKE_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "ASM", "ASMFLAGS", "CUDACXX",
+             "CUDAFLAGS", "CUDAHOSTCXX", "HIPCXX", "HIPFLAGS", "OBJC", "OBJCXX",
+             "CMAKE_BUILD_TYPE", "CMAKE_TOOLCHAIN_FILE", "CMAKE_PREFIX_PATH",
+             "CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER",
+             "CMAKE_OSX_ARCHITECTURES", "MACOSX_DEPLOYMENT_TARGET")
 CCACHE_ARGS = ("-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
 
 # Plugins are loaded once per process, so module state is the plugin's state.
@@ -108,9 +123,27 @@ class Settings:
             return True  # configured by hand or by an older run: adopt it once
         return last != self.configure_args()
 
-    def remember_configure(self) -> None:
+    def remember_configure(self, env: dict[str, str]) -> None:
         (self.build_dir / STAMP).write_text(json.dumps(self.configure_args()) + "\n",
                                             encoding="utf-8")
+        (self.build_dir / ENV_STAMP).write_text(json.dumps(cmake_env(env)) + "\n",
+                                                encoding="utf-8")
+
+    def check_env(self, env: dict[str, str]) -> None:
+        """Refuse a build directory configured under other values of :data:`CMAKE_ENV`:
+        CMake would go on with the old compiler while the cache key says the new one."""
+        if not (self.build_dir / "build.ninja").is_file():
+            return
+        try:
+            then = json.loads((self.build_dir / ENV_STAMP).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # configured by hand or by an older bisectkit: nothing to compare
+        now = cmake_env(env)
+        changed = [k for k in CMAKE_ENV if isinstance(then, dict) and then.get(k) != now.get(k)]
+        if changed:
+            raise BadInput(f"-p cmake_ninja: {', '.join(changed)} changed since {self.build_dir} "
+                           "was configured, and CMake keeps what it first read: remove that "
+                           "directory or use another --cmake-build-dir")
 
     def forget_configure(self) -> None:
         (self.build_dir / STAMP).unlink(missing_ok=True)
@@ -196,6 +229,8 @@ def bisectkit_configure(config: Config) -> None:
         return  # not a `run` command: nothing to build, nothing to check
     root = config.root if config.root is not None else Path.cwd()
     _settings = settings_from(config.option, Path(root))
+    _settings.check_env(dict(os.environ))
+    config.cache_env.extend(CMAKE_ENV)
     if config.run.build:
         config.console.line(f"cmake_ninja: ignoring the build command {config.run.build!r}: "
                             "this plugin builds each step", style="yellow")
@@ -219,7 +254,7 @@ def bisectkit_build(step: Step) -> Outcome | None:
         step.extra["cmake_configure_s"] = round(configured.duration, 3)
         if not configured.ok:
             return configured
-        settings.remember_configure()
+        settings.remember_configure(step.env)
         done.append(configured)
     left = None if total is None else total - sum(o.duration for o in done)
     if left is not None and left <= 0:
@@ -229,6 +264,11 @@ def bisectkit_build(step: Step) -> Outcome | None:
     done.append(run_command(cmd, cwd=step.workdir, env=step.env, timeout=left,
                             echo=console.file, keep=config.run.keep_output))
     return _combine(done, total)
+
+
+def cmake_env(env: dict[str, str]) -> dict[str, str | None]:
+    """The values of :data:`CMAKE_ENV` in ``env`` (None: not set)."""
+    return {name: env.get(name) for name in CMAKE_ENV}
 
 
 def _shown(cmd: Sequence[str]) -> str:

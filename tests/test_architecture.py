@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
                "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "execution",
                "session", "journal", "journalrecords", "processes", "lock", "cache",
+               "cachefile", "commandinputs", "envscan", "keydiff", "pathglobs",
                "fingerprint", "workfiles", "waitstate", "undertest")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",

@@ -11,6 +11,7 @@ every verdict.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -228,7 +229,8 @@ def test_a_run_that_leaves_an_untracked_output_says_so(world: World, tmp_path: P
     steps, stdout = run()
     assert none_cached(steps) and note in stdout
     steps, stdout = run()  # a.out is in the key now: tested again, and nothing changed
-    assert none_cached(steps) and "note:" not in stdout
+    assert none_cached(steps) and note not in stdout
+    assert f"note: 0 of {len(steps)} known verdicts reused: a.out is new" in stdout
     steps, stdout = run()
     assert all_cached(steps) and "note:" not in stdout
 
@@ -288,6 +290,169 @@ def test_follow_up_commands_repeat_cache_input(integrate_world: World, tmp_path:
 ])
 def test_shell_words_tell_inputs_from_outputs(command: str, inputs: list[str],
                                               outputs: list[str]):
-    from bisectkit.cache import shell_words
+    from bisectkit.commandinputs import shell_words
 
     assert shell_words(command) == (inputs, outputs)
+
+
+# -- the environment ---------------------------------------------------------------
+
+#: The build writes the value of ``$CC`` where the repro reads it: the answer follows CC.
+MKMODE_SH = '#!/bin/sh\nprintf "%s\\n" "$CC" > "$MODE_PATH"\n'
+READMODE_SH = '#!/bin/sh\nexec ./check.sh "$MODE_PATH"\n'
+
+
+def bisect_text(world: World, out: Path, *repro: str, options: tuple[str, ...] = (),
+                extra_env: dict[str, str] | None = None) -> tuple[list[dict], str]:
+    """Like :func:`bisect`, with the run's output too (in one line)."""
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(0), "--bad", world.sha(300), "--json", str(out), *options,
+            "--", *repro, extra_env=extra_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return list(json.loads(out.read_text())["steps"]), " ".join((r.stdout + r.stderr).split())
+
+
+@pytest.mark.parametrize("build", ["./mkmode.sh", 'printf "%s\\n" "$CC" > "$MODE_PATH"'])
+def test_a_variable_the_build_reads_is_in_the_key(world: World, tmp_path: Path, build: str):
+    """``CC`` read by a script the build names, or by the ``--build`` text itself."""
+    add_script(world)
+    for name, text in (("mkmode.sh", MKMODE_SH), ("readmode.sh", READMODE_SH)):
+        script = world.superproject / name
+        script.write_text(text, encoding="utf-8")
+        script.chmod(0o755)
+        exclude(world, name)
+    out = tmp_path / "r.json"
+    options = ("--build", build)
+    # (Named in a command word, "$MODE_PATH" would be hashed too: the file the last
+    # build left there, another input that changes between runs.)
+    repro = ("./readmode.sh",)
+    env = {"MODE_PATH": str(tmp_path / "mode"), "CC": "bug"}
+    steps, _ = bisect_text(world, out, *repro, options=options, extra_env=env)
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["bug"])
+    # A variable nothing reads changes: the same test.
+    steps, text = bisect_text(world, out, *repro, options=options,
+                              extra_env={**env, "UNRELATED": "1"})
+    assert all_cached(steps) and "note:" not in text
+    steps, text = bisect_text(world, out, *repro, options=options,
+                              extra_env={**env, "CC": "feature"})
+    assert none_cached(steps), [s["reason"] for s in steps]
+    assert first_bad(out) == world.sha(FIRST_BAD["feature"])
+    # The new answer takes another path: only the trees both paths test were known.
+    assert re.search(r"note: 0 of \d+ known verdicts reused: CC changed restored", text)
+
+
+CHECK_ENV_SH = CHECK_SH.replace('"$(cat "$1")"', '"$MODE"')
+
+
+def test_cache_env_declares_a_variable_nothing_shows(world: World, tmp_path: Path):
+    """The repro runs a program it does not name (here ``inner.sh``, found on PATH) that
+    reads ``MODE``: ``--cache-env MODE`` or ``git config bisectkit.cacheEnv MODE``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "inner.sh").write_text(CHECK_ENV_SH, encoding="utf-8")
+    (bin_dir / "inner.sh").chmod(0o755)
+    out = tmp_path / "r.json"
+    path = f"{bin_dir}:{world.env['PATH']}"
+    repro = ("sh", "-c", "inner.sh")
+    options = ("--cache-env", "MODE")
+    steps, _ = bisect_text(world, out, *repro, options=options,
+                           extra_env={"PATH": path, "MODE": "bug"})
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["bug"])
+    steps, text = bisect_text(world, out, *repro, options=options,
+                              extra_env={"PATH": path, "MODE": "feature"})
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["feature"])
+    assert "known verdicts reused: MODE changed" in text
+    # The same key through git config: the first run's verdicts.
+    world.git(world.superproject, "config", "--add", "bisectkit.cacheEnv", "MODE")
+    steps, _ = bisect_text(world, out, *repro, extra_env={"PATH": path, "MODE": "bug"})
+    assert all_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["bug"])
+
+
+def test_a_plugin_declares_the_variables_its_commands_read(world: World, tmp_path: Path):
+    """A plugin's repro reads ``MODE`` in Python: its ``bisectkit_configure`` adds it to
+    ``config.cache_env``."""
+    plugin = tmp_path / "envrepro.py"
+    plugin.write_text(PLUGIN_READING_MODE, encoding="utf-8")
+    out = tmp_path / "r.json"
+    repro = ("-p", str(plugin), "--no-verify")  # the plugin is the repro: no command
+    steps, _ = bisect_text(world, out, options=repro, extra_env={"MODE": "bug"})
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["bug"])
+    steps, text = bisect_text(world, out, options=repro, extra_env={"MODE": "feature"})
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["feature"])
+    assert "known verdicts reused: MODE changed" in text
+
+
+PLUGIN_READING_MODE = """
+import subprocess
+from bisectkit import Outcome, hookimpl
+
+_MODE = "MO" + "DE"  # built at run time: no scan can see it
+
+
+@hookimpl
+def bisectkit_configure(config):
+    config.cache_env.append(_MODE)
+
+
+@hookimpl
+def bisectkit_repro(step):
+    mode = step.env[_MODE]
+    sub = step.workdir + "/third_party/llvm-project/lib/"
+    if mode == "bug":
+        bad = "miscompile" in open(sub + "bug.txt").read()
+    else:
+        bad = "feature v0" not in open(sub + "feature.txt").read()
+    return Outcome(1 if bad else 0, mode)
+"""
+
+
+def test_cache_env_must_be_a_variable_name(world: World):
+    r = cli(world, "run", "--submodule", SUBMODULE, "--good", world.sha(0), "--bad",
+            world.sha(300), "--cache-env", "CC=gcc", "--", "./repro.sh")
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("bisectkit: error: --cache-env CC=gcc: not an environment "
+                                "variable name (letters, digits and '_', not starting with a "
+                                "digit)")
+
+
+# -- files bisectkit wrote, files the user says the build does not read ------------
+
+def test_files_earlier_runs_wrote_are_not_inputs(world: World, tmp_path: Path):
+    """An earlier run's ``--json``/``--report`` in the work tree do not void the cache
+    while they hold what bisectkit wrote; edited, they are inputs like any file."""
+    add_script(world)
+    (world.superproject / "mode.txt").write_text("bug\n", encoding="utf-8")
+    exclude(world, "mode.txt")
+    result = world.superproject / "result.json"
+    options = ("--report", "report.md")
+    assert none_cached(bisect(world, result, "./check.sh", "mode.txt", options=options))
+    out = tmp_path / "r.json"  # elsewhere this time; result.json and report.md stay
+    assert all_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    result.write_text("{}\n", encoding="utf-8")  # the user's file now
+    steps, text = bisect_text(world, out, "./check.sh", "mode.txt")
+    assert none_cached(steps)
+    assert "known verdicts reused: untracked result.json is new" in text
+
+
+def test_a_new_untracked_file_is_named_and_cache_ignore_leaves_it_out(world: World,
+                                                                      tmp_path: Path):
+    add_script(world)
+    (world.superproject / "mode.txt").write_text("bug\n", encoding="utf-8")
+    exclude(world, "mode.txt")
+    out = tmp_path / "r.json"
+    assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    (world.superproject / "notes.txt").write_text("try -O0\n", encoding="utf-8")
+    (world.superproject / "logs").mkdir()
+    (world.superproject / "logs" / "bisect.log").write_text("log\n", encoding="utf-8")
+    world.git(world.superproject, "config", "--add", "bisectkit.cacheIgnore", "*.log")
+    steps, text = bisect_text(world, out, "./check.sh", "mode.txt")
+    assert none_cached(steps)
+    why = ("untracked notes.txt is new (if the build does not read it: git config --add "
+           "bisectkit.cacheIgnore notes.txt)")
+    # Said at the first step that could not reuse its verdict, and summed up at the end.
+    assert f"note: verdicts cached for this tree are not reused: {why}" in text
+    assert f"note: 0 of {len(steps)} known verdicts reused: {why}" in text
+    # Ignored: the key is the first run's again.
+    world.git(world.superproject, "config", "--add", "bisectkit.cacheIgnore", "/notes.txt")
+    steps, text = bisect_text(world, out, "./check.sh", "mode.txt")
+    assert all_cached(steps) and "note:" not in text

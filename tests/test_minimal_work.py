@@ -88,9 +88,12 @@ def test_cache_key_follows_the_build_command(world: World, tmp_path: Path):
     log = tmp_path / "builds"
     out = tmp_path / "r.json"
     assert run(world, 150, 250, build=f"echo a >> {log}; ./build.sh").returncode == 0
-    assert run(world, 150, 250, build=f"echo b >> {log}; ./build.sh", out=out).returncode == 0
+    r = run(world, 150, 250, build=f"echo b >> {log}; ./build.sh", out=out)
+    assert r.returncode == 0
     steps = json.loads(out.read_text())["steps"]
     assert all(s["source"] == "run" for s in steps)
+    assert (f"note: 0 of {len(steps)} known verdicts reused: the build command changed"
+            in r.stdout)
     again = run(world, 150, 250, build=f"echo b >> {log}; ./build.sh", out=out)
     assert "cached: " in again.stdout
     assert all(s["source"] == "cache" for s in json.loads(out.read_text())["steps"])

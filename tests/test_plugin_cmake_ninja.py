@@ -313,3 +313,30 @@ def test_real_cmake_and_ninja(world_factory, tmp_path: Path):
     r = bisect(world, 198, 201, *options, "--no-cache")
     assert r.returncode == 0, r.stderr + r.stdout
     assert "--- configure:" not in r.stdout
+
+
+def test_the_compiler_variables_are_in_the_key_and_a_change_is_refused(world: World,
+                                                                     tmp_path: Path):
+    """``CC`` is in the cache key; with the build directory configured under another CC,
+    CMake would keep the old compiler: refused (exit 2), nothing touched."""
+    tools = Tools(tmp_path)
+    sup = add_cmakelists(world)
+    r = bisect(world, 198, 202, extra_env=tools.env(CC="gcc"))
+    assert r.returncode == 0, r.stderr + r.stdout
+    env = json.loads((sup / "build" / cmake_ninja.ENV_STAMP).read_text())
+    assert env["CC"] == "gcc" and env["CXX"] is None
+    before = snapshot(world)
+    r = bisect(world, 198, 202, extra_env=tools.env(CC="clang"))
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"bisectkit: error: -p cmake_ninja: CC changed since "
+                                f"{sup}/build was configured, and CMake keeps what it first "
+                                "read: remove that directory or use another --cmake-build-dir")
+    assert snapshot(world) == before
+    # A new build directory: configured with clang, and no verdict of gcc's reused.
+    shutil.rmtree(sup / "build")
+    out = tmp_path / "r.json"
+    r = bisect(world, 198, 202, out=out, extra_env=tools.env(CC="clang"))
+    assert r.returncode == 0, r.stderr + r.stdout
+    steps = json.loads(out.read_text())["steps"]
+    assert steps and all(s["source"] == "run" for s in steps)
+    assert "CC changed" in r.stdout

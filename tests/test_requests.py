@@ -62,9 +62,11 @@ def test_run_options_survive_a_round_trip_through_argv(tmp_path: Path) -> None:
     assert sh is not None
     words = ["--build", "true", "--bad-if=-crash", "--skip-if", "device lost", "--timeout",
              "2.5", "--timeout-verdict", "bad", "--keep-output", "1K", "--no-verify",
-             "--max-env-skips", "0", "--no-cache", "--", "sh", "-c", "exit 1"]
+             "--max-env-skips", "0", "--no-cache", "--cache-env", "CC", "--cache-env=$CXX",
+             "--cache-env", "CC", "--", "sh", "-c", "exit 1"]
     opts = _run_options(words, tmp_path)
     assert opts.repro == (sh, "-c", "exit 1")
+    assert opts.cache_env == ("CC", "CXX")
     assert opts.rules == Rules(bad_if=("-crash",), skip_if=("device lost",))
     assert (opts.timeout, opts.timeout_verdict, opts.keep_output) == (2.5, "bad", 1024)
     assert (opts.verify_ends, opts.max_env_skips, opts.use_cache) == (False, 0, False)

@@ -13,7 +13,7 @@ from typing import Any
 
 from bisectkit import pinning, results, signals
 from bisectkit.cache import VerdictCache
-from bisectkit.commands import answer, running
+from bisectkit.commands import answer, cachenotes, running
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.commands.starting import new_session
@@ -39,6 +39,8 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         # Written once --apply is done (or refused): the result says what it did.
         shown.update(result=_result(ctx, b, decision, checks), bisection=b)
         _print(ctx, b, decision, shown["result"])
+        if cache is not None:
+            cachenotes.note_cache_use(ctx, b.superproject, cache)
         return results.exit_code(decision)
 
     with ctx.run(sp) as run:
@@ -71,6 +73,8 @@ def show_result(ctx: Context, b: Bisection, decision: Decision, checks: dict[str
     """``git bisect-patched run`` on an advance session: print and write the result."""
     result = _result(ctx, b, decision, checks)
     _print(ctx, b, decision, result)
+    if cache is not None:
+        cachenotes.note_cache_use(ctx, b.superproject, cache)
     _write(ctx, result)
     return results.exit_code(decision)
 
@@ -172,7 +176,7 @@ def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
 def _write(ctx: Context, result: dict[str, Any]) -> None:
     """``--json``, the plugins' ``session_finish``, ``--report``."""
     if ctx.flags.json:
-        answer.write_result(ctx.flags.json, result)
+        answer.write_result(ctx, ctx.flags.json, result)
     ctx.hooks.session_finish(result)
     if ctx.flags.report and result.get("first_bad"):
         answer.write_report(ctx, result, Path(ctx.flags.report))

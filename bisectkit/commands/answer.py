@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from bisectkit import engine, report, requests, results
-from bisectkit.cache import VerdictCache
+from bisectkit.commands import cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
 from bisectkit.fileio import write_json_atomic
-from bisectkit.git import Repo
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.report.advance import render_advance_markdown, render_advance_terminal
+from bisectkit.trace import Tracer
 
 
 def header(ctx: Context, b: Bisection) -> None:
@@ -80,11 +80,12 @@ def followup_lines(b: Bisection, decision: Decision, rerun: Sequence[str]) -> li
             for line in requests.followup_lines(followup, rerun)]
 
 
-def write_result(target: str, result: dict[str, Any]) -> None:
+def write_result(ctx: Context, target: str, result: dict[str, Any]) -> None:
     """``--json FILE``: the result, atomically; ``--json -``: on stdout (the console
     then writes to stderr, so stdout parses as JSON)."""
     if target != "-":
         write_json_atomic(Path(target), result)
+        cachenotes.remember_output(ctx, target)
         return
     with contextlib.suppress(OSError, ValueError):  # a reader gone: nothing to tell it
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
@@ -100,21 +101,14 @@ def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:
     markdown = render_advance_markdown if advancing else report.render_markdown
     terminal = render_advance_terminal if advancing else report.render_terminal
     path.write_text(markdown(result, url, fork_url=fork_url), encoding="utf-8")
+    cachenotes.remember_output(ctx, str(path))
     ctx.console.line("")
     for line in terminal(result, url, fork_url):
         ctx.console.line(line)
     ctx.console.line(f"report written to {path}", style="dim")
 
 
-def note_changed_inputs(ctx: Context, sp: Repo, cache: VerdictCache) -> None:
-    """Say so when the run changed files of the next run's cache key (a build output left
-    in the work tree that git does not ignore): the next run would test everything again."""
-    changed = cache.identity.changed_local_files(sp)
-    if not changed:
-        return
-    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-    ctx.console.line(
-        f"note: {len(changed)} untracked or edited file(s) of the superproject changed during "
-        f"this run ({', '.join(changed[:3])}{more}); they are part of the verdict cache's key, "
-        "so the next run will test again: write build outputs outside the work tree or ignore "
-        "them (.gitignore, .git/info/exclude)", style="yellow")
+def write_trace(ctx: Context, tracer: Tracer, path: str) -> None:
+    """``--trace FILE``: the Chrome trace of every step."""
+    tracer.write(path)
+    cachenotes.remember_output(ctx, path)

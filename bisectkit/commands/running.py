@@ -12,7 +12,7 @@ from typing import Any
 
 from bisectkit import requests, results, signals
 from bisectkit.cache import VerdictCache, run_identity
-from bisectkit.commands import answer
+from bisectkit.commands import answer, cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.commands.starting import new_session
@@ -82,10 +82,15 @@ def _cache(ctx: Context, b: Bisection) -> VerdictCache | None:
     if not ctx.options.use_cache:
         return None
     # Read once, before the first step: what the build writes during the run
-    # does not change the key; the run's own output files are not inputs.
+    # does not change the key; the run's own output files are not inputs, nor
+    # those earlier runs wrote while they hold what was written.
     moved = [p for p in b.session.orig if p != SUPERPROJECT]
     outputs = [os.path.realpath(f) for f in ctx.flags.output_files()]
-    return VerdictCache(b.store, run_identity(ctx.options, b.superproject, moved, outputs))
+    identity = run_identity(ctx.options, b.superproject, moved, outputs, b.store.own_outputs(),
+                            ctx.config.cache_env)
+    cache = VerdictCache(b.store, identity, lambda text: ctx.hooks.message(text, "note"))
+    cachenotes.note_cache_file(ctx, b.store, cache)
+    return cache
 
 
 #: Shows a run's answer (and writes its result): the exit code. ``advance`` has its own.
@@ -144,7 +149,7 @@ def _run_loop(ctx: Context, b: Bisection, show: Shower) -> int:
         if not answered:
             _wrap_up_aborted(ctx, b, error)
         elif flags.trace:
-            signals.run_shielded(lambda: b.tracer.write(flags.trace or ""))
+            signals.run_shielded(lambda: answer.write_trace(ctx, b.tracer, flags.trace or ""))
 
 
 def _result(ctx: Context, b: Bisection, decision: Decision,
@@ -167,7 +172,7 @@ def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict
     """Write and print a bisection's result; the exit code."""
     result = _result(ctx, b, decision, checks)
     if ctx.flags.json:
-        answer.write_result(ctx.flags.json, result)
+        answer.write_result(ctx, ctx.flags.json, result)
     ctx.hooks.session_finish(result)
     code = answer.show_result(ctx, b, decision, _rerun(ctx))
     if "check_stack" in result:
@@ -175,7 +180,7 @@ def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict
     if "confidence" in result:
         ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
     if cache is not None:
-        answer.note_changed_inputs(ctx, b.superproject, cache)
+        cachenotes.note_cache_use(ctx, b.superproject, cache)
     if ctx.flags.report:
         answer.write_report(ctx, result, Path(ctx.flags.report))
     return code
@@ -187,9 +192,9 @@ def _wrap_up_aborted(ctx: Context, b: Bisection, error: str | None) -> None:
 
     def wrap_up() -> None:
         if flags.json:
-            answer.write_result(flags.json, results.result_json(b, "aborted", None, error))
+            answer.write_result(ctx, flags.json, results.result_json(b, "aborted", None, error))
         if flags.trace:
-            b.tracer.write(flags.trace)
+            answer.write_trace(ctx, b.tracer, flags.trace)
 
     signals.run_shielded(wrap_up)
     with contextlib.suppress(Exception):

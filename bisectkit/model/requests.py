@@ -134,6 +134,9 @@ class RunOptions:
     max_env_skips: int = DEFAULT_MAX_ENV_SKIPS
     #: ``--cache-input`` paths (absolute): more files or directories the verdict depends on.
     cache_inputs: tuple[str, ...] = ()
+    #: ``--cache-env`` names: environment variables the verdict depends on that no command
+    #: names (their values join the cache key).
+    cache_env: tuple[str, ...] = ()
     #: Where and how many steps run at once (``--jobs``, ``--scheduler``).
     parallel: Parallel = Parallel()
 
@@ -168,3 +171,6 @@ class Config:
     run: RunOptions | None = None
     #: name -> where it came from, for ``bisectkit plugins``.
     origins: dict[str, str] = field(default_factory=dict)
+    #: Environment variables the plugins' own commands read (a plugin's
+    #: ``bisectkit_configure`` adds them): their values join the verdict cache's key.
+    cache_env: list[str] = field(default_factory=list)

@@ -117,7 +117,7 @@ class Bisection:
             self.record(cand, verdict, reason, "auto", step=step, **prep.details,
                         prepare_s=_since(started))
             return None
-        hit = cache.get(cache.key(prep.trees)) if cache is not None else None
+        hit = cache.get(prep.trees) if cache is not None else None
         if hit is None:
             return prep
         self.hooks.prepared(index, prep.details, None)
@@ -255,7 +255,7 @@ class Bisection:
         self.tracer.name_track(index, f"{source}: {commit[:12]}")
         self._step_started[index] = self.tracer.now()
         started = time.perf_counter()
-        hit = cache.get(cache.key(prep.trees)) if cache is not None and prep.trees else None
+        hit = cache.get(prep.trees) if cache is not None and prep.trees else None
         if hit is not None:
             verdict, reason = self.engine_verdict(hit["verdict"], hit["reason"])
             return self.record(commit, verdict, f"cached: {reason}", source, affects=False,
@@ -272,7 +272,7 @@ class Bisection:
         """Remember a test's verdict in the cache, then record it as the engine's side."""
         step, verdict, reason, details = tested
         if cache is not None:
-            cache.put(cache.key(prep.trees), verdict, reason, step)
+            cache.put(prep.trees, verdict, reason, step)
         verdict, reason = self.engine_verdict(verdict, reason)
         return self.record(commit, verdict, reason, source, step=step, affects=affects,
                            **details)

@@ -188,7 +188,7 @@ class ParallelBisection(Bisection):
     def test_commit(self, commit: str, prep: Prepared, cache: VerdictCache | None,
                     source: str) -> StepRecord:
         """An extra step (verify, check-stack, confirm), run on the pool and waited for."""
-        hit = cache.get(cache.key(prep.trees)) if cache is not None and prep.trees else None
+        hit = cache.get(prep.trees) if cache is not None and prep.trees else None
         if hit is not None:
             return super().test_commit(commit, prep, cache, source)  # recorded unbuilt
         job = self._dispatch(self.next_index(), commit, prep, source)

@@ -1,0 +1,60 @@
+"""What the user is told about the verdict cache, and the files runs write that it skips.
+
+Lines for the user: a cache file that could not be used (it is rebuilt), known
+verdicts a run could not reuse and why (``0 of 9 known verdicts reused:
+untracked notes.txt is new``), files a run changed that the next run's key
+reads. And :func:`remember_output`: ``--json``, ``--report`` and ``--trace``
+files written in the work tree are recorded, so the next runs' keys skip them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from bisectkit.cache import VerdictCache
+from bisectkit.commands.context import Context
+from bisectkit.display import plural
+from bisectkit.git import Repo
+from bisectkit.session import SessionStore
+
+
+def note_cache_file(ctx: Context, store: SessionStore, cache: VerdictCache) -> None:
+    """At the start of a run: the cache file was unusable, or some entries were."""
+    if cache.problem:
+        ctx.console.line(f"note: the verdict cache {store.cache_path} is unreadable "
+                         f"({cache.problem}); it is being rebuilt", style="yellow")
+    elif cache.damaged:
+        ctx.console.line(f"note: {plural(cache.damaged, 'damaged entry', 'damaged entries')} "
+                         f"of the verdict cache {store.cache_path} ignored (tested again)",
+                         style="yellow")
+
+
+def note_cache_use(ctx: Context, sp: Repo, cache: VerdictCache) -> None:
+    """At the end of a run: known verdicts not reused and why; inputs the run changed."""
+    missed = cache.not_reused()
+    if missed:
+        ctx.console.line(f"note: {missed}", style="yellow")
+    changed = cache.identity.changed_local_files(sp)
+    if not changed:
+        return
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    ctx.console.line(
+        f"note: {len(changed)} untracked or edited file(s) of the superproject changed during "
+        f"this run ({', '.join(changed[:3])}{more}); they are part of the verdict cache's key, "
+        "so the next run will test again: write build outputs outside the work tree or ignore "
+        "them (.gitignore, .git/info/exclude, git config bisectkit.cacheIgnore)",
+        style="yellow")
+
+
+def remember_output(ctx: Context, path: str) -> None:
+    """Record ``path``, just written by this run, if it is in the superproject's work tree:
+    while it holds what was written, it is not an input of later runs' cache keys."""
+    sp = ctx.superproject
+    if sp is None:
+        return
+    real = os.path.realpath(path)
+    if not real.startswith(os.path.realpath(sp.workdir) + os.sep):
+        return
+    with contextlib.suppress(OSError):  # only an optimisation: the file stays an input
+        SessionStore(sp.git_dir).remember_output(real)

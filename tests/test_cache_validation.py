@@ -1,0 +1,143 @@
+"""A damaged verdict cache costs rebuilds, never a wrong answer or a traceback (real CLI).
+
+``.git/bisectkit/verdicts.json`` is written by bisectkit, but it can be
+damaged (a full disk, an editor, another program, another version): every
+entry is checked on reading, an invalid one is a miss (tested again and
+overwritten), and a file that cannot be used at all is treated as empty,
+said once, and rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, cli
+
+from bisectkit.cachefile import FORMAT_VERSION, CacheData, parse, to_json
+
+GOOD_IF = "device .* not found"
+FIRST_BAD = 200  # the world's bug
+
+
+def bisect(world: World, out: Path) -> tuple[list[dict], str]:
+    """One ``bisectkit run`` (it must succeed): its steps, and its output in one line."""
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(0), "--bad", world.sha(300), "--build", "./build.sh",
+            "--good-if", GOOD_IF, "--json", str(out), "--", "./repro.sh")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == world.sha(FIRST_BAD)
+    return result["steps"], " ".join((r.stdout + r.stderr).split())
+
+
+def cache_file(world: World) -> Path:
+    return world.superproject / ".git" / "bisectkit" / "verdicts.json"
+
+
+#: Ways an entry can be damaged; the last ones look fine to a careless reader.
+DAMAGE = [
+    lambda e: e.update(verdict="maybe"),
+    lambda e: e.pop("verdict"),
+    lambda e: e.update(reason=["exit 1"]),
+    lambda e: e.update(flags="flaky"),
+    lambda e: e.update(extra=[1]),
+]
+
+
+def test_damaged_entries_are_tested_again_and_overwritten(world: World, tmp_path: Path):
+    out = tmp_path / "r.json"
+    steps, _ = bisect(world, out)
+    assert all(s["source"] == "run" for s in steps)
+    data = json.loads(cache_file(world).read_text())
+    entries = data.get("entries", data)  # (format 1 before format 2: the test fails there)
+    keys = sorted(entries)
+    assert len(keys) > len(DAMAGE) + 1
+    # Written in format 1 (a bare key -> entry object, as before format 2): the keys
+    # are computed the same way, so the sound entries are still reused.
+    damaged = {}
+    for key, damage in zip(keys, DAMAGE, strict=False):
+        damage(entries[key])
+        damaged[key] = entries[key]
+    entries[keys[len(DAMAGE)]] = "good"  # not even an object
+    cache_file(world).write_text(json.dumps(entries), encoding="utf-8")
+    steps, text = bisect(world, out)  # the right answer (checked by bisect), no traceback
+    n = len(DAMAGE) + 1
+    assert f"note: {n} damaged entries of the verdict cache" in text
+    assert "ignored (tested again)" in text
+    tested = [s for s in steps if s["source"] == "run"]
+    assert len(tested) == n, [s["reason"] for s in steps]
+    assert all(s["source"] == "cache" for s in steps if s not in tested)
+    # Overwritten with sound entries: the next run reuses every verdict, and says nothing.
+    entries = json.loads(cache_file(world).read_text())["entries"]
+    assert all(entries[k]["verdict"] in ("good", "bad", "skip") for k in keys)
+    steps, text = bisect(world, out)
+    assert all(s["source"] == "cache" for s in steps) and "note:" not in text
+
+
+def test_verdicts_of_another_kind_are_not_trusted(world: World, tmp_path: Path):
+    """Every entry says "maybe" (another program's verdicts): not good, not bad, so the
+    engine would have had to guess; all are tested again and the answer is right."""
+    out = tmp_path / "r.json"
+    first, _ = bisect(world, out)
+    data = json.loads(cache_file(world).read_text())
+    for entry in data.get("entries", data).values():
+        entry["verdict"] = "maybe"
+    cache_file(world).write_text(json.dumps(data), encoding="utf-8")
+    steps, text = bisect(world, out)  # checks the answer
+    assert [s["source"] for s in steps] == ["run"] * len(first)
+    assert f"note: {len(first)} damaged entries" in text
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ("[1, 2]", "not a JSON object but a list"),
+    ('"verdicts"', "not a JSON object but a string"),
+    ("{\"abc\": ", "not valid JSON"),
+    ("\xff\xfe garbage", "not UTF-8 text"),
+    ('{"version": 99, "entries": {}}', "format 99, written by another bisectkit version"),
+    ('{"version": 2, "entries": [["key", "good"]]}', "its entries are a list"),
+])
+def test_an_unusable_cache_file_is_rebuilt(world: World, tmp_path: Path, content: str,
+                                           why: str):
+    path = cache_file(world)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content.encode("latin-1"))
+    steps, text = bisect(world, tmp_path / "r.json")
+    assert all(s["source"] == "run" for s in steps)
+    assert f"note: the verdict cache {path} is unreadable ({why}" in text
+    assert "it is being rebuilt" in text
+    data = json.loads(path.read_text())
+    assert data["version"] == FORMAT_VERSION and len(data["entries"]) == len(steps)
+
+
+# -- the file's format, in process ---------------------------------------------------
+
+KEY = "a" * 64
+
+
+def test_parse_keeps_valid_entries_only():
+    good = {"verdict": "bad", "reason": "exit 1", "flags": ["flaky"], "extra": {"runs": 3},
+            "trees": "t", "inputs": "i"}
+    data = parse({"version": FORMAT_VERSION,
+                  "entries": {KEY: good, "b" * 64: {"verdict": "maybe", "reason": ""},
+                              "not-a-key": {"verdict": "good", "reason": ""},
+                              "c" * 64: {"verdict": "good", "reason": "", "trees": 3}},
+                  "inputs": {"i": {"build": "x"}, "j": "damaged"}})
+    assert data.entries == {KEY: good}
+    assert data.damaged == 3 and data.problem is None
+    assert data.inputs == {"i": {"build": "x"}}
+
+
+def test_parse_reads_format_1_and_refuses_other_versions():
+    assert parse({KEY: {"verdict": "good", "reason": "exit 0"}}).entries == {
+        KEY: {"verdict": "good", "reason": "exit 0"}}
+    assert parse({"version": 3, "entries": {}}).problem is not None
+    assert parse(None).problem == "not a JSON object but null"
+
+
+def test_only_the_inputs_of_kept_entries_are_written():
+    data = CacheData(entries={KEY: {"verdict": "good", "reason": "", "inputs": "new"}},
+                     inputs={"old": {}, "new": {"build": "x"}})
+    assert to_json(data)["inputs"] == {"new": {"build": "x"}}
