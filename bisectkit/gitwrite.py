@@ -57,9 +57,9 @@ def commit(cwd: Path, tree: str, parent: str, message: str) -> str:
 
 def _commit_tree(cwd: Path, tree: str, parents: list[str], message: bytes,
                  env: dict[str, str]) -> str:
-    args = ["git", "commit-tree", tree, *(w for p in parents for w in ("-p", p))]
-    # Its own session, as every git bisectkit runs (gitcli): a terminal Ctrl-C reaches
-    # bisectkit, which decides when to stop.
+    args = gitcli.argv("commit-tree", tree, *(w for p in parents for w in ("-p", p)))
+    # Its own session and settings, as every git bisectkit runs (gitcli): a terminal
+    # Ctrl-C reaches bisectkit, which decides when to stop.
     proc = subprocess.run(args, cwd=cwd, env=env, input=message, capture_output=True,
                           check=False, start_new_session=True)
     if proc.returncode != 0:
