@@ -122,6 +122,7 @@ def test_apply_rebases_like_git_and_commits_the_pin(make: Any, tmp_path: Path) -
     w = make(bug_at=200, upstream_reverts_at=170)
     head, sub_head = (w.git(w.superproject, "rev-parse", "HEAD"),
                       w.git(w.submodule, "rev-parse", "HEAD"))
+    (w.superproject / "notes.txt").write_text("the user's own notes\n", encoding="utf-8")
     r, data = advance(w, tmp_path, "--apply", "--branch", "sm-next")
     assert r.returncode == 0, r.stderr
     assert data["to"] == w.sha(199) and data["first_bad"] == w.sha(200)
@@ -143,10 +144,19 @@ def test_apply_rebases_like_git_and_commits_the_pin(make: Any, tmp_path: Path) -
     assert message.startswith(f"Advance {SUBMODULE} to {w.sha(199)[:12]}: upstream commit 199")
     assert "Crosses 99 upstream commits" in message and "empty" in message
     assert data["applied"]["superproject_commits"] == [new]
-    assert w.git(w.submodule, "rev-parse", "HEAD") == sub_head
+    # The submodule is on the new branch at the rebased stack (its old branch kept), the
+    # superproject clean but for the untracked file it had: a later 'git commit -a'
+    # records nothing, never a revert of the pin.
+    assert w.git(w.submodule, "rev-parse", "--abbrev-ref", "HEAD") == "sm-next"
+    assert w.git(w.submodule, "rev-parse", "HEAD") == tip
+    assert w.git(w.submodule, "rev-parse", "main") == sub_head
     assert w.git(w.submodule, "status", "--porcelain") == ""
-    # Only the submodule differs from the new pin (" M": its work tree, not the index).
-    assert w.git(w.superproject, "status", "--porcelain") == f"M {SUBMODULE}"
+    assert w.git(w.superproject, "status", "--porcelain") == "?? notes.txt"
+    commit = subprocess.run(["git", "commit", "-a", "-m", "next"], cwd=w.superproject,
+                            env=w.env, text=True, capture_output=True)
+    assert commit.returncode == 1 and "nothing added to commit" in commit.stdout, commit
+    assert w.git(w.superproject, "rev-parse", "HEAD") == new
+    assert f"{SUBMODULE} is checked out on sm-next; the superproject is clean" in r.stdout
     assert w.git(w.submodule, "log", "-1", "--format=%an|%cn", "sm-next") == \
         "Bisect Tester|Bisect Tester"
 
@@ -203,6 +213,46 @@ def test_linear_step_commits_one_superproject_commit_per_good_step(make: Any,
         assert w.git(w.submodule, "rev-parse", branch) == pin
         # Each pin is upstream BASE+n with the stack rebased onto it.
         assert w.git(w.submodule, "merge-base", pin, w.sha(400)) == w.sha(BASE + n)
+
+
+@pytest.mark.parametrize(("where", "interference", "moved"), [
+    # The user commits a new pin in the superproject in another terminal.
+    (".", "git update-index --cacheinfo 160000,{pin},third_party/llvm-project && "
+          "git commit -qm 'user: pin llvm-project by hand'",
+     "the superproject's HEAD moved from main ({old}) to main ({new})"),
+    # ... or moves the submodule's branch.
+    (SUBMODULE, "git -C third_party/llvm-project branch -f main {pin}",
+     f"submodule {SUBMODULE} moved from main ({{old}}) to main ({{new}})"),
+])
+def test_apply_writes_nothing_when_the_user_moved_something_during_the_search(
+        make: Any, tmp_path: Path, where: str, interference: str, moved: str) -> None:
+    w = make(bug_at=BASE + 3)
+    repo = w.superproject / where
+    old = w.git(repo, "rev-parse", "HEAD")
+    pin = w.stack[-2]  # the fork without its last patch: a commit the submodule has
+    # Once, during the first build (deterministic): what a user may do while it searches.
+    mark = tmp_path / "interfered"
+    build = (f"sh build.sh && if [ ! -e {mark} ]; then touch {mark} && "
+             f"{interference.format(pin=pin)}; fi")
+    r, data = advance(w, tmp_path, "--apply", "--branch", "sm-next", build=build)
+    assert mark.exists()
+    new = w.git(repo, "rev-parse", "HEAD")
+    assert new != old
+    # The answer is given, then the apply is refused: one line, exit 2, nothing written.
+    assert "advanced: third_party/llvm-project can move 2 of 300" in r.stdout
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"bisectkit: error: --apply wrote nothing: {moved.format(old=old[:12], new=new[:12])} "
+        "while the advance ran; its answer stands: run the same command again to apply it "
+        "(the verdicts are cached)"]
+    assert data["applied"] is None and data["apply_refused"].startswith("--apply wrote nothing")
+    # Everything the user did is kept; no branch, no commit of the apply's.
+    assert w.git(w.submodule, "branch", "--list", "sm-next") == ""
+    assert w.git(w.superproject, "log", "--format=%s", "-1").startswith(
+        "user:" if where == "." else "smoketest")
+    staged = w.git(w.superproject, "ls-files", "-s", SUBMODULE).split()[1]
+    assert staged == w.git(w.superproject, "rev-parse", f"HEAD:{SUBMODULE}")
+    assert not (w.superproject / ".git" / "bisectkit" / "apply.json").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -13,8 +13,10 @@ import ast
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from test_advance import BASE, spec, with_smoke
 
 from bisectkit import gitcli
 
@@ -109,6 +111,24 @@ def test_manual_session_runs_no_hook_and_resets_exactly(world: World) -> None:
         reset = git_cli(world, "reset")
     assert reset.returncode == 0, reset.stderr
     assert_untouched(world, log, before)
+
+
+def test_advance_apply_runs_no_hook_and_leaves_the_superproject_clean(
+        world_factory: Any, tmp_path: Path) -> None:
+    w = with_smoke(world_factory(tmp_path, spec(BASE + 3)))
+    head = w.git(w.superproject, "rev-parse", "HEAD")
+    with hostile_config(w) as log:
+        r = cli(w, "advance", "--build", "sh build.sh", "--apply", "--branch", "sm-next", "--",
+                "./smoke.sh")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not log.exists(), log.read_text(encoding="utf-8")
+    assert w.git(w.superproject, "rev-parse", "HEAD^") == head
+    tip = w.git(w.superproject, "rev-parse", f"HEAD:{SUBMODULE}")
+    assert w.git(w.submodule, "rev-parse", "--symbolic-full-name", "HEAD") == \
+        "refs/heads/sm-next"
+    assert w.git(w.submodule, "rev-parse", "HEAD") == tip
+    assert w.git(w.superproject, "status", "--porcelain") == ""
+    assert w.git(w.submodule, "status", "--porcelain") == ""
 
 
 def test_every_git_command_is_built_by_gitcli() -> None:
