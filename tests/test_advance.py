@@ -183,6 +183,53 @@ def test_local_patch_conflict_on_the_way_blocks_the_advance(make: Any,
     assert w.git(w.submodule, "show", f"{tip}:lib/local.txt") == "upstream rewrote this line"
 
 
+def test_a_conflict_that_stops_the_advance_is_reported_as_such(make: Any,
+                                                               tmp_path: Path) -> None:
+    # The fixup conflicts from BASE+20 to BASE+100 only; the far end (tested first) applies
+    # it again and fails its smoketest (the miscompile at BASE+150): what stops the pin is
+    # the conflict at BASE+20, and the far end's output is no evidence about it.
+    w = make(bug_at=BASE + 150, local_conflict=BASE + 20, local_conflict_until=BASE + 100)
+    report = tmp_path / "report.md"
+    r, data = advance(w, tmp_path, "--report", str(report))
+    assert r.returncode == 0, r.stderr
+    stop, last_good, fixup = w.sha(BASE + 20), w.sha(BASE + 19), w.stack[-1]
+    assert (data["first_bad"], data["to"]) == (stop, last_good)
+    far = data["steps"][0]
+    assert far["commit"] == w.sha(400) and far["reason"] == "exit 1" and far["log"]
+    step = next(s["index"] for s in data["steps"] if s["commit"] == stop)
+    why = (f"conflict in {fixup[:12]} ([local] fixup for our target): lib/local.txt; "
+           "the pin cannot move here")
+    assert data["stopped_by"] == {"commit": stop, "step": step, "reason": why, "conflict": True}
+    conflicts = sum(1 for s in data["steps"] if s["reason"].startswith("conflict in"))
+    reproduce = (f"bisectkit advance --submodule {SUBMODULE} --upstream upstream/main --to "
+                 f"{stop} --build 'sh build.sh' -- ./smoke.sh")
+    assert data["reproduce"] == reproduce
+    # The terminal: which commit stopped the advance and why; those steps were bad.
+    out = r.stdout
+    assert f"\nstopped at {stop[:12]} (step {step}): {why}\n" in out
+    assert (f'local patch {fixup[:12]} "[local] fixup for our target" stops applying at '
+            f"{stop} upstream commit {BASE + 20}: touch lib/local.txt (applied cleanly at "
+            f"{last_good[:12]}); rebase it onto that commit\n") in out
+    assert (f"\n{conflicts} steps were bad because a local patch conflicts there (not built: "
+            "the pin cannot move to such a commit); --on-conflict drop tests them without the "
+            "patch\n") in out
+    assert "skipped" not in out
+    assert f"\n  stopped at {stop[:12]} (step {step}): {why}\n" in out
+    assert f"\n  reproduce: {reproduce}\n" in out
+    # The report: the same, and no output of the far end's under the stopping commit.
+    md = report.read_text(encoding="utf-8")
+    assert f"**Stopped at:** `{stop[:12]}` (step {step}): {why}.\n" in md
+    assert (f"#### Step {step} (`{stop[:12]}`, bad: {why})\n\n_Neither built nor run: this "
+            "step was decided without a test (the reason above)._\n") in md
+    assert "was not tested itself" not in md and "Error lines" not in md
+    assert f"```sh\n{reproduce}\n```" in md
+    # The command reproduces the answer: the same stop, the same last good commit.
+    again = subprocess.run(["bash", "-c", reproduce], cwd=w.superproject, env=w.env,
+                           text=True, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"to {last_good[:12]} " in again.stdout and f"\nstopped at {stop[:12]} " in again.stdout
+
+
 def test_build_failure_blocks_and_the_report_shows_its_errors(make: Any,
                                                               tmp_path: Path) -> None:
     # Broken again from 165 (past the pick of the fix at 150, which upstream has by then).

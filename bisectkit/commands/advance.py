@@ -16,7 +16,7 @@ from bisectkit import pinning, pinwrite, results, signals
 from bisectkit.cache import VerdictCache
 from bisectkit.commands import answer, running
 from bisectkit.commands.context import Context
-from bisectkit.commands.reproduce import reproduce_command
+from bisectkit.commands.reproduce import advance_command, reproduce_command
 from bisectkit.commands.starting import new_session
 from bisectkit.display import plural
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
@@ -85,8 +85,12 @@ def _result(ctx: Context, b: Bisection, decision: Decision,
             checks: dict[str, Any]) -> dict[str, Any]:
     result = results.advance_json(b, decision)
     result.update(checks, command=ctx.command)
-    if result.get("first_bad"):
-        result["reproduce"] = reproduce_command(ctx, b, (result["to"], result["first_bad"]))
+    first_bad = result.get("first_bad")
+    if first_bad and (result.get("stopped_by") or {}).get("conflict"):
+        # Its stack does not apply there: only the advance itself can show that again.
+        result["reproduce"] = advance_command(ctx, b, first_bad)
+    elif first_bad:
+        result["reproduce"] = reproduce_command(ctx, b, (result["to"], first_bad))
     return result
 
 
@@ -105,6 +109,10 @@ def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any
     else:
         console.line(f"stuck: {path} cannot move past its merge-base {to[:12]} ({builds})",
                      style="bold")
+    stop = result.get("stopped_by")
+    if stop:
+        console.line(f"stopped at {stop['commit'][:12]} (step {stop['step']}): "
+                     f"{stop['reason']}", style="bold")
     if isinstance(decision, Found | Inconclusive):
         answer.show_result(ctx, b, decision)
     elif isinstance(decision, Clear) and decision.skipped:
