@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 from test_advance import BASE, spec, with_smoke
+from worldgen import SPARSE_BUG_AT, build_sparse_world, copy_world
 
 from bisectkit import gitcli
 
@@ -129,6 +131,33 @@ def test_advance_apply_runs_no_hook_and_leaves_the_superproject_clean(
     assert w.git(w.submodule, "rev-parse", "HEAD") == tip
     assert w.git(w.superproject, "status", "--porcelain") == ""
     assert w.git(w.submodule, "status", "--porcelain") == ""
+
+
+@pytest.fixture(scope="module")
+def sparse_template(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return build_sparse_world(tmp_path_factory.mktemp("sparse-template"))
+
+
+def test_index_sparse_in_the_config_leaves_a_full_index_full(sparse_template: World,
+                                                             tmp_path: Path) -> None:
+    # A cone-mode sparse checkout with a full index (which bisectkit reads), and
+    # index.sparse=true in the user's config: git would write the index sparse.
+    w = copy_world(sparse_template, tmp_path)
+    w.git(w.submodule, "sparse-checkout", "set", "--cone", "lib", "llvm")
+    index = w.superproject / ".git" / "modules" / SUBMODULE / "index"
+    assert b"sdir" not in index.read_bytes()
+    before = snapshot(w)
+    config = Path(w.env["HOME"]) / ".gitconfig"
+    original = config.read_text(encoding="utf-8")
+    config.write_text(original + "[index]\n\tsparse = true\n", encoding="utf-8")
+    r = cli(w, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            w.sha(0), "--bad", w.sha(56), "--build", "true", "--good-if", GOOD_IF, "--",
+            "./repro.sh")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{w.sha(SPARSE_BUG_AT)} is the first bad commit\n" in r.stdout
+    assert b"sdir" not in index.read_bytes()
+    config.write_text(original, encoding="utf-8")
+    assert snapshot(w) == before
 
 
 def test_every_git_command_is_built_by_gitcli() -> None:
