@@ -97,7 +97,9 @@ def moved_since(superproject: Repo, path: str, sub: Repo, before: Base) -> str |
                 f"(was {str(before.staged)[:12]})")
     if now.sub != before.sub:
         return f"submodule {path} moved from {before.sub.describe()} to {now.sub.describe()}"
-    dirty = sub.dirty_paths()
+    # git's own status: it reads files through the user's filters (LFS, autocrlf) even
+    # where the restore just rewrote them (stat data too fresh to trust).
+    dirty = sub.local_changes(untracked=False).modified
     if dirty:
         return f"submodule {path} has uncommitted changes ({dirty[0]})"
     return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisectkit import gitwrite, journal, pinning, signals
-from bisectkit.errors import BadInput
+from bisectkit.errors import BadInput, GitFailure
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
 from bisectkit.gitobjects import GITLINK_MODE
@@ -97,7 +97,12 @@ def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch
         write_json_atomic(record, rec.to_json())
         _write_refs(superproject, rec, base.head, f"bisectkit advance: {path} to "
                     f"{moves[-1].upstream[:12]}", record)
-        lines = _check_out(superproject, rec, mover, None)
+        try:
+            lines = _check_out(superproject, rec, mover, None)
+        except GitFailure as exc:  # the record and the journal stay: settle finishes it
+            raise GitFailure(f"--apply committed {rec.new[:12]} pinning {path} at "
+                             f"{rec.tip[:12]} (branch {branch}), but cannot check the "
+                             f"submodule out: {exc}") from exc
         record.unlink()
     return done, lines
 
