@@ -2,7 +2,9 @@
 
 Every command runs in its own session with the variables that would point
 git at another repository removed, so it acts on ``cwd``'s repository and a
-terminal Ctrl-C reaches bisectkit, never a git halfway through a write.
+terminal Ctrl-C reaches bisectkit, never a git halfway through a write; and
+with the settings it depends on pinned (:data:`PINNED`), whatever the user's
+config says. Every git command bisectkit runs is built here (:func:`argv`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,42 @@ _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_
                       "GIT_COMMON_DIR", "GIT_PREFIX")
 
 
+#: The settings every git command of bisectkit's depends on, pinned on its command line
+#: (``-c`` comes after the user's, the system's and the repository's config, and after a
+#: ``git -c`` around ``git bisect-patched``, so it wins). Not pinned, on purpose: what
+#: decides the bytes of a file on disk (``core.autocrlf``, ``core.eol``, the filters of
+#: ``.gitattributes`` such as Git LFS's smudge): the files bisectkit writes are those the
+#: user's own checkout has, and a restore gives the same bytes back; nor
+#: ``core.sparseCheckout`` (bisectkit follows the user's sparse checkout). Colours, pagers
+#: and the output formats of ``log``/``diff``/``status`` need no pin: bisectkit reads
+#: plumbing and porcelain formats only, which config does not change.
+PINNED: tuple[tuple[str, str], ...] = (
+    # bisectkit moves each submodule itself (to the commit it chose, its branch kept): a
+    # read-tree or checkout that recursed would detach it; a fetch, fetch nested ones.
+    ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    # No hook of the user's runs (post-checkout, reference-transaction, pre-auto-gc...): a
+    # hook writing into the work tree would change the tree under test, or the restore.
+    ("core.hooksPath", "/dev/null"),
+    # The checks after a build compare every file's stat data: a file-system monitor that
+    # has not seen a write yet would report the rewritten file as clean.
+    ("core.fsmonitor", "false"),
+    # No automatic gc or maintenance (detached, in the background) while refs move.
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    # A full index stays full: libgit2 cannot read a sparse one (refused at the start).
+    ("index.sparse", "false"),
+)
+
+_PINNED_ARGS = tuple(word for key, value in PINNED for word in ("-c", f"{key}={value}"))
+
+
+def argv(*args: str) -> list[str]:
+    """The command line of ``git args...`` with :data:`PINNED` (``args`` may start with
+    git's own options, e.g. ``--no-optional-locks``)."""
+    return ["git", *_PINNED_ARGS, *args]
+
+
 def run(cwd: Path, *args: str, on_spawn: Spawned | None = None
         ) -> subprocess.CompletedProcess[str]:
     """Run ``git args...`` in ``cwd``; its exit status is the caller's to judge.
@@ -31,7 +69,7 @@ def run(cwd: Path, *args: str, on_spawn: Spawned | None = None
     """
     # Its own session: a terminal Ctrl-C reaches bisectkit (which decides when
     # to stop), never a git halfway through writing the work tree or index.
-    with subprocess.Popen(["git", *args], cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
+    with subprocess.Popen(argv(*args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as proc:
         if on_spawn is not None:
@@ -56,7 +94,7 @@ def read_bytes(cwd: Path, what: str, *args: str) -> bytes:
     ``--no-optional-locks``: reading must not rewrite the index (``git status``
     refreshes its stat data otherwise) while bisectkit owns the work tree.
     """
-    proc = subprocess.run(["git", "--no-optional-locks", *args], cwd=cwd, env=git_env(),
+    proc = subprocess.run(argv("--no-optional-locks", *args), cwd=cwd, env=git_env(),
                           stdin=subprocess.DEVNULL, capture_output=True, check=False)
     if proc.returncode != 0:
         detail = " ".join(os.fsdecode(proc.stderr).split()) or f"exit {proc.returncode}"

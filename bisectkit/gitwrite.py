@@ -57,9 +57,9 @@ def commit(cwd: Path, tree: str, parent: str, message: str) -> str:
 
 def _commit_tree(cwd: Path, tree: str, parents: list[str], message: bytes,
                  env: dict[str, str]) -> str:
-    args = ["git", "commit-tree", tree, *(w for p in parents for w in ("-p", p))]
-    # Its own session, as every git bisectkit runs (gitcli): a terminal Ctrl-C reaches
-    # bisectkit, which decides when to stop.
+    args = gitcli.argv("commit-tree", tree, *(w for p in parents for w in ("-p", p)))
+    # Its own session and settings, as every git bisectkit runs (gitcli): a terminal
+    # Ctrl-C reaches bisectkit, which decides when to stop.
     proc = subprocess.run(args, cwd=cwd, env=env, input=message, capture_output=True,
                           check=False, start_new_session=True)
     if proc.returncode != 0:
@@ -89,13 +89,15 @@ def branch_sha(cwd: Path, name: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def move_head(cwd: Path, new: str, old: str, message: str) -> None:
-    """Move HEAD (the branch it is on, or HEAD itself when detached) from ``old`` to
-    ``new``; refused (BadInput) if HEAD no longer is ``old``."""
-    proc = gitcli.run(cwd, "update-ref", "-m", message, "HEAD", new, old)
+def move_head(cwd: Path, ref: str | None, new: str, old: str, message: str) -> None:
+    """Move branch ``ref`` (the one HEAD is on; None: HEAD itself, detached) from ``old``
+    to ``new``; refused (BadInput) if it no longer is ``old``. The ref that was checked is
+    the one written, even if HEAD moved to another branch meanwhile."""
+    args = [ref] if ref is not None else ["--no-deref", "HEAD"]
+    proc = gitcli.run(cwd, "update-ref", "-m", message, *args, new, old)
     if proc.returncode != 0:
-        raise BadInput(f"cannot move HEAD of {cwd} (it moved while bisectkit ran?): "
-                       f"{' '.join(proc.stderr.split())}")
+        raise BadInput(f"cannot move {ref or 'HEAD'} of {cwd} (it moved while bisectkit "
+                       f"ran?): {' '.join(proc.stderr.split())}")
 
 
 def stage_gitlink(cwd: Path, path: str, sha: str) -> None:

@@ -1,34 +1,25 @@
-"""``advance --apply``: rebase the patch stack onto the new upstream commit for real and
-commit the new pin in the superproject.
+"""``advance --apply``: what it checks, and the rebase it plans (objects only).
 
 The stack is replayed by the rules every step used (:mod:`bisectkit.patchstack`):
 picks already upstream and reverts of absent commits dropped, a patch that
 became empty left out (as ``git rebase`` does), a conflict refused before
 anything is written. The rebased commits keep each patch's author, date and
-message; the user commits them. Everything is computed first (objects only);
-then the submodule branch is created, the superproject's index made to pin
-the new commit and its HEAD moved from the commit it must still be on (stop
-signals held meanwhile).
-The work trees are not touched: ``git -C <submodule> checkout <branch>``
-puts the new pin on disk.
+message; the user commits them. What the apply builds on (:class:`Base`) is
+read before the search and compared again just before the first write
+(:mod:`bisectkit.pinwrite` writes).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from bisectkit import gitwrite, signals
+from bisectkit import gitwrite
 from bisectkit.display import plural
 from bisectkit.errors import BadInput
-from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
-from bisectkit.gitobjects import GITLINK_MODE
-from bisectkit.merge import TreeEntry
-from bisectkit.model import OnConflict
+from bisectkit.model import HeadState, OnConflict
 from bisectkit.patchstack import PatchAction, Stack, replay
 from bisectkit.strategies.common import conflict_reason
 
@@ -75,6 +66,45 @@ def check(superproject: Repo, path: str, sub: Repo, branch: str) -> None:
                        "commit or unstage it first")
 
 
+@dataclass(frozen=True)
+class Base:
+    """What ``--apply`` builds on: read when the advance starts, compared again before the
+    first write (the search takes hours; the user may commit meanwhile)."""
+
+    #: The superproject's HEAD (its branch and commit; the commit pins the submodule).
+    head: HeadState
+    #: The commit the superproject's index stages at the submodule's path.
+    staged: str | None
+    #: The submodule's HEAD (its branch and commit).
+    sub: HeadState
+
+
+def base(superproject: Repo, path: str, sub: Repo) -> Base:
+    """The :class:`Base` the repositories hold now."""
+    return Base(superproject.head_state(), gitwrite.staged_gitlink(superproject.workdir, path),
+                sub.head_state())
+
+
+def moved_since(superproject: Repo, path: str, sub: Repo, before: Base) -> str | None:
+    """What moved since ``before``, or changed in the submodule's files (one phrase); None
+    when the apply may build on it as planned."""
+    now = base(superproject, path, sub)
+    if now.head != before.head:
+        return (f"the superproject's HEAD moved from {before.head.describe()} to "
+                f"{now.head.describe()}")
+    if now.staged != before.staged:
+        return (f"the superproject's index now stages {str(now.staged)[:12]} for {path} "
+                f"(was {str(before.staged)[:12]})")
+    if now.sub != before.sub:
+        return f"submodule {path} moved from {before.sub.describe()} to {now.sub.describe()}"
+    # git's own status: it reads files through the user's filters (LFS, autocrlf) even
+    # where the restore just rewrote them (stat data too fresh to trust).
+    dirty = sub.local_changes(untracked=False).modified
+    if dirty:
+        return f"submodule {path} has uncommitted changes ({dirty[0]})"
+    return None
+
+
 def plan(sub: Repo, stack: Stack, on_conflict: OnConflict, targets: Sequence[str],
          crossed: Sequence[Sequence[str]]) -> list[PinMove]:
     """The stack rebased for real onto each of ``targets`` (objects only, no ref moved)."""
@@ -102,102 +132,6 @@ def _chain(sub: Repo, tip: str, base: str) -> list[str]:
         chain.append(tip)
         tip = sub.commit_info(tip).parents[0]
     return chain[::-1]
-
-
-def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch: str,
-          messages: Sequence[str], record: Path) -> list[PinMove]:
-    """Create ``branch`` (and ``branch-step-N`` for earlier moves), commit each move in the
-    superproject on top of HEAD, move HEAD, and stage the last pin.
-
-    The commits exist before anything moves; ``record`` names the moves about
-    to happen, so that :func:`settle` finishes or undoes them after a kill.
-    """
-    head = superproject.head_state().sha
-    parent, done = head, []
-    for move, message in zip(moves, messages, strict=True):
-        tree = superproject.merger.edit_tree(
-            superproject.tree_of(parent), {path: TreeEntry(move.tip, GITLINK_MODE)})
-        parent = gitwrite.commit(superproject.workdir, tree, parent, message)
-        done.append(PinMove(move.upstream, move.tip, move.actions, move.crossed, parent))
-    branches = [(f"{branch}-step-{n}", m.tip) for n, m in enumerate(moves[:-1], 1)]
-    branches.append((branch, moves[-1].tip))
-    staged = gitwrite.staged_gitlink(superproject.workdir, path)
-    write_json_atomic(record, {"path": path, "old": head, "new": parent, "staged": staged,
-                               "tip": moves[-1].tip, "branches": branches})
-    note = f"bisectkit advance: {path} to {moves[-1].upstream[:12]}"
-    # Ctrl-C (or a closed terminal) waits until every ref is written: the writes below
-    # are not one transaction. A SIGKILL between them is settled from ``record``.
-    with signals.held():
-        try:
-            for name, tip in branches:
-                gitwrite.create_branch(sub.workdir, name, tip, note)
-            # The index before HEAD: cut in between, the new pin is left staged on the old
-            # HEAD (the move asked for). The other order left HEAD advanced with the old
-            # pin staged: a revert of the advance that the next 'git commit' would make.
-            gitwrite.stage_gitlink(superproject.workdir, path, moves[-1].tip)
-            gitwrite.move_head(superproject.workdir, parent, head, note)
-        except BadInput:  # a branch or HEAD moved by someone else meanwhile
-            _undo(superproject, path, staged, branches)
-            record.unlink()
-            raise
-        record.unlink()
-    return done
-
-
-def settle(superproject: Repo, record: Path) -> list[str]:
-    """Finish (HEAD already moved: stage the new pin) or undo (HEAD not moved: the pin
-    staged before, the new branches deleted) an apply a kill cut short; what was done.
-    Idempotent: a kill during it is settled by the next command."""
-    if not record.exists():
-        return []
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-        path, old, new, tip = data["path"], data["old"], data["new"], data["tip"]
-        staged = data["staged"]
-        branches = [(str(n), str(s)) for n, s in data["branches"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BadInput(f"{record} (an interrupted advance --apply) cannot be read ({exc}); "
-                       "check the superproject's HEAD and index, then delete it") from exc
-    head = superproject.head_state().sha
-    if head == new:
-        if gitwrite.staged_gitlink(superproject.workdir, path) != tip:
-            gitwrite.stage_gitlink(superproject.workdir, path, tip)
-        line = f"finished an interrupted advance --apply: the index now pins {path} at {tip[:12]}"
-    elif head == old:
-        gone = _undo(superproject, path, staged, branches)
-        line = ("undid an interrupted advance --apply: the superproject had not moved"
-                + (f"; removed branch {', '.join(gone)} in {path}" if gone else ""))
-    elif _contains(superproject, head, new):
-        line = (f"an interrupted advance --apply had finished: its commit {new[:12]} is in "
-                "the superproject's history")
-    else:
-        # HEAD moved away from ``old`` by the user's own hand, the apply not done: nothing is
-        # finished or undone (a commit of the user's may pin a new branch), but the branches
-        # it made are named, or they would be found later only as "branch exists".
-        sub = superproject.workdir / path
-        kept = [n for n, sha in branches if gitwrite.branch_sha(sub, n) == sha]
-        line = ("an interrupted advance --apply left a record, but the superproject's HEAD "
-                "has moved since (not by the apply): nothing was finished or undone"
-                + (f"; it left branch {', '.join(kept)} in {path} (delete them if no commit "
-                   "pins them)" if kept else ""))
-    record.unlink()
-    return [line]
-
-
-def _contains(superproject: Repo, head: str, commit: object) -> bool:
-    """Whether ``commit`` is in ``head``'s history (False when the record names no commit
-    of this repository)."""
-    found = superproject.try_resolve(commit) if isinstance(commit, str) and commit else None
-    return found is not None and superproject.is_ancestor(found, head)
-
-
-def _undo(superproject: Repo, path: str, staged: str | None,
-          branches: Sequence[tuple[str, str]]) -> list[str]:
-    """Put back the pin the index staged and delete the new branches; those deleted."""
-    if staged is not None and gitwrite.staged_gitlink(superproject.workdir, path) != staged:
-        gitwrite.stage_gitlink(superproject.workdir, path, staged)
-    sub = superproject.workdir / path
-    return [n for n, sha in branches if gitwrite.delete_branch(sub, n, sha)]
 
 
 def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> str:

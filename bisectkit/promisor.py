@@ -211,9 +211,9 @@ class Prefetcher:
         """One ``git fetch`` of ``oids`` by id, as git's own lazy fetch runs it; git's
         words on failure (one line), else None."""
         proc = subprocess.run(
-            ["git", "-c", "fetch.negotiationAlgorithm=noop", "fetch", remote.name, "--no-tags",
-             "--no-write-fetch-head", "--recurse-submodules=no",
-             f"--filter={remote.filter or 'blob:none'}", "--stdin"],
+            gitcli.argv("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote.name,
+                        "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+                        f"--filter={remote.filter or 'blob:none'}", "--stdin"),
             cwd=self.workdir, env=gitcli.git_env(), input="\n".join(oids) + "\n", text=True,
             capture_output=True, check=False, start_new_session=True)
         if proc.returncode == 0:

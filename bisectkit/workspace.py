@@ -32,10 +32,9 @@ from bisectkit.wsroot import MARKER, forget, number, ours, take
 
 #: How long a workspace waits for a git a killed run left writing its index.
 _INDEX_LOCK_WAIT_S = 10.0
-#: git settings for every command in a workspace: nothing of the user's config may
-#: recurse into submodules or run hooks there.
-_SAFE = ("-c", "submodule.recurse=false", "-c", "core.hooksPath=/dev/null",
-         "-c", "advice.detachedHead=false", "-c", "gc.auto=0")
+#: git settings for every command in a workspace, besides those gitcli pins everywhere
+#: (no recursing into submodules, no hooks, no auto gc).
+_SAFE = ("-c", "advice.detachedHead=false")
 
 
 def default_root(git_dir: Path) -> Path:

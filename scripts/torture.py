@@ -45,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from worldgen import SUBMODULE, World, build_integrate_world, build_world  # noqa: E402
 
+from bisectkit.gitcli import argv as git_argv  # noqa: E402
+
 GOOD_IF = "device .* not found"
 MODES = ("before", "during", "after")
 #: Stop signals the "signal" mode cycles through, by kill number.
@@ -52,12 +54,14 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 SHIM = """#!/bin/sh
 # bisectkit torture shim: count git commands; at the Nth, stop bisectkit.
+# The log shows each command without the settings bisectkit pins on every one.
 # The count is taken under a lock: with --jobs, worker threads run git at the same time.
 exec 9>>"{count}.lock"
 flock 9
 count=$(( $(cat "{count}" 2>/dev/null || echo 0) + 1 ))
 echo "$count" > "{count}"
-echo "$count $*" >> "{count}.log"
+line="$*"
+echo "$count ${{line#{pinned} }}" >> "{count}.log"
 exec 9>&-
 if [ "$count" -eq {n} ]; then
   # Whom to stop: the nearest ancestor that is bisectkit (our parent, unless a script of
@@ -227,7 +231,9 @@ def write_shim(where: Path, n: int, mode: str, sig: int = signal.SIGINT) -> Path
     real = shutil.which("git")
     assert real is not None
     shim = where / "git"
-    shim.write_text(SHIM.format(count=count, n=n, mode=mode, git=real, sig=int(sig)),
+    pinned = " ".join(git_argv()[1:])
+    shim.write_text(SHIM.format(count=count, n=n, mode=mode, git=real, sig=int(sig),
+                                pinned=pinned),
                     encoding="utf-8")
     shim.chmod(0o755)
     return where

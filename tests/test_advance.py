@@ -122,6 +122,7 @@ def test_apply_rebases_like_git_and_commits_the_pin(make: Any, tmp_path: Path) -
     w = make(bug_at=200, upstream_reverts_at=170)
     head, sub_head = (w.git(w.superproject, "rev-parse", "HEAD"),
                       w.git(w.submodule, "rev-parse", "HEAD"))
+    (w.superproject / "notes.txt").write_text("the user's own notes\n", encoding="utf-8")
     r, data = advance(w, tmp_path, "--apply", "--branch", "sm-next")
     assert r.returncode == 0, r.stderr
     assert data["to"] == w.sha(199) and data["first_bad"] == w.sha(200)
@@ -143,10 +144,19 @@ def test_apply_rebases_like_git_and_commits_the_pin(make: Any, tmp_path: Path) -
     assert message.startswith(f"Advance {SUBMODULE} to {w.sha(199)[:12]}: upstream commit 199")
     assert "Crosses 99 upstream commits" in message and "empty" in message
     assert data["applied"]["superproject_commits"] == [new]
-    assert w.git(w.submodule, "rev-parse", "HEAD") == sub_head
+    # The submodule is on the new branch at the rebased stack (its old branch kept), the
+    # superproject clean but for the untracked file it had: a later 'git commit -a'
+    # records nothing, never a revert of the pin.
+    assert w.git(w.submodule, "rev-parse", "--abbrev-ref", "HEAD") == "sm-next"
+    assert w.git(w.submodule, "rev-parse", "HEAD") == tip
+    assert w.git(w.submodule, "rev-parse", "main") == sub_head
     assert w.git(w.submodule, "status", "--porcelain") == ""
-    # Only the submodule differs from the new pin (" M": its work tree, not the index).
-    assert w.git(w.superproject, "status", "--porcelain") == f"M {SUBMODULE}"
+    assert w.git(w.superproject, "status", "--porcelain") == "?? notes.txt"
+    commit = subprocess.run(["git", "commit", "-a", "-m", "next"], cwd=w.superproject,
+                            env=w.env, text=True, capture_output=True)
+    assert commit.returncode == 1 and "nothing added to commit" in commit.stdout, commit
+    assert w.git(w.superproject, "rev-parse", "HEAD") == new
+    assert f"{SUBMODULE} is checked out on sm-next; the superproject is clean" in r.stdout
     assert w.git(w.submodule, "log", "-1", "--format=%an|%cn", "sm-next") == \
         "Bisect Tester|Bisect Tester"
 
@@ -171,6 +181,53 @@ def test_local_patch_conflict_on_the_way_blocks_the_advance(make: Any,
     assert "[local] fixup for our target" in r.stdout
     tip = data["applied"]["submodule_commit"]
     assert w.git(w.submodule, "show", f"{tip}:lib/local.txt") == "upstream rewrote this line"
+
+
+def test_a_conflict_that_stops_the_advance_is_reported_as_such(make: Any,
+                                                               tmp_path: Path) -> None:
+    # The fixup conflicts from BASE+20 to BASE+100 only; the far end (tested first) applies
+    # it again and fails its smoketest (the miscompile at BASE+150): what stops the pin is
+    # the conflict at BASE+20, and the far end's output is no evidence about it.
+    w = make(bug_at=BASE + 150, local_conflict=BASE + 20, local_conflict_until=BASE + 100)
+    report = tmp_path / "report.md"
+    r, data = advance(w, tmp_path, "--report", str(report))
+    assert r.returncode == 0, r.stderr
+    stop, last_good, fixup = w.sha(BASE + 20), w.sha(BASE + 19), w.stack[-1]
+    assert (data["first_bad"], data["to"]) == (stop, last_good)
+    far = data["steps"][0]
+    assert far["commit"] == w.sha(400) and far["reason"] == "exit 1" and far["log"]
+    step = next(s["index"] for s in data["steps"] if s["commit"] == stop)
+    why = (f"conflict in {fixup[:12]} ([local] fixup for our target): lib/local.txt; "
+           "the pin cannot move here")
+    assert data["stopped_by"] == {"commit": stop, "step": step, "reason": why, "conflict": True}
+    conflicts = sum(1 for s in data["steps"] if s["reason"].startswith("conflict in"))
+    reproduce = (f"bisectkit advance --submodule {SUBMODULE} --upstream upstream/main --to "
+                 f"{stop} --build 'sh build.sh' -- ./smoke.sh")
+    assert data["reproduce"] == reproduce
+    # The terminal: which commit stopped the advance and why; those steps were bad.
+    out = r.stdout
+    assert f"\nstopped at {stop[:12]} (step {step}): {why}\n" in out
+    assert (f'local patch {fixup[:12]} "[local] fixup for our target" stops applying at '
+            f"{stop} upstream commit {BASE + 20}: touch lib/local.txt (applied cleanly at "
+            f"{last_good[:12]}); rebase it onto that commit\n") in out
+    assert (f"\n{conflicts} steps were bad because a local patch conflicts there (not built: "
+            "the pin cannot move to such a commit); --on-conflict drop tests them without the "
+            "patch\n") in out
+    assert "skipped" not in out
+    assert f"\n  stopped at {stop[:12]} (step {step}): {why}\n" in out
+    assert f"\n  reproduce: {reproduce}\n" in out
+    # The report: the same, and no output of the far end's under the stopping commit.
+    md = report.read_text(encoding="utf-8")
+    assert f"**Stopped at:** `{stop[:12]}` (step {step}): {why}.\n" in md
+    assert (f"#### Step {step} (`{stop[:12]}`, bad: {why})\n\n_Neither built nor run: this "
+            "step was decided without a test (the reason above)._\n") in md
+    assert "was not tested itself" not in md and "Error lines" not in md
+    assert f"```sh\n{reproduce}\n```" in md
+    # The command reproduces the answer: the same stop, the same last good commit.
+    again = subprocess.run(["bash", "-c", reproduce], cwd=w.superproject, env=w.env,
+                           text=True, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"to {last_good[:12]} " in again.stdout and f"\nstopped at {stop[:12]} " in again.stdout
 
 
 def test_build_failure_blocks_and_the_report_shows_its_errors(make: Any,
@@ -203,6 +260,46 @@ def test_linear_step_commits_one_superproject_commit_per_good_step(make: Any,
         assert w.git(w.submodule, "rev-parse", branch) == pin
         # Each pin is upstream BASE+n with the stack rebased onto it.
         assert w.git(w.submodule, "merge-base", pin, w.sha(400)) == w.sha(BASE + n)
+
+
+@pytest.mark.parametrize(("where", "interference", "moved"), [
+    # The user commits a new pin in the superproject in another terminal.
+    (".", "git update-index --cacheinfo 160000,{pin},third_party/llvm-project && "
+          "git commit -qm 'user: pin llvm-project by hand'",
+     "the superproject's HEAD moved from main ({old}) to main ({new})"),
+    # ... or moves the submodule's branch.
+    (SUBMODULE, "git -C third_party/llvm-project branch -f main {pin}",
+     f"submodule {SUBMODULE} moved from main ({{old}}) to main ({{new}})"),
+])
+def test_apply_writes_nothing_when_the_user_moved_something_during_the_search(
+        make: Any, tmp_path: Path, where: str, interference: str, moved: str) -> None:
+    w = make(bug_at=BASE + 3)
+    repo = w.superproject / where
+    old = w.git(repo, "rev-parse", "HEAD")
+    pin = w.stack[-2]  # the fork without its last patch: a commit the submodule has
+    # Once, during the first build (deterministic): what a user may do while it searches.
+    mark = tmp_path / "interfered"
+    build = (f"sh build.sh && if [ ! -e {mark} ]; then touch {mark} && "
+             f"{interference.format(pin=pin)}; fi")
+    r, data = advance(w, tmp_path, "--apply", "--branch", "sm-next", build=build)
+    assert mark.exists()
+    new = w.git(repo, "rev-parse", "HEAD")
+    assert new != old
+    # The answer is given, then the apply is refused: one line, exit 2, nothing written.
+    assert "advanced: third_party/llvm-project can move 2 of 300" in r.stdout
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"bisectkit: error: --apply wrote nothing: {moved.format(old=old[:12], new=new[:12])} "
+        "while the advance ran; its answer stands: run the same command again to apply it "
+        "(the verdicts are cached)"]
+    assert data["applied"] is None and data["apply_refused"].startswith("--apply wrote nothing")
+    # Everything the user did is kept; no branch, no commit of the apply's.
+    assert w.git(w.submodule, "branch", "--list", "sm-next") == ""
+    assert w.git(w.superproject, "log", "--format=%s", "-1").startswith(
+        "user:" if where == "." else "smoketest")
+    staged = w.git(w.superproject, "ls-files", "-s", SUBMODULE).split()[1]
+    assert staged == w.git(w.superproject, "rev-parse", f"HEAD:{SUBMODULE}")
+    assert not (w.superproject / ".git" / "bisectkit" / "apply.json").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("requests", ("requests", "advancing", "precheck", "argtypes")),
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "patchids", "upstream", "status",
-                    "worktree", "workspace", "wsroot", "steptask", "pinning")),
+                    "worktree", "workspace", "wsroot", "steptask", "pinning", "pinwrite")),
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
                "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "execution",
                "session", "journal", "journalrecords", "processes", "lock", "cache",
@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 #: Modules that must never print: everything the user sees goes through observers.
 SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "search", "session",
-          "pinning")
+          "pinning", "pinwrite")
 #: Third-party libraries confined to their own modules.
 CONFINED = {"pygit2": ("git", "gitstate", "gitdiffs", "gitobjects", "merge"),
             "pexpect": ("runner",),

@@ -36,6 +36,7 @@ def state(w: World) -> dict[str, str]:
             "branch": w.git(sp, "rev-parse", "--symbolic-full-name", "HEAD"),
             "staged": w.git(sp, "ls-files", "-s", SUBMODULE).split()[1],
             "sub_head": w.git(sub, "rev-parse", "HEAD"),
+            "sub_ref": w.git(sub, "rev-parse", "--symbolic-full-name", "HEAD"),
             "sub_branches": w.git(sub, "for-each-ref", "--format=%(refname) %(objectname)",
                                   "refs/heads")}
 
@@ -65,28 +66,37 @@ def test_an_apply_stopped_while_it_writes_never_stages_a_revert_of_the_pin(
     assert r.returncode == 0, r.stderr
     done = state(w)
     assert done["head"] != before["head"] and done["staged"] != before["staged"]
-    writes = [i for i, line in enumerate(log, 1)
-              if line.split()[1] in ("update-ref", "update-index")
-              and ("advance" in line or "--cacheinfo" in line)]
-    assert len(writes) == 3, log  # the branch, HEAD, the index
-    for n in writes:
-        for mode in ("before", "after"):
-            w = fresh(bug_at=BASE + 3)
-            r, _ = run_shimmed(w, tmp_path, f"kill-{n}-{mode}", n, mode, signal.SIGKILL)
-            assert r.returncode == -signal.SIGKILL, (n, mode, r.stderr)
-            now = state(w)
-            # HEAD never holds the new pin while the index stages the old one: the next
-            # 'git commit' would revert the advance.
-            if now["head"] != before["head"]:
-                assert now == done, (n, mode, now)
-            else:
-                assert now["staged"] in (before["staged"], done["staged"]), (n, mode, now)
-            # The next bisectkit command finishes the apply (HEAD moved) or undoes it.
-            r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject,
-                               env=w.env, text=True, capture_output=True, timeout=60)
-            assert r.returncode == 0, r.stderr
-            assert state(w) == (done if now["head"] != before["head"] else before), \
-                (n, mode, r.stdout, state(w))
+    assert done["sub_ref"] == "refs/heads/nx" and done["sub_head"] != before["sub_head"]
+    first = next(i for i, line in enumerate(log, 1) if "refs/heads/nx " in line)
+    writes = [i for i, line in enumerate(log, 1) if i >= first
+              and line.split()[1] in ("update-ref", "update-index", "read-tree", "symbolic-ref")
+              and "--refresh" not in line]
+    # The branch, the index, HEAD; the submodule's files and index, then its HEAD.
+    assert len(writes) == 5, log
+    # After each write, and before the first and before the submodule's files (its
+    # journaled move announced, nothing written yet): the states a kill can leave.
+    for n, mode in [(n, "after") for n in writes] + [(writes[0], "before"),
+                                                     (writes[3], "before")]:
+        w = fresh(bug_at=BASE + 3)
+        r, _ = run_shimmed(w, tmp_path, f"kill-{n}-{mode}", n, mode, signal.SIGKILL)
+        assert r.returncode == -signal.SIGKILL, (n, mode, r.stderr)
+        now = state(w)
+        # HEAD never holds the new pin while the index stages the old one: the next
+        # 'git commit' would revert the advance. The submodule's checkout comes last.
+        if now["head"] != before["head"]:
+            assert dict(now, sub_head="", sub_ref="") == dict(done, sub_head="", sub_ref=""), \
+                (n, mode, now)
+        else:
+            assert now["staged"] in (before["staged"], done["staged"]), (n, mode, now)
+        # The next bisectkit command finishes the apply (HEAD moved) or undoes it.
+        r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject,
+                           env=w.env, text=True, capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert state(w) == (done if now["head"] != before["head"] else before), \
+            (n, mode, r.stdout, state(w))
+        if now["head"] != before["head"]:
+            assert w.git(w.superproject, "status", "--porcelain") == "", (n, mode)
+    for n in (writes[0], writes[2], writes[3]):
         # Ctrl-C there: the apply is whole, and said (stdout, --json), or not begun.
         w = fresh(bug_at=BASE + 3)
         r, _ = run_shimmed(w, tmp_path, f"int-{n}", n, "signal", signal.SIGINT)
@@ -136,7 +146,8 @@ def test_a_record_outlived_by_the_users_commit_names_what_the_apply_left(
     w = fresh(bug_at=BASE + 3)
     _, log = run_shimmed(w, tmp_path, "count", 0, "none")
     branch_write = next(i for i, line in enumerate(log, 1) if "refs/heads/nx " in line)
-    head_write = next(i for i, line in enumerate(log, 1) if "advance" in line and " HEAD " in line)
+    head_write = next(i for i, line in enumerate(log, 1)
+                      if "advance" in line and " refs/heads/main " in line)
     # Killed once the branch exists, before the pin moved; the user then commits on the
     # old HEAD (without running bisectkit): the branch nx is the apply's leftover, and the
     # next command must say so, not "nothing to finish" (a later --apply --branch nx is

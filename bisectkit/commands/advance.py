@@ -1,9 +1,10 @@
 """``bisectkit advance``: how far the submodule's pin can move toward upstream; ``--apply``
-moves it (a new submodule branch and a superproject commit).
+moves it (a new submodule branch, checked out, and a superproject commit).
 
 The search is a session like a bisection's (lock, journal, steps, verdict
 cache shared with ``run``, Ctrl-C restores everything); it ends, and every
-repository is back where it was, before ``--apply`` writes anything.
+repository is back where it was, before ``--apply`` writes anything, and
+only if nothing moved since the advance started.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bisectkit import pinning, results, signals
+from bisectkit import pinning, pinwrite, results, signals
 from bisectkit.cache import VerdictCache
 from bisectkit.commands import answer, cachenotes, running
 from bisectkit.commands.context import Context
-from bisectkit.commands.reproduce import reproduce_command
+from bisectkit.commands.reproduce import advance_command, reproduce_command
 from bisectkit.commands.starting import new_session
 from bisectkit.display import plural
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
@@ -24,6 +25,8 @@ from bisectkit.git import open_submodule
 from bisectkit.model import AdvanceRequest, ApplyRequest
 from bisectkit.patchstack import Stack
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.lifecycle import Run
+from bisectkit.worktree import Mover
 
 
 def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | None) -> int:
@@ -47,9 +50,12 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         run.require_idle()
         session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
         branch = (apply.branch or pinning.default_branch()) if apply else ""
+        base = None
         if apply is not None:
             path = session.params["submodule"]
-            pinning.check(sp, path, open_submodule(sp, path)[1], branch)
+            sub = open_submodule(sp, path)[1]
+            pinning.check(sp, path, sub, branch)
+            base = pinning.base(sp, path, sub)  # the apply builds on this, or on nothing
 
         code, stop = running.run_restoring(ctx, run, session, show)
         if stop is not None and apply is not None:
@@ -58,8 +64,8 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
             raise signals.Interrupted(stop)
         result = shown["result"]
         try:
-            if apply is not None:
-                _apply(ctx, shown["bisection"], result, branch, apply, run.apply_record)
+            if apply is not None and base is not None:
+                _apply(ctx, shown["bisection"], result, (branch, base), apply, run)
             elif result["crossed"]:
                 ctx.console.line(f"dry run: nothing was changed; --apply moves the pin to "
                                  f"{result['to'][:12]}", style="dim")
@@ -83,8 +89,12 @@ def _result(ctx: Context, b: Bisection, decision: Decision,
             checks: dict[str, Any]) -> dict[str, Any]:
     result = results.advance_json(b, decision)
     result.update(checks, command=ctx.command)
-    if result.get("first_bad"):
-        result["reproduce"] = reproduce_command(ctx, b, (result["to"], result["first_bad"]))
+    first_bad = result.get("first_bad")
+    if first_bad and (result.get("stopped_by") or {}).get("conflict"):
+        # Its stack does not apply there: only the advance itself can show that again.
+        result["reproduce"] = advance_command(ctx, b, first_bad)
+    elif first_bad:
+        result["reproduce"] = reproduce_command(ctx, b, (result["to"], first_bad))
     return result
 
 
@@ -103,6 +113,10 @@ def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any
     else:
         console.line(f"stuck: {path} cannot move past its merge-base {to[:12]} ({builds})",
                      style="bold")
+    stop = result.get("stopped_by")
+    if stop:
+        console.line(f"stopped at {stop['commit'][:12]} (step {stop['step']}): "
+                     f"{stop['reason']}", style="bold")
     if isinstance(decision, Found | Inconclusive):
         answer.show_result(ctx, b, decision)
     elif isinstance(decision, Clear) and decision.skipped:
@@ -111,11 +125,13 @@ def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any
                      style="yellow")
 
 
-def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
-           apply: ApplyRequest, record: Path) -> None:
-    """Rebase the stack onto each target for real, commit the pins; what was written goes
-    in ``result["applied"]``."""
+def _apply(ctx: Context, b: Bisection, result: dict[str, Any],
+           onto: tuple[str, pinning.Base], apply: ApplyRequest, run: Run) -> None:
+    """Rebase the stack onto each target for real, commit the pins, check the submodule
+    out on the new branch ``onto[0]``; what was written goes in ``result["applied"]``.
+    Refused, nothing written, if the repositories moved since ``onto[1]``."""
     s, sp = b.session, b.superproject
+    branch, base = onto
     if not result["crossed"]:
         ctx.console.line("--apply: nothing to apply, the pin stays where it is", style="dim")
         result["applied"] = None
@@ -137,10 +153,18 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any], branch: str,
     messages = [pinning.message(path, sub, m, branch, tested) for m in moves]
     # A stop signal waits until the apply is written *and* reported (exit 130 with the
     # pin moved but not said, nor in --json, would read as "nothing was done").
+    mover = Mover(run.journal, run.store.backups_dir, note=ctx.console.line)
     with signals.held():
-        done = pinning.write(sp, path, sub, moves, branch, messages, record)
+        try:
+            done, lines = pinwrite.write(sp, path, sub, moves, branch, messages,
+                                         run.apply_record, base, mover)
+        except BadInput as exc:
+            result.update(applied=None, apply_refused=str(exc))
+            raise
         result["applied"] = _report(ctx, path, branch, done, messages,
                                     sp.head_state().ref is None)
+        for line in lines:
+            ctx.console.line(f"  {line}", style="yellow")
 
 
 def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
@@ -163,8 +187,8 @@ def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
     if detached:
         ctx.console.line("  note: the superproject's HEAD is detached: the commit is on no "
                          "branch ('git branch NAME' keeps it)", style="yellow")
-    ctx.console.line(f"  the work trees are unchanged: 'git -C {path} checkout {branch}' puts "
-                     "the new pin on disk", style="dim")
+    ctx.console.line(f"  {path} is checked out on {branch}; the superproject is clean",
+                     style="dim")
     return {"branch": branch, "submodule_commit": last.tip,
             "superproject_commits": [m.superproject_commit for m in done],
             "moves": [{"upstream": m.upstream, "submodule_commit": m.tip,

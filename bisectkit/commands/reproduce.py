@@ -25,23 +25,45 @@ def reproduce_command(ctx: Context, b: Bisection, ends: tuple[str, str] | None =
     bad) tests that pair as a submodule bisect instead (an advance's last good and first
     bad commits: the answer tests both).
     """
-    s, opts = b.session, ctx.options
+    s = b.session
     target = [*_target(b), *requests.terms_argv(b.terms)]
     pathspec, good, bad = (s.pathspec, s.good, s.bad) if ends is None else \
         ([], [ends[0]], ends[1])
-    run_words = [flag for flag, on in (("--verify-range", ctx.flags.verify_range),
-                                       ("--check-stack", ctx.flags.check_stack)) if on]
-    run_words += [w for spec in _plugins_from_elsewhere(ctx) for w in ("-p", spec)]
-    words = requests.run_options_argv(opts)
-    if opts.repro:
-        words = [*words[:len(words) - len(opts.repro)], *_portable_repro(ctx, opts.repro)]
-    run_words += words
+    run_words = _run_words(ctx)
     if pathspec:
         start = [*GIT_PROG.split(), "start", *target, bad, *good, "--", *pathspec]
         return f"{shlex.join(start)} && {shlex.join([*GIT_PROG.split(), 'run', *run_words])}"
     words = [] if s.strategy == "stack" else [
         *(w for g in good for w in ("--good", g)), "--bad", bad]
     return shlex.join(["bisectkit", "run", *target, *words, *run_words])
+
+
+def advance_command(ctx: Context, b: Bisection, to: str) -> str:
+    """``bisectkit advance`` again, up to ``to``: the same search over the commits up to it.
+
+    For an advance that a conflicting local patch stopped at ``to``: a bisection of the
+    last good commit and ``to`` could not test ``to`` (no build happens where the stack
+    does not apply); this gives the same answer, the conflict and the last good commit.
+    """
+    p = b.session.params
+    words = ["--submodule", p["submodule"], "--upstream", p["upstream_ref"], "--to", to,
+             *(w for prefix in b.session.pathspec for w in ("--pathspec", prefix))]
+    words += ["--linear"] if p.get("search") == "linear" else []
+    on_conflict = p.get("on_conflict", "skip")
+    words += ["--on-conflict", on_conflict] if on_conflict != "skip" else []
+    return shlex.join(["bisectkit", "advance", *words, *_run_words(ctx)])
+
+
+def _run_words(ctx: Context) -> list[str]:
+    """The run options, the plugins loaded from elsewhere and the repro, as words."""
+    opts = ctx.options
+    run_words = [flag for flag, on in (("--verify-range", ctx.flags.verify_range),
+                                       ("--check-stack", ctx.flags.check_stack)) if on]
+    run_words += [w for spec in _plugins_from_elsewhere(ctx) for w in ("-p", spec)]
+    words = requests.run_options_argv(opts)
+    if opts.repro:
+        words = [*words[:len(words) - len(opts.repro)], *_portable_repro(ctx, opts.repro)]
+    return run_words + words
 
 
 def _target(b: Bisection) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from bisectkit import journal as journal_mod
-from bisectkit import pinning, recovery, signals
+from bisectkit import pinwrite, recovery, signals
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
@@ -42,7 +42,7 @@ class Run:
         self.journal = Journal(self.store.journal_path)
         self.force_ignored = force_ignored
         self.bisection: Bisection | None = None
-        #: What ``advance --apply`` is about to move (see :func:`pinning.settle`).
+        #: What ``advance --apply`` is about to move (see :func:`pinwrite.settle`).
         self.apply_record = self.store.dir / "apply.json"
 
     # -- lifecycle ---------------------------------------------------------------
@@ -53,7 +53,8 @@ class Run:
             self._note(f"the previous bisectkit here ({gone.describe()}) had died; "
                        "its lock was released")
         try:
-            for line in pinning.settle(self.superproject, self.apply_record):
+            mover = Mover(self.journal, self.store.backups_dir, note=self._note)
+            for line in pinwrite.settle(self.superproject, self.apply_record, mover):
                 self._note(line)
         except BaseException:
             self.lock.release()

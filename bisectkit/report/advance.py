@@ -36,6 +36,10 @@ def render_advance_markdown(result: Result, commit_url: str | None = None,
             f"`{result.get('to_ref')}` {links.md(str(result.get('target', '')))}, by {search}: "
             f"{result.get('builds')} builds.", ""]
     first_bad = result.get("first_bad")
+    stop = result.get("stopped_by")
+    if first_bad and stop:
+        out += [f"**Stopped at:** {links.md(first_bad)} (step {stop.get('step')}): "
+                f"{md_text(stop.get('reason'))}.", ""]
     if first_bad:
         out += culprit(result, first_bad, links, max_error_lines)
     elif result.get("candidates"):
@@ -50,6 +54,10 @@ def render_advance_terminal(result: Result, commit_url: str | None = None,
                             fork_url: str | None = None) -> list[str]:
     """The report in a few plain lines."""
     out = [f"advance: {headline(result)}"]
+    stop = result.get("stopped_by")
+    if result.get("first_bad") and stop:
+        out.append(f"  stopped at {str(stop.get('commit'))[:12]} (step {stop.get('step')}): "
+                   f"{stop.get('reason')}")
     if result.get("first_bad"):
         out += render_terminal(dict(result, status="found"), commit_url, fork_url)
     elif result.get("candidates"):

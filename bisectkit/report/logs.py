@@ -42,13 +42,28 @@ def _log_sections(path: str | None) -> dict[str, str] | None:
 def _evidence_step(result: Result) -> tuple[dict[str, Any] | None, bool]:
     """The step whose log shows the failure, and whether it tested the culprit itself."""
     # A --check-stack step tested the culprit without the patch stack: not the failure.
-    steps = [s for s in result_steps(result) if s.get("log") and s.get("source") != "check-stack"]
+    steps = [s for s in result_steps(result) if s.get("source") != "check-stack"]
     first_bad = result.get("first_bad")
     own = [s for s in steps if s.get("commit") == first_bad]
-    if own:
-        return own[-1], True
-    bad = [s for s in steps if s.get("verdict") == "bad"]
-    return (bad[0], False) if bad else (None, False)
+    logged = [s for s in own if s.get("log")]
+    if own:  # without a log: decided without a test (a conflict), by hand, by the cache
+        return (logged or own)[-1], True
+    # Only a bisection's bad end is never tested itself: another step's log stands in.
+    bad = [s for s in steps if s.get("log") and s.get("verdict") == "bad"]
+    return (bad[0], False) if bad and first_bad == result.get("bad") else (None, False)
+
+
+def _no_log(step: dict[str, Any]) -> str:
+    """Why a step has no log to show."""
+    source = step.get("source")
+    if source == "auto":
+        return "_Neither built nor run: this step was decided without a test (the reason above)._"
+    if source == "cache":
+        return ("_Its verdict came from the verdict cache: the same tree was tested by an "
+                "earlier run, whose log is not kept here._")
+    if source in ("manual", "replay"):
+        return "_Marked by hand: there is no log._"
+    return "_No log was kept for this step._"
 
 
 def error_block(result: Result, limit: int) -> list[str]:
@@ -61,6 +76,8 @@ def error_block(result: Result, limit: int) -> list[str]:
     label += f", {verdict_word(step.get('verdict', ''), result)}: {md_text(step.get('reason'))})"
     if not own:
         label += f"; the first {new} commit is the {new} end and was not tested itself"
+    if not step.get("log"):
+        return [f"#### S{label[1:]}", "", _no_log(step)]
     sections = _log_sections(step.get("log"))
     if sections is None:
         return ["#### Error lines", "", f"_The log of {label} is missing: `{step['log']}`._"]

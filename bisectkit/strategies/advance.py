@@ -115,8 +115,37 @@ class AdvanceStrategy(SubmoduleStrategy):
         lines += [f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}" for p in patches]
         return lines
 
+    def stops_upto(self) -> int | None:
+        """The first bad candidate: where a patch stops applying is the conflict that
+        stopped the advance, whatever was tested beyond it (the far end first)."""
+        verdicts = self.session.verdict_map()
+        bad = [i for i, c in enumerate(self.session.candidates) if verdicts.get(c) == "bad"]
+        return min(bad) if bad else None
+
+    def closing_lines(self, first_bad: str | None) -> list[str]:
+        """Where each conflicting local patch stops applying; the steps a conflict made bad."""
+        lines = [entry["message"] for entry in self.stops_applying()]
+        n = self.conflicted_steps()
+        if n:
+            lines.append(f"{plural(n, 'step')} {'was' if n == 1 else 'were'} bad because a "
+                         "local patch conflicts there (not built: the pin cannot move to such "
+                         "a commit); --on-conflict drop tests them without the patch")
+        return lines
+
+    def stopped_by(self, first_bad: str) -> dict[str, Any] | None:
+        """The step that made ``first_bad`` bad: its number, reason, and whether a
+        conflict decided it without a build (None when no step did)."""
+        for step in reversed(self.session.steps):
+            if step.commit == first_bad and step.verdict == "bad" and \
+                    step.source != "check-stack":
+                return {"commit": first_bad, "step": step.index, "reason": step.reason,
+                        "conflict": step.source == "auto" and step.reason.startswith(
+                            "conflict in ")}
+        return None
+
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         extra = super().result_extra(first_bad)
         extra.update(search=self.session.params.get("search"),
-                     to_ref=self.session.params["to_ref"])
+                     to_ref=self.session.params["to_ref"],
+                     stopped_by=self.stopped_by(first_bad) if first_bad else None)
         return extra

@@ -23,16 +23,22 @@ class StopsApplying:
     """The ``stops_applying`` entries of one submodule session (JSON-ready dicts)."""
 
     def __init__(self, sub: Repo, stack: Stack, session: Session, ancestry: LineAncestry,
-                 on_conflict: OnConflict) -> None:
+                 on_conflict: OnConflict, upto: int | None = None) -> None:
         self.sub = sub
         self.stack = stack
         self.session = session
         self.ancestry = ancestry
         self.on_conflict: OnConflict = on_conflict
+        #: Only candidates up to this position count (an advance: its first bad commit,
+        #: where the conflict stopped it; what it tested beyond does not move that).
+        self.upto = upto
 
     def entries(self) -> list[dict[str, Any]]:
         """Each local patch that conflicts at some prepared candidate: from where it does."""
         states = _local_patch_states(self.session.steps, self.ancestry.pos)
+        if self.upto is not None:
+            states = {sha: {i: c for i, c in seen.items() if i <= self.upto}
+                      for sha, seen in states.items()}
         found: list[dict[str, Any]] = []
         for index, patch in enumerate(self.stack.patches):
             seen = states.get(patch.sha, {})

@@ -142,15 +142,25 @@ class SubmoduleStrategy(PatchedSubmodule):
     def closing_lines(self, first_bad: str | None) -> list[str]:
         """Where each conflicting local patch stops applying; how to test past a conflict."""
         lines = [entry["message"] for entry in self.stops_applying()]
-        if self.on_conflict == "skip":
-            local = {p.sha for p in self.stack.patches if p.kind == "local"}
-            skipped = sum(1 for step in self.session.steps if step.source == "auto" and any(
-                p["action"] == "conflict" and p["commit"] in local for p in step.patches))
-            if skipped:
-                lines.append(f"{skipped} step{'s were' if skipped != 1 else ' was'} skipped "
-                             "because a local patch conflicts; --on-conflict drop tests such "
-                             "candidates without it")
+        skipped = self.conflicted_steps()
+        if skipped:
+            lines.append(f"{skipped} step{'s were' if skipped != 1 else ' was'} skipped "
+                         "because a local patch conflicts; --on-conflict drop tests such "
+                         "candidates without it")
         return lines
+
+    def conflicted_steps(self) -> int:
+        """Steps decided without a test because a local patch conflicts (``--on-conflict
+        skip``; with ``drop`` the patch is left out and the step tested)."""
+        if self.on_conflict != "skip":
+            return 0
+        local = {p.sha for p in self.stack.patches if p.kind == "local"}
+        return sum(1 for step in self.session.steps if step.source == "auto" and any(
+            p["action"] == "conflict" and p["commit"] in local for p in step.patches))
+
+    def stops_upto(self) -> int | None:
+        """The last candidate position :meth:`stops_applying` looks at (None: all)."""
+        return None
 
     def stops_applying(self) -> list[dict[str, Any]]:
         """Each local patch that conflicts at some prepared candidate: from where it does
@@ -158,7 +168,7 @@ class SubmoduleStrategy(PatchedSubmodule):
         key = len(self.session.steps)
         if self._stops is None or self._stops[0] != key:
             found = StopsApplying(self.sub, self.stack, self.session, self.ancestry,
-                                  self.on_conflict).entries()
+                                  self.on_conflict, self.stops_upto()).entries()
             self._stops = (key, found)
         return self._stops[1]
 
