@@ -22,6 +22,7 @@ from pathlib import Path
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
 from bisectkit.journal import JournalState, Origin
+from bisectkit.journalrecords import Side
 from bisectkit.model import HeadState
 from bisectkit.shallow import ShallowCut
 from bisectkit.worktree import Mover
@@ -78,7 +79,10 @@ def _open_segment(repo: Repo, strict: bool = False) -> tuple[Origin, set[str]] |
                   None)
     if newest is None or newest[1].group(2) == "restore":
         return None
-    if strict and (newest[0] != 0 or entries[0].new != repo.head_state().sha):
+    # HEAD may also still be on the line's old side: a HEAD move cut short once git
+    # had written its reflog line (it left HEAD.lock).
+    if strict and (newest[0] != 0 or repo.head_state().sha not in (entries[0].new,
+                                                                    entries[0].old)):
         return None
     session = newest[1].group(1)
     mine = [(i, e) for i, e in enumerate(entries)
@@ -90,6 +94,26 @@ def _open_segment(repo: Repo, strict: bool = False) -> tuple[Origin, set[str]] |
     ref = came if came and came.startswith("refs/") else None
     start_len = len(entries) - first_at - 1
     return Origin(HeadState(ref=ref, sha=first.old), start_len), {e.new for _, e in mine}
+
+
+def torn_checkout(repo: Repo) -> tuple[Side, Side] | None:
+    """The two ends of the checkout a kill may have cut short, read from the reflog.
+
+    A checkout moves HEAD first (a tagged reflog line), then index and files:
+    when HEAD's newest reflog line is such a checkout and HEAD is on one of its
+    ends, index and files may be anywhere between the two trees. None otherwise
+    (the user moved HEAD since, or the line's commits are gone).
+    """
+    entries = repo.head_reflog()
+    if not entries or not (m := _TAG.match(entries[0].message)) or m.group(2) != "checkout":
+        return None
+    if repo.head_state().sha not in (entries[0].old, entries[0].new):
+        return None
+    try:
+        return (Side(HeadState(None, entries[0].old), repo.tree_of(entries[0].old)),
+                Side(HeadState(None, entries[0].new), repo.tree_of(entries[0].new)))
+    except (BadInput, GitFailure, KeyError, ValueError):
+        return None
 
 
 def open_repo(superproject: Repo, key: str) -> Repo:

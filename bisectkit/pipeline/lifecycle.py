@@ -15,8 +15,8 @@ import contextlib
 from pathlib import Path
 from types import TracebackType
 
+from bisectkit import gitlocks, orphans, pinning, recovery, signals
 from bisectkit import journal as journal_mod
-from bisectkit import pinning, recovery, signals
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
@@ -44,6 +44,8 @@ class Run:
         self.bisection: Bisection | None = None
         #: What ``advance --apply`` is about to move (see :func:`pinning.settle`).
         self.apply_record = self.store.dir / "apply.json"
+        #: The builds and repros this command starts (see :mod:`bisectkit.orphans`).
+        self.children = self.store.dir / "children"
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Run:
@@ -53,15 +55,21 @@ class Run:
             self._note(f"the previous bisectkit here ({gone.describe()}) had died; "
                        "its lock was released")
         try:
+            # Before anything moves: a killed run's build must not write into what the
+            # restore or the next checkout puts on disk.
+            for line in orphans.stop_leftovers(self.children):
+                self._note(line)
             for line in pinning.settle(self.superproject, self.apply_record):
                 self._note(line)
         except BaseException:
             self.lock.release()
             raise
+        orphans.start_tracking(self.children)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        orphans.stop_tracking()
         self.lock.release()
 
     def require_idle(self) -> None:
@@ -83,6 +91,8 @@ class Run:
                    for key, head in session.orig.items()}
         if self.force_ignored:
             session.params["force_ignored"] = True
+        for key in session.orig:  # another git at work there: refused, nothing touched
+            gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         with signals.held():
             self.journal.begin_session(session.root, origins)
             self.store.clear_logs()
@@ -114,6 +124,8 @@ class Run:
                 self._note(f"settling a change the last bisectkit command left unfinished "
                            f"(it failed or was stopped) in {repo.workdir}")
                 mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)
+        for key in state.repos:
+            gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         return b
 
     def end(self) -> list[str]:
@@ -134,6 +146,7 @@ class Run:
         if state is not None:
             self.journal.resume(state)
             mover = Mover(self.journal, self.store.backups_dir, note=self._note)
+            mover.records_lost = state.source != "session"
             lines += recovery.restore(self.superproject, mover, state)
         if session is not None:
             with contextlib.suppress(Exception):  # a log is a nicety; the restore is not
@@ -180,6 +193,10 @@ class Run:
         self.journal.delete()
         self.journal.begin_session(str(self.superproject.workdir), origins, source=source,
                                    placed=placed)
+        for key in origins:  # a checkout cut short: its ends, from the reflog
+            torn = recovery.torn_checkout(recovery.open_repo(self.superproject, key))
+            if torn is not None:
+                self.journal.move(key, *torn)
         return journal_mod.load(self.journal.path)
 
     def has_session(self) -> bool:
