@@ -45,7 +45,8 @@ _tracking: tuple[Path, str] | None = None
 def start_tracking(path: Path) -> None:
     """From now on, every command :mod:`bisectkit.runner` starts is recorded in ``path``."""
     global _tracking
-    _tracking = (path, secrets.token_hex(8))
+    # Absolute: the child records itself after it has changed to its working directory.
+    _tracking = (path.absolute(), secrets.token_hex(8))
 
 
 def stop_tracking() -> None:
