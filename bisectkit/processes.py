@@ -82,23 +82,40 @@ def environ_has(pid: int, entries: Collection[str]) -> bool:
 
 
 def gits_working_in(dirs: Sequence[Path]) -> list[tuple[int, str]]:
-    """Live git processes, other than this one, working in one of ``dirs`` (their
-    working directory is inside it): ``(pid, command line)`` each.
+    """Live git processes, other than this one and its parents, working in one of
+    ``dirs`` (their working directory is inside it): ``(pid, command line)`` each.
 
     A git that holds a lock file while an editor is open (``git commit -a``) is one.
     Processes whose working directory cannot be read (another user's) are not seen.
     """
     roots = [str(d.resolve()) for d in dirs]
+    # Not the git that runs this bisectkit (``git bisect-patched``: git waits for it).
+    mine = _ancestors(os.getpid())
     found = []
     for proc in running():
-        if proc.pid == os.getpid() or _comm(proc.pid) != "git":
+        if proc.pid in mine or _comm(proc.pid) != "git":
             continue
         try:
             cwd = os.readlink(f"/proc/{proc.pid}/cwd")
         except OSError:
             continue
-        if any(cwd == r or cwd.startswith(r.rstrip("/") + "/") for r in roots):
-            found.append((proc.pid, _cmdline(proc.pid)))
+        command = _cmdline(proc.pid)
+        # The file-system monitor lives as long as the repository and takes no lock.
+        if "fsmonitor--daemon" not in command and \
+                any(cwd == r or cwd.startswith(r.rstrip("/") + "/") for r in roots):
+            found.append((proc.pid, command))
+    return found
+
+
+def _ancestors(pid: int) -> set[int]:
+    """``pid`` and its parents, up to the first process."""
+    found = {pid}
+    while pid > 1:
+        fields = _stat_fields(pid)
+        if fields is None:
+            break
+        pid = int(fields[1])
+        found.add(pid)
     return found
 
 

@@ -6,7 +6,10 @@ a kill may have cut short. When it is missing, the session file's saved
 HEADs are used (a session from an older bisectkit); when that is unreadable
 too, the HEAD reflog of each repository, where every move bisectkit makes is
 a line tagged ``bisectkit <session id>:``, and the first of them says where
-HEAD came from.
+HEAD came from. A checkout moves HEAD before index and files, so the newest
+such line also says between which two trees a checkout that a kill cut short
+left them (:func:`torn_checkout`): without the journal, what it wrote is
+still told from the user's changes.
 
 Commits the user made during the session are never lost: a branch that
 moved stays at its new tip, and a commit left on no branch gets a

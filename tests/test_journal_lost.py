@@ -27,7 +27,8 @@ from test_safety import start_argv, write_script
 #: "holding" a lock file (it takes the file, as git does, and dies too: the whole
 #: process tree killed at once, by the OOM killer or a CI time limit).
 KILL_AT = """\
-if [ "$1" = "{subcommand}" ] && [ ! -e "{fired}" ]; then
+if [ "$1" = "{subcommand}" ] && [ ! -e "{fired}" ] && \\
+   {{ [ -z "{only_in}" ] || [ "$(pwd -P)" = "{only_in}" ]; }}; then
   : > "{fired}"
   case "{mode}" in
     after) "{git}" "$@"; rc=$?; kill -9 $PPID; exit $rc ;;
@@ -41,15 +42,17 @@ exec "{git}" "$@"
 """
 
 
-def killed_at(world: World, tmp_path: Path, subcommand: str, mode: str, *args: str) -> None:
-    """Run ``git bisect-patched args``, SIGKILLed at its first ``git subcommand`` (``mode``:
-    see :data:`KILL_AT`)."""
+def killed_at(world: World, tmp_path: Path, subcommand: str, mode: str, *args: str,
+              exe: str = "git-bisect-patched", only_in: Path | None = None) -> None:
+    """Run ``exe args``, SIGKILLed at its first ``git subcommand`` (run in ``only_in``, if
+    given; ``mode``: see :data:`KILL_AT`)."""
     shim = tmp_path / f"shim-{subcommand}-{mode}"
     shim.mkdir()
-    write_script(shim / "git", KILL_AT.format(subcommand=subcommand, mode=mode,
-                                              git=shutil.which("git"), fired=shim / "fired"))
+    write_script(shim / "git", KILL_AT.format(
+        subcommand=subcommand, mode=mode, git=shutil.which("git"), fired=shim / "fired",
+        only_in=only_in.resolve() if only_in else ""))
     env = dict(world.env, PATH=f"{shim}{os.pathsep}{world.env['PATH']}")
-    exe = shutil.which("git-bisect-patched")
+    exe = shutil.which(exe)
     assert exe is not None
     proc = subprocess.run([exe, *args], cwd=world.superproject, env=env, capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)

@@ -164,3 +164,21 @@ def test_only_a_lock_newer_than_the_move_of_dead_recorded_gits_is_ours(tmp_path:
     branch_lock = tmp_path / "main.lock"
     branch_lock.write_text("", encoding="utf-8")
     assert not gitlocks._left_by(branch_lock, after)
+
+
+def test_reset_run_through_git_removes_a_lock_a_killed_git_left_in_the_superproject(
+        integrate_world: World, tmp_path: Path) -> None:
+    """``git bisect-patched reset``: the git that runs bisectkit works in the superproject
+    too, and is not taken for another git holding the lock."""
+    w = integrate_world
+    before = full_state(w)
+    args = ["run", "--integrate", "--good", w.integrate["init"], "--bad", w.integrate["adv12"],
+            "--build", "./build.sh", "--good-if", "device .* not found", "--", "./repro.sh"]
+    killed_at(w, tmp_path, "update-ref", "holding-HEAD.lock", *args, exe="bisectkit",
+              only_in=w.superproject)
+    left = git_dir(w, w.superproject) / "HEAD.lock"
+    assert left.exists()
+    reset = git_cli(w, "reset")
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert f"removed {left}" in reset.stdout
+    assert full_state(w) == before

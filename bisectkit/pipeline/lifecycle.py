@@ -116,6 +116,11 @@ class Run:
         b = self._bisector(session)
         mover = b.mover
         assert mover is not None
+        # Another git at work in a repository with nothing to settle: refused before
+        # anything is touched (a settle meets lock files itself).
+        for key in state.repos:
+            if state.pending(key) is None:
+                gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         for key in state.repos:
             pending = state.pending(key)
             if pending is not None:
@@ -124,8 +129,6 @@ class Run:
                 self._note(f"settling a change the last bisectkit command left unfinished "
                            f"(it failed or was stopped) in {repo.workdir}")
                 mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)
-        for key in state.repos:
-            gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         return b
 
     def end(self) -> list[str]:
