@@ -117,3 +117,19 @@ def test_a_change_reset_cannot_account_for_is_kept_with_one_line_saying_how(
     assert full_state(world) == before
     world.git(world.submodule, "stash", "pop")
     assert staged.read_text(encoding="utf-8") == "staged by someone\n"
+
+
+def test_reset_restores_when_the_journal_lost_all_but_its_start(world: World,
+                                                               tmp_path: Path) -> None:
+    """Cut after its start record: the moves it no longer lists are read from the reflog,
+    and bisectkit's own candidates are not kept as commits of the user's."""
+    before = full_state(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    killed_at(world, tmp_path, "read-tree", "after", "good")
+    journal = state_dir(world) / "journal"
+    journal.write_bytes(journal.read_bytes().split(b"\n")[0] + b"\n")
+    reset = git_cli(world, "reset")
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert "restored third_party/llvm-project" in reset.stdout
+    assert "kept as" not in reset.stdout
+    assert full_state(world) == before

@@ -196,10 +196,6 @@ class Run:
         self.journal.delete()
         self.journal.begin_session(str(self.superproject.workdir), origins, source=source,
                                    placed=placed)
-        for key in origins:  # a checkout cut short: its ends, from the reflog
-            torn = recovery.torn_checkout(recovery.open_repo(self.superproject, key))
-            if torn is not None:
-                self.journal.move(key, *torn)
         return journal_mod.load(self.journal.path)
 
     def has_session(self) -> bool:
