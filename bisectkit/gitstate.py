@@ -70,11 +70,6 @@ class WorkTreeOps:
         """The repository's private directory (``.git`` or ``.git/modules/<name>``)."""
         return Path(self._repo.path).resolve()
 
-    @property
-    def index_lock(self) -> Path:
-        """git's lock on the index; present while a git command rewrites it."""
-        return self.git_dir / "index.lock"
-
     # -- what the work tree holds ------------------------------------------------
     def head_state(self) -> HeadState:
         """Where HEAD is: a branch (and its commit) or a detached commit."""

@@ -13,7 +13,8 @@ Records (``op``):
 - ``start``: the session's id and, per repository it may move (``"."`` is the
   superproject), the HEAD to restore and the length of HEAD's reflog then;
 - ``move`` (before) / ``git`` (the pid of the git doing it) / ``moved`` (after):
-  one move of a repository from one commit and tree to another;
+  one move of a repository from one commit and tree to another (the times in
+  ``move`` and ``git`` tell a lock file such a git left from somebody else's);
 - ``backup`` (before) / ``backed-up`` (after) / ``put-back``: an untracked or
   ignored file moved out of a checkout's way (``--force-ignored``) and back
   (these change records, :class:`Move` and :class:`Backup`, live in
@@ -27,6 +28,7 @@ import errno
 import json
 import os
 import secrets
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,11 +134,18 @@ class Journal:
         numbers = [m.n for m in state.moves] + [b.n for b in state.backups]
         self._next = max(numbers, default=0) + 1
 
-    def move(self, repo: str, old: Side, new: Side) -> int:
-        """Announce a move (durably); returns its number for :meth:`moved`."""
+    def move(self, repo: str, old: Side, new: Side, t: float | None = None) -> int:
+        """Announce a move (durably); returns its number for :meth:`moved`.
+
+        ``t``: when ``repo`` was last seen free of git's lock files (see
+        :mod:`bisectkit.gitlocks`); a lock file older than that is not this move's.
+        """
         n = self._take()
-        self._append({"op": "move", "n": n, "repo": repo, "from": old.to_json(),
-                      "to": new.to_json()})
+        record: dict[str, Any] = {"op": "move", "n": n, "repo": repo, "from": old.to_json(),
+                                  "to": new.to_json()}
+        if t is not None:
+            record["t"] = t
+        self._append(record)
         return n
 
     def git(self, n: int, pid: int) -> None:
@@ -145,8 +154,8 @@ class Journal:
         Not fsynced: only a crash of the whole machine loses it, and that
         also ends the git it names.
         """
-        self._append({"op": "git", "n": n, "pid": pid, "started": process_start(pid)},
-                     sync=False)
+        self._append({"op": "git", "n": n, "pid": pid, "started": process_start(pid),
+                      "t": time.time()}, sync=False)
 
     def moved(self, n: int) -> None:
         self._append({"op": "moved", "n": n})

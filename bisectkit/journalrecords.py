@@ -1,7 +1,8 @@
 """The change records of the journal (:mod:`bisectkit.journal`): moves and set-aside files.
 
-A move of a repository is announced (``move``), names the gits doing it
-(``git``) and is marked done (``moved``); a file set aside is announced
+A move of a repository is announced (``move``, with the time, so that a lock file
+left in that repository can be told from one older than the move), names the gits
+doing it (``git``) and is marked done (``moved``); a file set aside is announced
 (``backup``), marked done (``backed-up``) and returned (``put-back``).
 :func:`apply` reads one such record back into the records it updates.
 """
@@ -29,6 +30,16 @@ class Side:
         return cls(HeadState(ref=data.get("ref"), sha=str(data["sha"])), str(data["tree"]))
 
 
+@dataclass(frozen=True)
+class Git:
+    """A git command doing a move: its pid, its start (to tell it from a reused pid), and
+    the wall-clock time it was seen running (``None``: a journal from an older bisectkit)."""
+
+    pid: int
+    started: str | None
+    t: float | None = None
+
+
 @dataclass
 class Move:
     """A journaled move; ``done`` once it completed (or was settled by a restore)."""
@@ -38,8 +49,11 @@ class Move:
     old: Side
     new: Side
     done: bool = False
-    #: Pids (and their start times) of the git commands doing it.
-    gits: list[tuple[int, str | None]] = field(default_factory=list)
+    #: The git commands doing it.
+    gits: list[Git] = field(default_factory=list)
+    #: Wall-clock time of the announcement, taken before its repository was seen free of
+    #: git's lock files (``None``: an older journal, or a move read back from a reflog).
+    t: float | None = None
 
 
 @dataclass
@@ -60,11 +74,12 @@ def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup
     if op == "move":
         n = int(rec["n"])
         moves[n] = Move(n, str(rec["repo"]), Side.from_json(rec["from"]),
-                        Side.from_json(rec["to"]))
+                        Side.from_json(rec["to"]), t=_time(rec))
     elif op == "git" and int(rec["n"]) in moves:
         started = rec.get("started")
-        moves[int(rec["n"])].gits.append((int(rec["pid"]),
-                                          None if started is None else str(started)))
+        moves[int(rec["n"])].gits.append(Git(int(rec["pid"]),
+                                             None if started is None else str(started),
+                                             _time(rec)))
     elif op == "moved" and int(rec["n"]) in moves:
         moves[int(rec["n"])].done = True
     elif op == "backup":
@@ -74,3 +89,8 @@ def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup
         backups[int(rec["n"])].done = True
     elif op == "put-back" and int(rec["n"]) in backups:
         backups[int(rec["n"])].put_back = True
+
+
+def _time(rec: dict[str, Any]) -> float | None:
+    t = rec.get("t")
+    return float(t) if isinstance(t, (int, float)) else None

@@ -6,7 +6,10 @@ a kill may have cut short. When it is missing, the session file's saved
 HEADs are used (a session from an older bisectkit); when that is unreadable
 too, the HEAD reflog of each repository, where every move bisectkit makes is
 a line tagged ``bisectkit <session id>:``, and the first of them says where
-HEAD came from.
+HEAD came from. A checkout moves HEAD before index and files, so the newest
+such line also says between which two trees a checkout that a kill cut short
+left them (:func:`torn_checkout`): without the journal, what it wrote is
+still told from the user's changes.
 
 Commits the user made during the session are never lost: a branch that
 moved stays at its new tip, and a commit left on no branch gets a
@@ -22,6 +25,7 @@ from pathlib import Path
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
 from bisectkit.journal import JournalState, Origin
+from bisectkit.journalrecords import Move, Side
 from bisectkit.model import HeadState
 from bisectkit.shallow import ShallowCut
 from bisectkit.worktree import Mover
@@ -78,7 +82,10 @@ def _open_segment(repo: Repo, strict: bool = False) -> tuple[Origin, set[str]] |
                   None)
     if newest is None or newest[1].group(2) == "restore":
         return None
-    if strict and (newest[0] != 0 or entries[0].new != repo.head_state().sha):
+    # HEAD may also still be on the line's old side: a HEAD move cut short once git
+    # had written its reflog line (it left HEAD.lock).
+    if strict and (newest[0] != 0 or repo.head_state().sha not in (entries[0].new,
+                                                                    entries[0].old)):
         return None
     session = newest[1].group(1)
     mine = [(i, e) for i, e in enumerate(entries)
@@ -90,6 +97,28 @@ def _open_segment(repo: Repo, strict: bool = False) -> tuple[Origin, set[str]] |
     ref = came if came and came.startswith("refs/") else None
     start_len = len(entries) - first_at - 1
     return Origin(HeadState(ref=ref, sha=first.old), start_len), {e.new for _, e in mine}
+
+
+def torn_checkout(repo: Repo, session: str | None = None) -> tuple[Side, Side] | None:
+    """The two ends of the checkout a kill may have cut short, read from the reflog.
+
+    A checkout moves HEAD first (a tagged reflog line), then index and files:
+    when HEAD's newest reflog line is such a checkout (of ``session``, if
+    given) and HEAD is on one of its ends, index and files may be anywhere
+    between the two trees. None otherwise (the user moved HEAD since, or the
+    line's commits are gone).
+    """
+    entries = repo.head_reflog()
+    m = _TAG.match(entries[0].message) if entries else None
+    if m is None or m.group(2) != "checkout" or session not in (None, m.group(1)):
+        return None
+    if repo.head_state().sha not in (entries[0].old, entries[0].new):
+        return None
+    try:
+        return (Side(HeadState(None, entries[0].old), repo.tree_of(entries[0].old)),
+                Side(HeadState(None, entries[0].new), repo.tree_of(entries[0].new)))
+    except (BadInput, GitFailure, KeyError, ValueError):
+        return None
 
 
 def open_repo(superproject: Repo, key: str) -> Repo:
@@ -108,7 +137,8 @@ def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
     root = superproject.workdir
     # Submodules first: the superproject's restore may move the pins they follow.
     for key in sorted(plan.repos, key=lambda k: (k == SUPERPROJECT, k)):
-        if not plan.touched(key):
+        pending = plan.pending(key) or _unjournaled(superproject, key, plan, mover)
+        if not plan.touched(key) and pending is None:
             continue
         repo = open_repo(superproject, key)
         origin = plan.repos[key]
@@ -116,7 +146,6 @@ def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
         if plan.knows_user_commits:
             lines += keep_user_commits(repo, key, origin, plan.placed(key))
         before = repo.head_state()
-        pending = plan.pending(key)
         ignore = repo.gitlinks() if key == SUPERPROJECT else {}
         written = mover.reconcile(key, repo, target, pending, ignore=ignore)
         if before != target or written:
@@ -127,6 +156,22 @@ def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
     backups += [b for b in mover.set_aside if b[0] not in {x[0] for x in backups}]
     lines += mover.put_back(root, backups)
     return lines
+
+
+def _unjournaled(superproject: Repo, key: str, plan: JournalState, mover: Mover) -> Move | None:
+    """A checkout the reflog shows cut short that the journal does not know (it was lost,
+    or cut after its start record): journaled now, as the move the restore undoes."""
+    try:
+        repo = open_repo(superproject, key)
+    except GitFailure:
+        return None  # not there: nothing of it to undo
+    # A rebuilt journal has an id of its own: any session's line is the one.
+    torn = torn_checkout(repo, plan.session_id if plan.source == "session" else None)
+    if torn is None or torn[1].head.sha in {m.new.head.sha for m in plan.moves
+                                            if m.repo == key}:
+        return None
+    mover.records_lost = True
+    return Move(mover.journal.move(key, *torn), key, *torn)
 
 
 def _target(repo: Repo, key: str, start: HeadState, lines: list[str]) -> HeadState:
@@ -154,7 +199,8 @@ def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str]) ->
     else:
         candidates = [e.new for e in entries[:max(0, len(entries) - origin.reflog)]]
     candidates.append(repo.head_state().sha)
-    known = placed | {origin.head.sha}
+    # What a tagged line put there is bisectkit's, whatever the journal still lists.
+    known = placed | {origin.head.sha} | {e.new for e in entries if _TAG.match(e.message)}
     lost = repo.unreachable(c for c in candidates if c not in known)
     tips = [c for c in lost if not any(c != d and _behind(repo, c, d) for d in lost)]
     lines = []

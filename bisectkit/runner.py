@@ -3,7 +3,9 @@
 The child gets a pty so compilers and test drivers keep their usual
 line-buffered, coloured output; it is streamed live to our stdout and kept
 as text for classification. The child runs in its own session, so a timeout
-or Ctrl-C kills its whole process group and nothing is left behind.
+or Ctrl-C kills its whole process group and nothing is left behind; it is
+recorded before it execs, so what it leaves running when bisectkit itself is
+killed is stopped by the next bisectkit command (:mod:`bisectkit.orphans`).
 
 Commands are argv lists, never split: a path with spaces is one word. What is
 kept is bounded (``keep`` characters: the head and the tail, with a marker
@@ -28,6 +30,7 @@ from typing import Any, TextIO, cast
 
 import pexpect
 
+from bisectkit import orphans
 from bisectkit.errors import Aborted, Cancelled
 from bisectkit.model import DEFAULT_KEEP, Outcome
 
@@ -206,7 +209,7 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spa
     command, args = pexpect_command(argv)
     parent = os.getpid()
     try:
-        return pexpect.spawn(command, args, env=dict(env), encoding="utf-8",
+        return pexpect.spawn(command, args, env={**env, **orphans.child_env()}, encoding="utf-8",
                              codec_errors="replace", timeout=None, dimensions=(50, 200),
                              preexec_fn=functools.partial(_enter, cwd))
     except (OSError, pexpect.ExceptionPexpect) as exc:  # the exec's, or not executable now
@@ -217,11 +220,17 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spa
 
 
 def _enter(cwd: str) -> None:
-    """In the child: change to ``cwd``; an OSError's text reaches the parent as is."""
+    """In the child: change to ``cwd``, record itself (so that a later bisectkit can stop
+    it if this one is killed: :mod:`bisectkit.orphans`); an OSError's text reaches the
+    parent as is."""
     try:
         os.chdir(cwd)
     except OSError as exc:
         raise OSError(f"cannot enter its working directory {cwd}: {exc.strerror}") from None
+    try:
+        orphans.record_self()
+    except OSError as exc:
+        raise OSError(f"cannot record it in {exc.filename}: {exc.strerror}") from None
 
 
 def _stream(child: pexpect.spawn[str], kept: _Kept, echo: TextIO, start: float,

@@ -2,8 +2,10 @@
 
 Every change is announced in the journal before it starts and marked done
 after it, with stop signals held in between, and runs through the git CLI
-(one process the journal names, one reflog line recovery can read). Two
-kinds of move:
+(one process the journal names, one reflog line recovery can read). A
+repository where another git holds a lock file is never moved, and only a
+lock file a killed git of ours left is ever removed (:mod:`bisectkit.gitlocks`).
+Two kinds of move:
 
 - :meth:`Mover.checkout`, a step's checkout: writes exactly the files that
   differ, and refuses (or, with ``--force-ignored``, sets aside) an
@@ -19,10 +21,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import bisectkit.gitlocks as gitlocks
 import bisectkit.signals as signals
 import bisectkit.sparse as sparse
 from bisectkit.errors import BadInput, GitFailure
@@ -30,12 +32,8 @@ from bisectkit.git import Repo
 from bisectkit.gitstate import TreeDiff
 from bisectkit.journal import Journal
 from bisectkit.journalrecords import Move, Side
-from bisectkit.model import HeadState
-from bisectkit.processes import alive
+from bisectkit.model import GIT_PROG, HeadState
 from bisectkit.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
-
-#: How long a restore waits for somebody else's ``index.lock`` before calling it stale.
-INDEX_LOCK_WAIT_S = 10.0
 
 
 class Mover:
@@ -49,6 +47,9 @@ class Mover:
         self._note = note or (lambda text: None)
         #: (journal number, repo, path, stash) of every file this process set aside.
         self.set_aside: list[tuple[int, str, str, str]] = []
+        #: The session's journal was lost and rebuilt (from the session file or the
+        #: reflogs): a change bisectkit cannot account for may still be its own.
+        self.records_lost = False
 
     # -- a step's checkout ----------------------------------------------------
     def checkout(self, key: str, repo: Repo, sha: str) -> int:
@@ -64,8 +65,13 @@ class Mover:
             bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None
             _prefetch(repo, base, target, shape, bits)
             new = HeadState(None, sha)
-            n = self.journal.move(key, Side(head, base), Side(new, target))
+            n = self.journal.move(key, Side(head, base), Side(new, target),
+                                  gitlocks.free_since(repo))
             spawned = self._spawned(n)
+            # HEAD first: its tagged reflog line says where HEAD came from and goes to
+            # before index and files change, so a reset can tell what a checkout cut
+            # short wrote even when the journal is lost (see recovery.from_reflogs).
+            repo.point_head(new, self._message(f"checkout {sha}", head), spawned)
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
                 # Racily-clean index entries (file and index written in the same
@@ -73,7 +79,6 @@ class Mover:
                 repo.refresh_index(spawned)
                 repo.read_tree(base, target, spawned)
                 freshen_mtimes(repo.workdir, before)
-            repo.point_head(new, self._message(f"checkout {sha}", head), spawned)
             self.journal.moved(n)
         # A sparse checkout: git wrote only the paths its patterns cover.
         return sparse.files_written(repo.workdir, shape, diff.paths, bits)
@@ -90,13 +95,14 @@ class Mover:
         Returns the number of files written.
         """
         with signals.held():
-            died = self._wait_for_git(repo, pending)
+            died = gitlocks.settle(repo, pending, self._note)
             repo.refresh_index()
             index_tree = repo.index_tree()
-            moved = _refuse_user_changes(key, repo, index_tree, pending, died, ignore)
+            tree = repo.tree_of(target.sha)
+            moved = _refuse_user_changes(key, repo, (index_tree, tree), pending, died, ignore,
+                                         self.records_lost)
             if pending is not None and moved is not None:
                 self._remove_leftovers(repo, pending, moved.added, died)
-            tree = repo.tree_of(target.sha)
             diff = repo.diff_trees(index_tree, tree)
             # Files in the way of a restore are set aside, never refused: a
             # restore must be able to finish (a build may have generated them).
@@ -104,7 +110,8 @@ class Mover:
             shape = sparse.of(repo)
             bits = sparse.bits_before(repo.workdir, shape)
             _prefetch(repo, index_tree, tree, shape, bits)
-            n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree))
+            n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree),
+                                  gitlocks.free_since(repo))
             spawned = self._spawned(n)
             before = recently_written(repo.workdir, diff.modified)
             repo.reset_tree(tree, spawned)
@@ -114,36 +121,6 @@ class Mover:
             if pending is not None:
                 self.journal.moved(pending.n)
         return sparse.files_written(repo.workdir, shape, diff.paths, bits)
-
-    def _wait_for_git(self, repo: Repo, pending: Move | None) -> bool:
-        """Wait for a git the killed process left running; True if one died mid-change.
-
-        git runs in its own session, so a checkout started before bisectkit
-        was killed goes on and finishes; the restore must not race it. A git
-        that died itself leaves its ``index.lock``: with no live git of ours
-        behind it, that lock is stale, and what the dead git half wrote is ours.
-        """
-        gits = pending.gits if pending is not None else []
-        for pid, started in gits:
-            if alive(pid, started):
-                self._note(f"waiting for git (pid {pid}) to finish changing {repo.workdir}")
-                while alive(pid, started):
-                    time.sleep(0.05)
-        if not repo.index_lock.exists():
-            return False
-        deadline = time.monotonic() + INDEX_LOCK_WAIT_S
-        while repo.index_lock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not repo.index_lock.exists():
-            return False
-        if pending is None or not gits:
-            raise GitFailure(f"{repo.index_lock} exists: another git is running in "
-                             f"{repo.workdir}; if none is, remove that file and run "
-                             "'git bisect-patched reset' again")
-        with contextlib.suppress(FileNotFoundError):
-            repo.index_lock.unlink()
-        self._note(f"removed the stale {repo.index_lock} of a git that died mid-checkout")
-        return True
 
     def _remove_leftovers(self, repo: Repo, pending: Move, added: Sequence[str],
                           died: bool) -> None:
@@ -240,19 +217,24 @@ def _prefetch(repo: Repo, old: str, new: str, shape: sparse.SparseCheckout | Non
     repo.promisor.ensure(repo.changed_blobs(old, new, wanted))
 
 
-def _refuse_user_changes(key: str, repo: Repo, index_tree: str, pending: Move | None,
-                         died: bool, ignore: Iterable[str]) -> TreeDiff | None:
+def _refuse_user_changes(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
+                         died: bool, ignore: Iterable[str], lost: bool) -> TreeDiff | None:
     """Raise :class:`GitFailure` if index or files hold a change of the user's.
 
-    What ``pending`` (a move a kill cut short) was writing is not the
-    user's. Returns that move's diff (``None`` without one).
+    ``trees``: what the index holds now, and the restore's target. What
+    ``pending`` (a move a kill cut short) was writing is not the user's, nor
+    is what the target holds already (writing it again loses nothing).
+    ``lost``: the journal was lost, so a change left unexplained may still
+    be bisectkit's: the line says how to keep it either way. Returns
+    ``pending``'s diff (``None`` without one).
     """
-    explained = {repo.head_tree()}
+    index_tree, target = trees
+    explained = {repo.head_tree(), target}
     if pending is not None:
         explained |= {pending.old.tree, pending.new.tree}
     if index_tree not in explained:
-        raise GitFailure(f"{_name(key)} has staged changes ({repo.workdir}); commit or "
-                         "unstage them, then run 'git bisect-patched reset' again")
+        raise GitFailure(_unexplained(key, repo, "has staged changes", str(repo.workdir),
+                                      "commit or unstage them", lost))
     moved = repo.diff_trees(pending.old.tree, pending.new.tree) if pending is not None else None
     moving = set(moved.paths) if moved is not None else set()
     # Only a path the interrupted move was writing can be its trace; a
@@ -260,13 +242,25 @@ def _refuse_user_changes(key: str, repo: Repo, index_tree: str, pending: Move | 
     # left it exactly on one side of the move.
     edits = [p for p in repo.worktree_changes(ignore=set(ignore))
              if not (pending is not None and p in moving
-                     and (died or _from_move(repo, p, pending)))]
+                     and (died or _from_move(repo, p, pending)))
+             and repo.hash_on_disk(p) != repo.blob_at(target, p)]
     if edits:
         more = f" and {len(edits) - 1} more" if len(edits) > 1 else ""
-        raise GitFailure(f"{_name(key)} has local changes ({edits[0]}{more} in "
-                         f"{repo.workdir}); move local edits out of the way, then run "
-                         "'git bisect-patched reset' again")
+        raise GitFailure(_unexplained(key, repo, "has local changes",
+                                      f"{edits[0]}{more} in {repo.workdir}",
+                                      "move local edits out of the way", lost))
     return moved
+
+
+def _unexplained(key: str, repo: Repo, what: str, where: str, fix: str, lost: bool) -> str:
+    """One line: a change a restore will not overwrite, and what to do about it."""
+    if not lost:
+        return f"{_name(key)} {what} ({where}); {fix}, then run '{GIT_PROG} reset' again"
+    # Without the journal they may be what a killed checkout wrote: not blamed on the
+    # user, and kept either way.
+    return (f"{_name(key)} {what} ({where}) that bisectkit cannot account for (its journal "
+            f"is lost; they may be yours): keep them with 'git -C {repo.workdir} stash', "
+            f"then run '{GIT_PROG} reset' again")
 
 
 def _from_move(repo: Repo, path: str, move: Move) -> bool:

@@ -15,8 +15,8 @@ import contextlib
 from pathlib import Path
 from types import TracebackType
 
+from bisectkit import gitlocks, orphans, pinwrite, recovery, signals
 from bisectkit import journal as journal_mod
-from bisectkit import pinwrite, recovery, signals
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
@@ -44,6 +44,8 @@ class Run:
         self.bisection: Bisection | None = None
         #: What ``advance --apply`` is about to move (see :func:`pinwrite.settle`).
         self.apply_record = self.store.dir / "apply.json"
+        #: The builds and repros this command starts (see :mod:`bisectkit.orphans`).
+        self.children = self.store.dir / "children"
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Run:
@@ -53,16 +55,22 @@ class Run:
             self._note(f"the previous bisectkit here ({gone.describe()}) had died; "
                        "its lock was released")
         try:
+            # Before anything moves: a killed run's build must not write into what the
+            # restore or the next checkout puts on disk.
+            for line in orphans.stop_leftovers(self.children):
+                self._note(line)
             mover = Mover(self.journal, self.store.backups_dir, note=self._note)
             for line in pinwrite.settle(self.superproject, self.apply_record, mover):
                 self._note(line)
         except BaseException:
             self.lock.release()
             raise
+        orphans.start_tracking(self.children)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        orphans.stop_tracking()
         self.lock.release()
 
     def require_idle(self) -> None:
@@ -84,6 +92,8 @@ class Run:
                    for key, head in session.orig.items()}
         if self.force_ignored:
             session.params["force_ignored"] = True
+        for key in session.orig:  # another git at work there: refused, nothing touched
+            gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         with signals.held():
             self.journal.begin_session(session.root, origins)
             self.store.clear_logs()
@@ -107,6 +117,11 @@ class Run:
         b = self._bisector(session)
         mover = b.mover
         assert mover is not None
+        # Another git at work in a repository with nothing to settle: refused before
+        # anything is touched (a settle meets lock files itself).
+        for key in state.repos:
+            if state.pending(key) is None:
+                gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         for key in state.repos:
             pending = state.pending(key)
             if pending is not None:
@@ -135,6 +150,7 @@ class Run:
         if state is not None:
             self.journal.resume(state)
             mover = Mover(self.journal, self.store.backups_dir, note=self._note)
+            mover.records_lost = state.source != "session"
             lines += recovery.restore(self.superproject, mover, state)
         if session is not None:
             with contextlib.suppress(Exception):  # a log is a nicety; the restore is not

@@ -1,0 +1,160 @@
+"""git's lock files in the repositories bisectkit moves: which exist, and which a git of ours left.
+
+git takes ``index.lock`` to rewrite the index and ``<ref>.lock`` (``HEAD.lock``
+included) to move a ref, and removes it when done, or when a signal it can
+catch stops it. A git killed by SIGKILL (the OOM killer, a CI time limit,
+``docker stop``: the whole process tree dies at once) leaves it behind, and
+every later git there fails on it.
+
+A lock file bisectkit did not create is never removed. One counts as left by
+a git of ours only when all of this holds: a move of that repository is
+journaled and not done, its gits are all recorded and all dead; the file is
+one those gits take (``index.lock``, ``HEAD.lock``); it appeared after the
+move was announced (the repository was seen free of lock files then: see
+:func:`free_since`; the move's journal record holds the time); and no live
+git process works in the repository now. Any other lock file is somebody
+else's: a restore waits a while for it to go, then stops with one line
+naming it (exit 4, the journal kept), and a new session refuses to start
+(exit 2, nothing touched).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from bisectkit.errors import BadInput, GitFailure
+from bisectkit.git import Repo
+from bisectkit.journalrecords import Move
+from bisectkit.model import GIT_PROG
+from bisectkit.processes import alive, gits_working_in
+
+#: How long a restore waits for somebody else's lock file to go before it stops.
+FOREIGN_LOCK_WAIT_S = 10.0
+#: How long a session about to start, or a move about to be announced, waits for one
+#: (an editor's ``git status`` holds ``index.lock`` for a moment now and then).
+BRIEF_LOCK_WAIT_S = 2.0
+#: File times come from a coarse clock, up to a tick behind the one ``time.time`` reads.
+_CLOCK_SLACK_S = 0.05
+#: The lock files the gits of a move (update-index, read-tree, update-ref/symbolic-ref
+#: of a detached or symbolic HEAD) take: the only ones that can be ours.
+_OURS = ("index.lock", "HEAD.lock")
+
+
+def present(repo: Repo, branch: bool = False) -> list[Path]:
+    """The lock files in ``repo`` now among ``index.lock``, ``HEAD.lock`` and (``branch``)
+    the lock of the branch HEAD is on."""
+    names = [repo.git_dir / name for name in _OURS]
+    ref = _head_ref(repo.git_dir) if branch else None
+    if ref is not None:
+        names.append(_common_dir(repo.git_dir) / f"{ref}.lock")
+    return [p for p in names if os.path.lexists(p)]
+
+
+def refuse_locked(repo: Repo) -> None:
+    """Before a session starts or goes on: refuse (:class:`BadInput`: nothing touched)
+    while another git may be working in ``repo`` (one of its lock files exists)."""
+    found = _gone_within(present(repo, branch=True), BRIEF_LOCK_WAIT_S)
+    if found:
+        raise BadInput(_held(found[0], repo, gits_working_in(_where(repo))))
+
+
+def free_since(repo: Repo) -> float:
+    """The time, then a check that ``repo`` holds none of the lock files a move takes
+    (:class:`GitFailure` naming one if it does): a lock file found later that is older
+    than this time is not the move's."""
+    _gone_within(present(repo), BRIEF_LOCK_WAIT_S)
+    t = time.time()
+    found = present(repo)
+    if found:
+        raise GitFailure(_held(found[0], repo, gits_working_in(_where(repo)),
+                               f"; then run the command again or '{GIT_PROG} reset'"))
+    return t
+
+
+def settle(repo: Repo, pending: Move | None, note: Callable[[str], None]) -> bool:
+    """Before a restore of ``repo``: wait for a git of ours that outlived a killed
+    bisectkit, remove the lock files a git of ours left, wait a while for anybody
+    else's (then :class:`GitFailure`). True if a git of ours died holding the index:
+    what it half wrote is ours to undo."""
+    gits = pending.gits if pending is not None else []
+    for git in gits:
+        if alive(git.pid, git.started):
+            note(f"waiting for git (pid {git.pid}) to finish changing {repo.workdir}")
+            while alive(git.pid, git.started):
+                time.sleep(0.05)
+    found = present(repo)
+    if not found:
+        return False
+    live = gits_working_in(_where(repo))
+    mine = [p for p in found if not live and _left_by(p, pending)]
+    for path in mine:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        note(f"removed {path}, left by a git of bisectkit's that was killed mid-change")
+    _wait_for([p for p in found if p not in mine], repo, live)
+    return repo.git_dir / "index.lock" in mine
+
+
+def _left_by(path: Path, move: Move | None) -> bool:
+    """Did a git of ``move`` (all dead now) leave ``path``? See the module's docstring."""
+    if move is None or move.t is None or not move.gits or path.name not in _OURS:
+        return False
+    if any(g.t is None or alive(g.pid, g.started) for g in move.gits):
+        return False
+    try:
+        made = os.lstat(path).st_ctime
+    except FileNotFoundError:
+        return False
+    return made >= move.t - _CLOCK_SLACK_S
+
+
+def _gone_within(paths: Iterable[Path], seconds: float) -> list[Path]:
+    """Wait up to ``seconds`` for ``paths`` to go; those still there."""
+    waiting = list(paths)
+    deadline = time.monotonic() + seconds
+    while waiting and time.monotonic() < deadline:
+        time.sleep(0.05)
+        waiting = [p for p in waiting if os.path.lexists(p)]
+    return waiting
+
+
+def _wait_for(paths: Iterable[Path], repo: Repo, live: list[tuple[int, str]]) -> None:
+    """Give somebody else's lock files a while to go; :class:`GitFailure` if one stays."""
+    waiting = _gone_within(paths, FOREIGN_LOCK_WAIT_S)
+    if waiting:
+        raise GitFailure(_held(waiting[0], repo, live or gits_working_in(_where(repo)),
+                               f", then run '{GIT_PROG} reset' again"))
+
+
+def _held(path: Path, repo: Repo, live: list[tuple[int, str]], then: str = "") -> str:
+    """One line: whose lock file is in the way, and what to do."""
+    who = f"pid {live[0][0]}: {live[0][1]}" if live else "an open `git commit` editor?"
+    return (f"{path} exists: another git is running in {repo.workdir} ({who}); finish it, "
+            f"or remove the file if no git is running{then}")
+
+
+def _where(repo: Repo) -> list[Path]:
+    return [repo.workdir, repo.git_dir]
+
+
+def _head_ref(git_dir: Path) -> str | None:
+    """The branch ``HEAD`` names (``refs/heads/...``), or None when detached or unreadable."""
+    try:
+        text = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    ref = text.removeprefix("ref: ").strip()
+    return ref if text.startswith("ref: ") and ref.startswith("refs/") else None
+
+
+def _common_dir(git_dir: Path) -> Path:
+    """Where a linked work tree's refs live (its ``commondir``); else ``git_dir`` itself."""
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return git_dir
+    return (git_dir / common).resolve()
