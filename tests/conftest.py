@@ -22,7 +22,16 @@ from worldgen import (  # noqa: E402
     hermetic_env,
 )
 
-__all__ = ["SUBMODULE", "World", "WorldSpec", "cli", "git_cli", "snapshot"]
+__all__ = ["GIT_SUBCOMMAND_SH", "SUBMODULE", "World", "WorldSpec", "cli", "git_cli", "snapshot"]
+
+#: Shell lines for a git shim: ``$sub`` is the git subcommand, past git's own options
+#: (bisectkit puts ``-c key=value`` pins before every command).
+GIT_SUBCOMMAND_SH = """sub=; skip=
+for a in "$@"; do
+  if [ -n "$skip" ]; then skip=; continue; fi
+  case "$a" in -c|-C) skip=1 ;; -*) ;; *) sub=$a; break ;; esac
+done
+"""
 
 WorldFactory = Callable[..., World]
 

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import World, git_cli
+from conftest import GIT_SUBCOMMAND_SH, World, git_cli
 from test_reliability import full_state, state_dir
 from test_safety import start_argv, write_script
 
@@ -26,8 +26,8 @@ from test_safety import start_argv, write_script
 #: finishes in its own session, as a real checkout does), or with the git itself
 #: "holding" a lock file (it takes the file, as git does, and dies too: the whole
 #: process tree killed at once, by the OOM killer or a CI time limit).
-KILL_AT = """\
-if [ "$1" = "{subcommand}" ] && [ ! -e "{fired}" ] && \\
+KILL_AT = GIT_SUBCOMMAND_SH + """\
+if [ "$sub" = "{subcommand}" ] && [ ! -e "{fired}" ] && \\
    {{ [ -z "{only_in}" ] || [ "$(pwd -P)" = "{only_in}" ]; }}; then
   : > "{fired}"
   case "{mode}" in

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
+from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
 
 from bisectkit.runner import _Kept, pexpect_command
@@ -419,7 +419,7 @@ def test_full_disk_during_reset_is_finished_by_a_later_reset(world_factory, smal
 # -- found in review: a git that dies with bisectkit, stuck marks, records deleted ----------
 DIE_SHIM = """#!/bin/sh
 # Stands in for an OOM kill of bisectkit and its git together, mid-checkout.
-if [ "$1" = "read-tree" ]; then
+""" + GIT_SUBCOMMAND_SH + """if [ "$sub" = "read-tree" ]; then
   touch "$(git rev-parse --git-dir)/index.lock"
   kill -9 $PPID
   exit 128
