@@ -34,6 +34,24 @@ class GitFailure(BisectkitError):
     exit_code = EXIT_GIT_FAILURE
 
 
+class WriteFailed(BisectkitError):
+    """A file bisectkit writes (its state in the git dir, a step log, an output) could not
+    be written: a full disk, a read-only or immutable folder, a file size limit.
+
+    Exit 4 once a session has started (its journal is kept: ``reset`` finishes once the
+    machine is fixed); exit 2 when nothing had moved yet (``started`` False).
+    """
+
+    def __init__(self, path: object, cause: OSError, started: bool = True) -> None:
+        reason = cause.strerror or str(cause)
+        then = "run the command again" + (" or 'git bisect-patched reset'" if started else "")
+        super().__init__(f"cannot write {path}: {reason}; free the space or fix the file "
+                         f"system or permissions, then {then}")
+        self.exit_code = EXIT_GIT_FAILURE if started else EXIT_USAGE
+        self.path = str(path)
+        self.cause = cause
+
+
 class Aborted(BisectkitError):
     """The repro asked to stop (exit >= 128 or killed by a signal)."""
 

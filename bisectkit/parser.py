@@ -10,7 +10,7 @@ import argparse
 
 import pluggy
 
-from bisectkit import about
+from bisectkit import about, argtypes
 from bisectkit.model import GIT_PROG, ON_CONFLICT, VERDICTS, VERSION
 from bisectkit.options import (
     UPSTREAM_HELP,
@@ -52,9 +52,9 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--at", metavar="REV", help="with --stack: the upstream commit to patch")
     p.add_argument("--find-fix", action="store_true",
                    help="find the first commit where the repro starts passing")
-    p.add_argument("--term-old", metavar="WORD",
+    p.add_argument("--term-old", metavar="WORD", type=argtypes.term,
                    help="word for the old side (default: good, or broken with --find-fix)")
-    p.add_argument("--term-new", metavar="WORD",
+    p.add_argument("--term-new", metavar="WORD", type=argtypes.term,
                    help="word for the new side (default: bad, or fixed with --find-fix)")
     add_force_ignored(p)
     _add_deepen(p)
@@ -122,7 +122,7 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
                    help="default: git config bisectkit.submodule, or the only submodule")
     p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
     p.add_argument("--json", action="store_true", help="print JSON instead")
-    p.add_argument("--limit", type=int, default=20, metavar="N",
+    p.add_argument("--limit", type=argtypes.whole_number(0), default=20, metavar="N",
                    help="show the newest N affecting upstream commits (0: all; default 20)")
     p.add_argument("pathspec", nargs="*", metavar="PATHSPEC",
                    help="count only upstream commits touching these path prefixes")
@@ -220,10 +220,8 @@ def _add_advance_target(p: argparse.ArgumentParser) -> None:
 def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                  pm: pluggy.PluginManager | None) -> None:
     """``bisectkit advance``: move the pin as far as the smoketest passes."""
-    # No abbreviations: '--good REV' or '--bad REV' (run's options) would silently be
-    # taken as --good-if/--bad-if REGEX rules and judge the steps by them.
     p = sub.add_parser(
-        "advance", allow_abbrev=False,
+        "advance",
         help="find how far the submodule's pin can move toward upstream (and move it)",
         usage="bisectkit advance [--submodule PATH] [--upstream REF] [--to REV] [--linear] "
               "[--deepen] "
@@ -266,7 +264,8 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 def _add_show_step(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("show-step", help="print the kept build and repro output of step N")
-    p.add_argument("index", type=int, metavar="N", help="the step's number, as printed")
+    p.add_argument("index", type=argtypes.whole_number(1), metavar="N",
+                   help="the step's number, as printed")
     p.set_defaults(handler="show_step")
 
 

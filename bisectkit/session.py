@@ -24,7 +24,7 @@ from typing import Any
 
 from bisectkit import search, steplog
 from bisectkit.errors import BadInput
-from bisectkit.fileio import write_json_atomic
+from bisectkit.fileio import write_json_atomic, writing
 from bisectkit.model import GIT_PROG, HeadState, StepRecord, Terms, Verdict
 from bisectkit.waitstate import Waiting
 
@@ -184,9 +184,10 @@ class SessionStore:
         self._candidates_of = None
 
     def delete(self) -> None:
-        self.session_path.unlink(missing_ok=True)
-        self.candidates_path.unlink(missing_ok=True)
-        self.waiting_path.unlink(missing_ok=True)
+        with writing(self.dir):
+            self.session_path.unlink(missing_ok=True)
+            self.candidates_path.unlink(missing_ok=True)
+            self.waiting_path.unlink(missing_ok=True)
         self._candidates_of = None
 
     # -- a session waiting for its ends ------------------------------------
@@ -212,10 +213,12 @@ class SessionStore:
         return None if self.exists() else self.load_waiting()
 
     def save_waiting(self, waiting: Waiting) -> None:
-        write_json_atomic(self.waiting_path, waiting.to_json())
+        # A session that waits has moved nothing: a failed save leaves nothing to reset.
+        write_json_atomic(self.waiting_path, waiting.to_json(), started=False)
 
     def delete_waiting(self) -> None:
-        self.waiting_path.unlink(missing_ok=True)
+        with writing(self.waiting_path):
+            self.waiting_path.unlink(missing_ok=True)
 
     def clear_logs(self) -> None:
         """Forget the previous session's step outputs (a new session numbers from 1)."""
