@@ -117,6 +117,14 @@ def scheduler_address(text: str) -> str:
     return text
 
 
+def nonempty(text: str) -> str:
+    """A path or a revision: an empty one (an unset shell variable) would silently mean
+    "the default" instead."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty: give a value, or leave the option out")
+    return text
+
+
 def term(text: str) -> str:
     """``--term-old``/``--term-new``: one word, shown in every message and written in the
     replay log's comments (a space or a newline would break both)."""

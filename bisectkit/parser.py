@@ -26,6 +26,7 @@ from bisectkit.options import (
 def _add_target_options(p: argparse.ArgumentParser) -> None:
     """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
     p.add_argument("--submodule", action="append", default=[], metavar="PATH",
+                   type=argtypes.nonempty,
                    help="the patched submodule to bisect, relative to the superproject root "
                         "(default: git config bisectkit.submodule, else the only submodule); "
                         "with --integrate: a "
@@ -33,7 +34,7 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--integrate", action="store_true",
                    help="bisect superproject commits (the integrate branch) instead, "
                         "updating submodules at every step")
-    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
+    p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     parents = p.add_mutually_exclusive_group()
     parents.add_argument("--first-parent", action="store_true",
                          help="the default: candidates are the first-parent line from good to "
@@ -49,7 +50,8 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stack", action="store_true",
                    help="bisect the submodule's local patch stack on top of --at REV instead "
                         "(candidate k = the first k patches applied)")
-    p.add_argument("--at", metavar="REV", help="with --stack: the upstream commit to patch")
+    p.add_argument("--at", metavar="REV", type=argtypes.nonempty,
+                   help="with --stack: the upstream commit to patch")
     p.add_argument("--find-fix", action="store_true",
                    help="find the first commit where the repro starts passing")
     p.add_argument("--term-old", metavar="WORD", type=argtypes.term,
@@ -118,9 +120,9 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
         "status", help="show a patched submodule against its upstream",
         usage="bisectkit status [--submodule PATH] [--upstream REF] [--json] [--limit N] "
               "[-- PATHSPEC...]")
-    p.add_argument("--submodule", metavar="PATH",
+    p.add_argument("--submodule", metavar="PATH", type=argtypes.nonempty,
                    help="default: git config bisectkit.submodule, or the only submodule")
-    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
+    p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     p.add_argument("--json", action="store_true", help="print JSON instead")
     p.add_argument("--limit", type=argtypes.whole_number(0), default=20, metavar="N",
                    help="show the newest N affecting upstream commits (0: all; default 20)")
@@ -209,7 +211,7 @@ def _add_start(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def _add_advance_target(p: argparse.ArgumentParser) -> None:
     """``--to`` and ``--linear``: shared by ``bisectkit advance`` and ``start --advance``."""
-    p.add_argument("--to", metavar="REV",
+    p.add_argument("--to", metavar="REV", type=argtypes.nonempty,
                    help="advance: the farthest upstream commit to consider (default: the "
                         "upstream's head)")
     p.add_argument("--linear", action="store_true",
@@ -233,9 +235,10 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                     "first failure is d commits ahead. Prints the last good commit and the "
                     "first bad one; --apply moves the pin there.")
     p.add_argument("--submodule", action="append", default=[], metavar="PATH",
+                   type=argtypes.nonempty,
                    help="the patched submodule (default: git config bisectkit.submodule, or "
                         "the only submodule)")
-    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
+    p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     _add_advance_target(p)
     p.add_argument("--pathspec", action="append", default=[], metavar="PREFIX",
                    help="only upstream commits that change these path prefixes are "

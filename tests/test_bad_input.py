@@ -121,6 +121,7 @@ def test_advance_takes_no_abbreviated_option(world: World, words: list[str]) -> 
     (["--scheduler", "tcp://127.0.0.1:1", "--resources", "GPU=nan"],
      "argument --resources: not NAME=AMOUNT: 'GPU=nan'"),
     (["--term-old", "two words"], "argument --term-old: not a single word"),
+    (["--upstream", ""], "argument --upstream: empty"),  # not "guess it"
     (["--build", "make 'all"], "--build: the shell cannot parse it"),
     (["--json", ""], "--json: give a file name"),
     (["--trace", "/proc/x"], "--trace /proc/x: names a stream"),
@@ -382,6 +383,7 @@ def test_validators_take_good_values(parse: Any, text: str, value: object) -> No
     (argtypes.scheduler_address, "tcp://build1:65536", "give tcp://HOST:PORT"),
     (argtypes.scheduler_address, "tcp://two words:1", "give tcp://HOST:PORT"),
     (argtypes.scheduler_address, "http://build1:8786", "unknown scheme 'http'"),
+    (argtypes.nonempty, "", "empty"),
     (argtypes.term, "", "not a single word"),
     (argtypes.term, "a\nb", "not a single word"),
 ])
