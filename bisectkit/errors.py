@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 #: Exit codes of every bisectkit command (documented in the README).
 EXIT_FOUND = 0
 EXIT_INCONCLUSIVE = 1
@@ -14,10 +16,21 @@ EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
 
+_E = TypeVar("_E", bound="BisectkitError")
+
+
 class BisectkitError(Exception):
     """Base class: a failure the user can act on, printed as one line."""
 
     exit_code = EXIT_USAGE
+
+    def reworded(self: _E, message: str) -> _E:
+        """The same error (class, exit code, attributes) saying ``message`` instead: to add
+        what the command had done when it failed. (Subclasses' constructors differ.)"""
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.args = (message,)
+        return other
 
 
 class BadInput(BisectkitError):

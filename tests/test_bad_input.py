@@ -272,10 +272,11 @@ def test_a_failed_save_mid_session_keeps_the_session_for_reset(world: World) -> 
 
 @contextlib.contextmanager
 def read_only(path: Path) -> Iterator[None]:
-    """``path`` refuses new files, even to root (``chattr +i``); skips where it cannot be."""
+    """``path`` (a folder or a file) refuses writes, even to root (``chattr +i``); skips
+    where it cannot be made so."""
     if os.geteuid() != 0:
-        path.chmod(0o555)
-        undo = ["chmod", "755", str(path)]
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        undo = ["chmod", "755" if path.is_dir() else "644", str(path)]
     else:
         if shutil.which("chattr") is None or subprocess.run(
                 ["chattr", "+i", str(path)], capture_output=True).returncode != 0:
@@ -294,6 +295,19 @@ def test_a_read_only_state_folder_is_one_line_and_touches_nothing(world: World) 
         refused(world, cli(world, *run_words(world)), "cannot write", "bisectkit/lock")
         r = git_cli(world, "start", *target(world), world.sha(300), world.sha(0))
         refused(world, r, "cannot write", "bisectkit/lock", prog="git bisect-patched")
+    assert snapshot(world) == before
+
+
+def test_a_mark_whose_checkout_cannot_be_journaled_is_kept_and_said(world: World) -> None:
+    before = snapshot(world)
+    assert git_cli(world, "start", *target(world), world.sha(300), world.sha(0)).returncode == 0
+    with read_only(state_dir(world) / "journal"):  # the mark is saved, the move cannot be
+        r = git_cli(world, "good")
+        line = one_error(r, 4, "cannot write", "bisectkit/journal", prog="git bisect-patched")
+    assert "good (kept); the next candidate" in line
+    again = git_cli(world, "good")
+    assert again.returncode == 0 and "no commit was under test" in again.stdout, again.stderr
+    assert git_cli(world, "reset").returncode == 0
     assert snapshot(world) == before
 
 
