@@ -31,6 +31,7 @@ from bisectkit.errors import (
     EXIT_GIT_FAILURE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_USAGE,
     BadInput,
     BisectkitError,
 )
@@ -65,6 +66,9 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         with signals.as_interrupt():
             if argv[:1] == ["--help"]:  # the manual; -h stays argparse's help
                 return usage.show_manual(build_parser(git_mode), sys.stdout)
+            if not argv:  # what to type, as 'git bisect' alone says (errors are one line)
+                usage.cmd_help(build_parser(git_mode), None, sys.stderr)
+                return EXIT_USAGE
             ctx, args = _prepare(argv, git_mode, console)
             return _HANDLERS[args.handler](ctx, args)
     except BisectkitError as exc:

@@ -184,10 +184,9 @@ class SessionStore:
         self._candidates_of = None
 
     def delete(self) -> None:
-        with writing(self.dir):
-            self.session_path.unlink(missing_ok=True)
-            self.candidates_path.unlink(missing_ok=True)
-            self.waiting_path.unlink(missing_ok=True)
+        for path in (self.session_path, self.candidates_path, self.waiting_path):
+            with writing(path):
+                path.unlink(missing_ok=True)
         self._candidates_of = None
 
     # -- a session waiting for its ends ------------------------------------

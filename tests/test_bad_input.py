@@ -108,6 +108,13 @@ def test_advance_takes_no_abbreviated_option(world: World, words: list[str]) -> 
     refused(world, r, f"unrecognized arguments: {words[0]}")
 
 
+def test_no_command_prints_what_to_type(world: World) -> None:
+    r = cli(world)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("usage: bisectkit [run|status|advance|"), r.stderr
+    assert "'bisectkit help COMMAND' prints a command's options." in r.stderr
+
+
 # -- values -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("words", "said"), [
     (["--timeout", "nan"], "argument --timeout: not a finite number: 'nan'"),
