@@ -80,6 +80,7 @@ def resource(text: str) -> tuple[str, float]:
 #: ``--scheduler`` without ``--jobs`` uses every thread it offers.
 MAX_JOBS = 64
 
+
 def jobs(text: str) -> int:
     """``--jobs K``: 1 to :data:`MAX_JOBS`."""
     value = whole_number(1)(text)
