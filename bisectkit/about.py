@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import NoReturn
 
 from bisectkit.model import GIT_PROG
 
@@ -119,6 +120,15 @@ def shell_lines(command: str, width: int) -> list[str]:
     return [line + " \\" for line in lines[:-1]] + lines[-1:]
 
 
+def subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``name`` of ``parser`` (``parser`` itself if none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    return parser
+
+
 class _Formatter(argparse.HelpFormatter):
     """argparse's formatter, except that indented lines (the examples in an epilog) are
     wrapped as commands (:func:`shell_lines`), so that they can be copied."""
@@ -136,8 +146,18 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """The parsers' class (subcommands inherit it): formats with :class:`_Formatter`."""
+    """The parsers' class (subcommands inherit it): formats with :class:`_Formatter`, and
+    takes no abbreviated option: ``run --good REV`` would otherwise be read as
+    ``--good-if REV`` and judge every step by a rule the user never wrote."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        """One line, as every refusal is (``bisectkit: error: ...``, exit 2); the usage is
+        one ``-h`` away instead of a screenful above the reason."""
+        root = GIT_PROG if self.prog.startswith(GIT_PROG) else self.prog.split(" ", 1)[0]
+        line = " ".join(message.split())  # argparse's own messages may wrap
+        self.exit(2, f"{root}: error: {line} (see '{self.prog} -h')\n")

@@ -2,13 +2,21 @@
 
 Each turns the text of an option into its value or raises
 ``argparse.ArgumentTypeError``, which argparse reports as one line
-(``argument --repeat: must be 1 or more``) with exit 2.
+(``argument --repeat: must be 1 or more``) with exit 2. They are pure (no file
+system, no network): what needs the machine is checked in :mod:`bisectkit.precheck`.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 from collections.abc import Callable
+from typing import TypeVar
+
+from bisectkit.errors import BadInput
+
+_T = TypeVar("_T")
 
 
 def whole_number(minimum: int, note: str = "") -> Callable[[str], int]:
@@ -28,11 +36,14 @@ def whole_number(minimum: int, note: str = "") -> Callable[[str], int]:
 
 
 def positive_float(text: str) -> float:
-    """A number of seconds (or any quantity) > 0."""
+    """A number of seconds (or any quantity) > 0 and finite: ``nan`` and ``inf`` would turn a
+    limit off without saying so (no comparison with ``nan`` is ever true)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
@@ -45,7 +56,7 @@ def byte_size(text: str) -> int:
     unit = body[-1:] if body[-1:] in units else ""
     try:
         value = int(float(body[:len(body) - len(unit)]) * units[unit])
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: inf
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8M)") from None
     if value < 1024:
         raise argparse.ArgumentTypeError("must be at least 1K")
@@ -59,6 +70,78 @@ def resource(text: str) -> tuple[str, float]:
         value = float(amount) if sep else 1.0
     except ValueError:
         raise argparse.ArgumentTypeError(f"not NAME=AMOUNT: {text!r} (e.g. GPU=1)") from None
-    if not name.strip() or value <= 0:
+    if not name.strip() or not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"not NAME=AMOUNT: {text!r} (e.g. GPU=1)")
     return name.strip(), value
+
+
+#: The ``--jobs`` ceiling: each job is a workspace (a clone and a build directory of its
+#: own), and K parallel tests gain only log2(K+1) halvings a round. A cluster's
+#: ``--scheduler`` without ``--jobs`` uses every thread it offers.
+MAX_JOBS = 64
+
+
+def jobs(text: str) -> int:
+    """``--jobs K``: 1 to :data:`MAX_JOBS`."""
+    value = whole_number(1)(text)
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_JOBS}: each job is a workspace of its own (a clone and its build); "
+            "with --scheduler, leave --jobs out to use every thread the cluster offers")
+    return value
+
+
+#: The address schemes of a Dask scheduler another process can reach (``inproc://`` is
+#: only for a scheduler in the same process).
+SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+")
+
+
+def scheduler_address(text: str) -> str:
+    """``tcp://HOST:PORT`` (``HOST:PORT`` means tcp), or tls://, ws://, wss://, ucx://:
+    what Dask's ``Client`` connects to. Empty: no scheduler (overrides git config)."""
+    if not text:
+        return text
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    if scheme not in SCHEDULER_SCHEMES:
+        raise argparse.ArgumentTypeError(
+            f"not a scheduler address: {text!r}: unknown scheme {scheme!r} (one of "
+            f"{', '.join(SCHEDULER_SCHEMES)}; e.g. tcp://build1:8786)")
+    host, colon, port = rest.rpartition(":")
+    if not colon or not _HOST.fullmatch(host) or not port.isdigit() \
+            or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(
+            f"not a scheduler address: {text!r} (give {scheme}://HOST:PORT, e.g. "
+            f"{scheme}://build1:8786)")
+    return text
+
+
+def nonempty(text: str) -> str:
+    """A path or a revision: an empty one (an unset shell variable) would silently mean
+    "the default" instead."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty: give a value, or leave the option out")
+    return text
+
+
+def term(text: str) -> str:
+    """``--term-old``/``--term-new``: one word, shown in every message and written in the
+    replay log's comments (a space or a newline would break both)."""
+    if not text or any(c.isspace() or not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError(f"not a single word: {text!r}")
+    return text
+
+
+def from_config(config_get: Callable[[str], str | None], key: str,
+                parse: Callable[[str], _T]) -> _T | None:
+    """``git config KEY`` (``config_get``) through an option's type; a value it refuses is
+    one line, exit 2, naming the key."""
+    value = config_get(key)
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except argparse.ArgumentTypeError as exc:
+        raise BadInput(f"git config {key} is {value!r}: {exc}") from None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pluggy
 
-from bisectkit import plugins, replaylog, requests, signals
+from bisectkit import about, outputs, plugins, replaylog, requests, signals
 from bisectkit.advancing import apply_request
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
@@ -31,6 +31,7 @@ from bisectkit.errors import (
     EXIT_GIT_FAILURE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_USAGE,
     BadInput,
     BisectkitError,
 )
@@ -65,6 +66,9 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         with signals.as_interrupt():
             if argv[:1] == ["--help"]:  # the manual; -h stays argparse's help
                 return usage.show_manual(build_parser(git_mode), sys.stdout)
+            if not argv:  # what to type, as 'git bisect' alone says (errors are one line)
+                usage.cmd_help(build_parser(git_mode), None, sys.stderr)
+                return EXIT_USAGE
             ctx, args = _prepare(argv, git_mode, console)
             return _HANDLERS[args.handler](ctx, args)
     except BisectkitError as exc:
@@ -90,8 +94,10 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         return _internal(prog, exc)
 
 
-#: OS errors that are the machine's state, reported as one line (not as a bug).
-_ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+#: OS errors that are the machine's state, reported as one line (not as a bug): EFBIG is
+#: a file size limit (ulimit -f), EPERM an immutable file (chattr +i) even for root.
+_ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG,
+                       errno.EACCES, errno.EPERM)
 
 
 def _internal(prog: str, exc: BaseException) -> int:
@@ -140,6 +146,10 @@ def _prepare(argv: list[str], git_mode: bool,
         console.to_stderr()  # stdout holds nothing but the JSON result
     is_run = args.handler in ("run", "oneshot", "advance")
     run = _run_options(args, sp, pm, origins) if is_run else None
+    flags = requests.run_flags(args) if is_run else requests.RunFlags()
+    if run is not None:
+        outputs.apart_from_inputs(flags.outputs(), run, sp.workdir if sp else Path.cwd(),
+                                  args.plugin)
     config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                     console=console, run=run, origins=origins)
     Hooks(pm).configure(config)
@@ -150,7 +160,7 @@ def _prepare(argv: list[str], git_mode: bool,
                   deepen=bool(getattr(args, "deepen", False)),
                   plugin_specs=tuple(getattr(args, "plugin", ())),
                   typed_repro=tuple(getattr(args, "repro", ())),
-                  flags=requests.run_flags(args) if is_run else requests.RunFlags())
+                  flags=flags)
     return ctx, args
 
 
@@ -161,7 +171,10 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         # two positional lists apart, so split them here.
         cut = argv.index("--")
         argv, pathspec = argv[:cut], argv[cut + 1:]
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # said by the subcommand's parser, whose options they were meant to be
+        about.subcommand(parser, args.command).error(
+            f"unrecognized arguments: {' '.join(extras)}")
     if pathspec:
         args.pathspec = pathspec
     return args
@@ -173,29 +186,12 @@ def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMan
     loaded = tuple((name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
                    if origins.get(name) != plugins.BUILTIN_ORIGIN and plugin is not None)
     state = requests.PluginState(loaded, tuple(getattr(args, "plugin_actions", ())))
-    _parallel_defaults(args, sp)
+    if sp is not None:
+        requests.parallel_defaults(args, sp.config_get)
     return requests.run_options(
         args, sp.workdir if sp is not None else Path.cwd(),
         sp.config_get("bisectkit.build") if sp is not None else None,
         Hooks(pm).has_repro_plugin(), state)
-
-
-def _parallel_defaults(args: argparse.Namespace, sp: Repo | None) -> None:
-    """``--jobs``, ``--scheduler``, ``--workspace-root`` not given: from git config."""
-    if sp is None:
-        return
-    if args.jobs is None:
-        value = sp.config_get("bisectkit.jobs")
-        try:
-            args.jobs = int(value) if value else None
-        except ValueError:
-            raise BadInput(f"git config bisectkit.jobs is {value!r}, not a number") from None
-        if args.jobs is not None and args.jobs < 1:
-            raise BadInput(f"git config bisectkit.jobs is {value!r}: must be 1 or more")
-    if args.scheduler is None:
-        args.scheduler = sp.config_get("bisectkit.scheduler")
-    if args.workspace_root is None:
-        args.workspace_root = sp.config_get("bisectkit.workspace-root")
 
 
 def _source_digest(plugin: object) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 #: Exit codes of every bisectkit command (documented in the README).
 EXIT_FOUND = 0
 EXIT_INCONCLUSIVE = 1
@@ -14,10 +16,21 @@ EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
 
+_E = TypeVar("_E", bound="BisectkitError")
+
+
 class BisectkitError(Exception):
     """Base class: a failure the user can act on, printed as one line."""
 
     exit_code = EXIT_USAGE
+
+    def reworded(self: _E, message: str) -> _E:
+        """The same error (class, exit code, attributes) saying ``message`` instead: to add
+        what the command had done when it failed. (Subclasses' constructors differ.)"""
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.args = (message,)
+        return other
 
 
 class BadInput(BisectkitError):
@@ -32,6 +45,24 @@ class GitFailure(BisectkitError):
     """
 
     exit_code = EXIT_GIT_FAILURE
+
+
+class WriteFailed(BisectkitError):
+    """A file bisectkit writes (its state in the git dir, a step log, an output) could not
+    be written: a full disk, a read-only or immutable folder, a file size limit.
+
+    Exit 4 once a session has started (its journal is kept: ``reset`` finishes once the
+    machine is fixed); exit 2 when nothing had moved yet (``started`` False).
+    """
+
+    def __init__(self, path: object, cause: OSError, started: bool = True) -> None:
+        reason = cause.strerror or str(cause)
+        then = "run the command again" + (" or 'git bisect-patched reset'" if started else "")
+        super().__init__(f"cannot write {path}: {reason}; free the space or fix the file "
+                         f"system or permissions, then {then}")
+        self.exit_code = EXIT_GIT_FAILURE if started else EXIT_USAGE
+        self.path = str(path)
+        self.cause = cause
 
 
 class Aborted(BisectkitError):

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import bisectkit.journalrecords as journalrecords
+from bisectkit.errors import WriteFailed
+from bisectkit.fileio import writing
 from bisectkit.journalrecords import Backup, Move, Side
 from bisectkit.model import HeadState
 from bisectkit.processes import process_start
@@ -106,7 +108,9 @@ class Journal:
         whose own was lost, from the record named, so that the restore is
         journaled like any other change.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Nothing has moved yet: a journal that cannot be written has changed nothing.
+        with writing(self.path, started=False):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self.session_id = secrets.token_hex(6)
         self._next = 1
         record = {"op": "start", "version": JOURNAL_VERSION, "id": self.session_id,
@@ -114,16 +118,22 @@ class Journal:
                   "placed": {k: sorted(v) for k, v in (placed or {}).items()},
                   "repos": {k: {"ref": o.head.ref, "sha": o.head.sha, "reflog": o.reflog}
                             for k, o in repos.items()}}
-        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o644)
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o644)
+        except FileExistsError:
+            raise  # never two sessions: the callers check first
+        except OSError as exc:
+            raise WriteFailed(self.path, exc, started=False) from exc
         try:
             data = _line(record)
             if os.write(fd, data) != len(data):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
             os.fsync(fd)
-        except OSError:
+        except OSError as exc:
             os.close(fd)
-            self.path.unlink(missing_ok=True)  # no half journal: nothing was changed yet
-            raise
+            with contextlib.suppress(OSError):
+                self.path.unlink()  # no half journal: nothing was changed yet
+            raise WriteFailed(self.path, exc, started=self.path.exists()) from exc
         else:
             os.close(fd)
         _fsync_dir(self.path.parent)
@@ -173,7 +183,8 @@ class Journal:
 
     def delete(self) -> None:
         """The session is over and everything is restored: the journal's job is done."""
-        self.path.unlink(missing_ok=True)
+        with writing(self.path):
+            self.path.unlink(missing_ok=True)
 
     def peek(self) -> int:
         """The number the next record will get (names a backup's folder before it is written)."""
@@ -186,6 +197,11 @@ class Journal:
 
     def _append(self, record: dict[str, Any], sync: bool = True) -> None:
         data = _line(record)
+        with writing(self.path):
+            self._write(data, sync)
+
+    def _write(self, data: bytes, sync: bool) -> None:
+        """Append ``data`` whole, or leave the file as it was and raise."""
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             size = os.fstat(fd).st_size

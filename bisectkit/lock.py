@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit.errors import BadInput
+from bisectkit.errors import BadInput, WriteFailed
+from bisectkit.fileio import writing
 
 
 class LockHeld(BadInput):
@@ -81,13 +82,17 @@ class RunLock:
 
     def acquire(self, command: str) -> RunLock:
         """Take the lock, breaking it only when no live process holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Before anything else: a folder that cannot take the lock has changed nothing.
+        with writing(self.path, started=False):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(50):  # each round either wins or observes a live holder
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 self._break_if_stale()
                 continue
+            except OSError as exc:
+                raise WriteFailed(self.path, exc, started=False) from exc
             if self._own(fd, command):
                 return self
         raise LockHeld(f"cannot take {self.path}: it keeps changing hands; try again")

@@ -11,7 +11,15 @@ import argparse
 
 import pluggy
 
-from bisectkit.argtypes import byte_size, positive_float, resource, whole_number
+from bisectkit.argtypes import (
+    MAX_JOBS,
+    byte_size,
+    jobs,
+    positive_float,
+    resource,
+    scheduler_address,
+    whole_number,
+)
 from bisectkit.hooks import Hooks
 from bisectkit.model import DEFAULT_KEEP, DEFAULT_MAX_ENV_SKIPS, VERDICTS
 from bisectkit.upstream import CONFIG_KEY
@@ -92,14 +100,16 @@ def _add_cache_options(g: argparse._ArgumentGroup) -> None:
 
 def add_parallel_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("parallel steps")
-    g.add_argument("--jobs", "-j", type=whole_number(1), metavar="K",
+    g.add_argument("--jobs", "-j", type=jobs, metavar="K",
                    help="test K candidates at once, each in its own workspace (a clone "
                         "sharing objects with yours; kept between runs so builds stay warm); "
-                        "1 tests in your own tree (default: git config bisectkit.jobs, else 1)")
-    g.add_argument("--scheduler", metavar="ADDRESS",
+                        "1 tests in your own tree (default: git config bisectkit.jobs, else 1; "
+                        f"at most {MAX_JOBS})")
+    g.add_argument("--scheduler", type=scheduler_address, metavar="ADDRESS",
                    help="run the steps on a Dask cluster (tcp://HOST:PORT of a 'dask "
-                        "scheduler'; pip install 'bisectkit[dask]'); each worker builds in its "
-                        "own workspace (default: git config bisectkit.scheduler)")
+                        "scheduler', or tls://, ws://, wss://, ucx://; pip install "
+                        "'bisectkit[dask]'); each worker builds in its own workspace "
+                        "(default: git config bisectkit.scheduler)")
     add_workspace_root(g)
     g.add_argument("--resources", action="append", default=[], type=resource,
                    metavar="NAME=N",

@@ -10,7 +10,7 @@ import argparse
 
 import pluggy
 
-from bisectkit import about
+from bisectkit import about, argtypes
 from bisectkit.model import GIT_PROG, ON_CONFLICT, VERDICTS, VERSION
 from bisectkit.options import (
     UPSTREAM_HELP,
@@ -26,6 +26,7 @@ from bisectkit.options import (
 def _add_target_options(p: argparse.ArgumentParser) -> None:
     """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
     p.add_argument("--submodule", action="append", default=[], metavar="PATH",
+                   type=argtypes.nonempty,
                    help="the patched submodule to bisect, relative to the superproject root "
                         "(default: git config bisectkit.submodule, else the only submodule); "
                         "with --integrate: a "
@@ -33,7 +34,7 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--integrate", action="store_true",
                    help="bisect superproject commits (the integrate branch) instead, "
                         "updating submodules at every step")
-    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
+    p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     parents = p.add_mutually_exclusive_group()
     parents.add_argument("--first-parent", action="store_true",
                          help="the default: candidates are the first-parent line from good to "
@@ -49,12 +50,13 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stack", action="store_true",
                    help="bisect the submodule's local patch stack on top of --at REV instead "
                         "(candidate k = the first k patches applied)")
-    p.add_argument("--at", metavar="REV", help="with --stack: the upstream commit to patch")
+    p.add_argument("--at", metavar="REV", type=argtypes.nonempty,
+                   help="with --stack: the upstream commit to patch")
     p.add_argument("--find-fix", action="store_true",
                    help="find the first commit where the repro starts passing")
-    p.add_argument("--term-old", metavar="WORD",
+    p.add_argument("--term-old", metavar="WORD", type=argtypes.term,
                    help="word for the old side (default: good, or broken with --find-fix)")
-    p.add_argument("--term-new", metavar="WORD",
+    p.add_argument("--term-new", metavar="WORD", type=argtypes.term,
                    help="word for the new side (default: bad, or fixed with --find-fix)")
     add_force_ignored(p)
     _add_deepen(p)
@@ -118,11 +120,11 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
         "status", help="show a patched submodule against its upstream",
         usage="bisectkit status [--submodule PATH] [--upstream REF] [--json] [--limit N] "
               "[-- PATHSPEC...]")
-    p.add_argument("--submodule", metavar="PATH",
+    p.add_argument("--submodule", metavar="PATH", type=argtypes.nonempty,
                    help="default: git config bisectkit.submodule, or the only submodule")
-    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
+    p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     p.add_argument("--json", action="store_true", help="print JSON instead")
-    p.add_argument("--limit", type=int, default=20, metavar="N",
+    p.add_argument("--limit", type=argtypes.whole_number(0), default=20, metavar="N",
                    help="show the newest N affecting upstream commits (0: all; default 20)")
     p.add_argument("pathspec", nargs="*", metavar="PATHSPEC",
                    help="count only upstream commits touching these path prefixes")
@@ -209,7 +211,7 @@ def _add_start(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def _add_advance_target(p: argparse.ArgumentParser) -> None:
     """``--to`` and ``--linear``: shared by ``bisectkit advance`` and ``start --advance``."""
-    p.add_argument("--to", metavar="REV",
+    p.add_argument("--to", metavar="REV", type=argtypes.nonempty,
                    help="advance: the farthest upstream commit to consider (default: the "
                         "upstream's head)")
     p.add_argument("--linear", action="store_true",
@@ -220,10 +222,8 @@ def _add_advance_target(p: argparse.ArgumentParser) -> None:
 def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                  pm: pluggy.PluginManager | None) -> None:
     """``bisectkit advance``: move the pin as far as the smoketest passes."""
-    # No abbreviations: '--good REV' or '--bad REV' (run's options) would silently be
-    # taken as --good-if/--bad-if REGEX rules and judge the steps by them.
     p = sub.add_parser(
-        "advance", allow_abbrev=False,
+        "advance",
         help="find how far the submodule's pin can move toward upstream (and move it)",
         usage="bisectkit advance [--submodule PATH] [--upstream REF] [--to REV] [--linear] "
               "[--deepen] "
@@ -235,9 +235,10 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                     "first failure is d commits ahead. Prints the last good commit and the "
                     "first bad one; --apply moves the pin there.")
     p.add_argument("--submodule", action="append", default=[], metavar="PATH",
+                   type=argtypes.nonempty,
                    help="the patched submodule (default: git config bisectkit.submodule, or "
                         "the only submodule)")
-    p.add_argument("--upstream", metavar="REF", help=UPSTREAM_HELP)
+    p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     _add_advance_target(p)
     p.add_argument("--pathspec", action="append", default=[], metavar="PREFIX",
                    help="only upstream commits that change these path prefixes are "
@@ -266,7 +267,8 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 def _add_show_step(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("show-step", help="print the kept build and repro output of step N")
-    p.add_argument("index", type=int, metavar="N", help="the step's number, as printed")
+    p.add_argument("index", type=argtypes.whole_number(1), metavar="N",
+                   help="the step's number, as printed")
     p.set_defaults(handler="show_step")
 
 

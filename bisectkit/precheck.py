@@ -13,6 +13,8 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,10 +26,12 @@ from bisectkit.model import Rules
 def commands(build: str | None, repro: Sequence[str], root: Path) -> None:
     """``--build`` and the repro (resolved already) can run: their first commands exist."""
     if build:
+        _check_syntax("--build", build)
         _check_shell_command("--build", build, root)
     if repro:
         _check_interpreter(repro[0])
         if Path(repro[0]).name in _SHELLS and len(repro) > 2 and repro[1] == "-c":
+            _check_syntax("the repro", repro[2], repro[0])
             _check_shell_command("the repro", repro[2], root)
 
 
@@ -64,18 +68,53 @@ def cache_env(value: str) -> str:
     return name
 
 
+#: Paths that name a process's streams (``/dev/stdout`` resolves to whatever stdout is).
+_STREAMS = ("/dev/std", "/dev/fd/", "/proc/")
+
+
 def output_path(flag: str, value: str) -> None:
-    """Refuse an output file that could not be written, before a bisection of hours."""
-    path = Path(value)
+    """Refuse an output file that could not be written, before a bisection of hours: the
+    folder must take a new file (the result is written beside it, then renamed over it),
+    and what is there already must be a regular file (a device or a pipe would be
+    replaced by the rename)."""
+    if not value:
+        raise BadInput(f"{flag}: give a file name")
+    if os.path.abspath(value).startswith(_STREAMS):
+        raise BadInput(f"{flag} {value}: names a stream or a process's file, not a file; "
+                       "give a file name" + (" ('-' for stdout)" if flag == "--json" else ""))
+    path = Path(os.path.realpath(value))  # a link: its target is written
     if path.is_dir():
         raise BadInput(f"{flag} {value}: is a directory; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
+    if path.exists() and not path.is_file():
+        raise BadInput(f"{flag} {value}: not a regular file (a device, a pipe or a socket); "
+                       "give a file name" + (" ('-' for stdout)" if flag == "--json" else ""))
+    parent = path.parent
     if not parent.is_dir():
         raise BadInput(f"{flag} {value}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise BadInput(f"{flag} {value}: directory {parent} is not writable")
     if path.exists() and not os.access(path, os.W_OK):
         raise BadInput(f"{flag} {value}: the file is not writable")
+    try:  # what access() cannot tell: root in /proc, a full or immutable folder
+        fd, probe = tempfile.mkstemp(prefix=".bisectkit-probe-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BadInput(f"{flag} {value}: cannot create a file in {parent}: "
+                       f"{exc.strerror or exc}") from None
+
+
+def workspace_root(value: str, path: str) -> None:
+    """``--workspace-root``: a folder, or one that can be made (its nearest existing
+    parent takes new folders), checked before the first workspace is cloned."""
+    where = Path(path)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise BadInput(f"--workspace-root {value}: {where} is not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".bisectkit-probe-", dir=where))
+    except OSError as exc:
+        raise BadInput(f"--workspace-root {value}: cannot create a folder in {where}: "
+                       f"{exc.strerror or exc}") from None
 
 
 def resolve_command(word: str) -> str:
@@ -106,6 +145,20 @@ _SHELL_WORDS = frozenset((
 
 #: ``NAME=value``: an assignment before the command (``CC=clang make``), not the command.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+
+
+def _check_syntax(what: str, text: str, shell: str = "/bin/sh") -> None:
+    """The shell can read ``text`` (``sh -n``: parsed, nothing run); a quote left open
+    would otherwise fail the same way at every step, each one a skip."""
+    try:
+        proc = subprocess.run([shell, "-n", "-c", text], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace", timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return  # no shell to ask here: the step will say what is wrong
+    if proc.returncode != 0:
+        said = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        reason = said[-1] if said else f"exit {proc.returncode}"
+        raise BadInput(f"{what}: the shell cannot parse it ({reason}): {text}")
 
 
 def _check_shell_command(what: str, text: str, root: Path) -> None:

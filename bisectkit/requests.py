@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit import precheck
+from bisectkit import argtypes, precheck
 from bisectkit.advancing import advance_request
 from bisectkit.errors import BadInput
 from bisectkit.model import (
@@ -160,17 +160,21 @@ class RunFlags:
 
     def output_files(self) -> list[str]:
         """The files this run writes (never inputs of the verdict cache)."""
-        return [f for f in (self.json, self.report, self.trace) if f and f != "-"]
+        return list(self.outputs().values())
+
+    def outputs(self) -> dict[str, str]:
+        """The files this run writes, by option (``--json -`` is stdout, not a file)."""
+        given = {"--json": self.json, "--report": self.report, "--trace": self.trace}
+        return {flag: path for flag, path in given.items()
+                if path is not None and not (flag == "--json" and path == "-")}
 
 
 def run_flags(args: Namespace) -> RunFlags:
     """The ``run`` flags of a parsed command line, output paths checked (exit 2 if unwritable)."""
     flags = RunFlags(json=args.json, report=args.report, trace=args.trace,
                      verify_range=args.verify_range, check_stack=args.check_stack)
-    for flag in ("json", "report", "trace"):
-        value = getattr(flags, flag)
-        if value and not (flag == "json" and value == "-"):  # --json -: stdout
-            precheck.output_path(f"--{flag}", value)
+    for flag, value in flags.outputs().items():
+        precheck.output_path(flag, value)
     return flags
 
 
@@ -252,6 +256,18 @@ def run_options(args: Namespace, root: Path, build_default: str | None, has_repr
                       cache_env=tuple(dict.fromkeys(env_names)), parallel=parallel)
 
 
+def parallel_defaults(args: Namespace, config_get: Callable[[str], str | None]) -> None:
+    """``--jobs``, ``--scheduler``, ``--workspace-root`` not given: from git config
+    (``config_get``), checked as the options are."""
+    if args.jobs is None:
+        args.jobs = argtypes.from_config(config_get, "bisectkit.jobs", argtypes.jobs)
+    if args.scheduler is None:
+        args.scheduler = argtypes.from_config(config_get, "bisectkit.scheduler",
+                                              argtypes.scheduler_address)
+    if args.workspace_root is None:
+        args.workspace_root = config_get("bisectkit.workspace-root")
+
+
 def parallel_settings(args: Namespace) -> Parallel:
     """``--jobs``, ``--scheduler``, ``--workspace-root``, ``--resources``, checked."""
     resources = tuple(args.resources)
@@ -260,8 +276,8 @@ def parallel_settings(args: Namespace) -> Parallel:
     root = args.workspace_root
     if root:
         root = os.path.abspath(os.path.expanduser(root)) if not args.scheduler else root
-        if not args.scheduler and os.path.exists(root) and not os.path.isdir(root):
-            raise BadInput(f"--workspace-root {args.workspace_root}: not a directory")
+        if not args.scheduler:
+            precheck.workspace_root(args.workspace_root, root)
     return Parallel(jobs=args.jobs or 1, scheduler=args.scheduler or None,
                     workspace_root=root or None, resources=resources)
 

@@ -29,7 +29,7 @@ from typing import Any
 from bisectkit import cachefile, search, steplog
 from bisectkit.cachefile import CacheData
 from bisectkit.errors import BadInput
-from bisectkit.fileio import write_json_atomic
+from bisectkit.fileio import write_json_atomic, writing
 from bisectkit.fingerprint import file_digest
 from bisectkit.model import GIT_PROG, HeadState, StepRecord, Terms, Verdict
 from bisectkit.waitstate import Waiting
@@ -191,9 +191,9 @@ class SessionStore:
         self._candidates_of = None
 
     def delete(self) -> None:
-        self.session_path.unlink(missing_ok=True)
-        self.candidates_path.unlink(missing_ok=True)
-        self.waiting_path.unlink(missing_ok=True)
+        for path in (self.session_path, self.candidates_path, self.waiting_path):
+            with writing(path):
+                path.unlink(missing_ok=True)
         self._candidates_of = None
 
     # -- a session waiting for its ends ------------------------------------
@@ -219,10 +219,12 @@ class SessionStore:
         return None if self.exists() else self.load_waiting()
 
     def save_waiting(self, waiting: Waiting) -> None:
-        write_json_atomic(self.waiting_path, waiting.to_json())
+        # A session that waits has moved nothing: a failed save leaves nothing to reset.
+        write_json_atomic(self.waiting_path, waiting.to_json(), started=False)
 
     def delete_waiting(self) -> None:
-        self.waiting_path.unlink(missing_ok=True)
+        with writing(self.waiting_path):
+            self.waiting_path.unlink(missing_ok=True)
 
     def clear_logs(self) -> None:
         """Forget the previous session's step outputs (a new session numbers from 1)."""

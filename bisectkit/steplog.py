@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bisectkit.fileio import writing
 from bisectkit.model import Step, Verdict, hookimpl
 
 _PREFIX = "step-"
@@ -45,7 +46,8 @@ def clear(logs_dir: Path) -> None:
     """Forget the previous session's step outputs (a new session numbers from 1)."""
     if logs_dir.is_dir():
         for path in logs_dir.glob(f"{_PREFIX}*.log"):
-            path.unlink()
+            with writing(path):
+                path.unlink()
 
 
 class StepLogWriter:
@@ -58,7 +60,6 @@ class StepLogWriter:
     def bisectkit_step_done(self, step: Step, verdict: Verdict) -> None:
         if not step.outputs:
             return
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
         path = step_log_path(self.logs_dir, step.index)
         shown = step.record.get("term", verdict)  # --find-fix / --term-*: the session's words
         parts = [f"# step {step.index}: {step.commit} {shown} ({step.record.get('reason')})\n"]
@@ -66,5 +67,7 @@ class StepLogWriter:
             parts.append(f"# --- {phase} ---\n{text}")
             if text and not text.endswith("\n"):
                 parts.append("\n")
-        path.write_text("".join(parts), encoding="utf-8")
+        with writing(path):
+            self.logs_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(parts), encoding="utf-8")
         step.record["log"] = str(path)

@@ -123,7 +123,7 @@ def test_ctrl_c_while_the_search_restores_stops_the_apply(fresh: Any, tmp_path: 
 @pytest.mark.parametrize(("args", "message"), [
     (("--good", "HEAD~1"), "unrecognized arguments: --good"),  # not --good-if HEAD~1
     (("--bad", "main"), "unrecognized arguments: --bad"),  # not --bad-if main
-    (("--to=",), "unknown revision ''"),
+    (("--to=",), "argument --to: empty"),
     (("--apply", "--branch="), "--branch needs a name"),
     (("--pathspec", "no/such/dir/"), "changes no/such/dir/ (--pathspec): nothing to test"),
 ])

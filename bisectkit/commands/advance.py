@@ -49,6 +49,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
     with ctx.run(sp) as run:
         run.require_idle()
         session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
+        ctx.check_outputs(sp, session)
         branch = (apply.branch or pinning.default_branch()) if apply else ""
         base = None
         if apply is not None:

@@ -13,7 +13,7 @@ from bisectkit import engine, report, requests, results
 from bisectkit.commands import cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
-from bisectkit.fileio import write_json_atomic
+from bisectkit.fileio import write_json_atomic, write_text_atomic
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.report.advance import render_advance_markdown, render_advance_terminal
@@ -100,7 +100,7 @@ def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:
     advancing = result.get("strategy") == "advance"
     markdown = render_advance_markdown if advancing else report.render_markdown
     terminal = render_advance_terminal if advancing else report.render_terminal
-    path.write_text(markdown(result, url, fork_url=fork_url), encoding="utf-8")
+    write_text_atomic(path, markdown(result, url, fork_url=fork_url))
     cachenotes.remember_output(ctx, str(path))
     ctx.console.line("")
     for line in terminal(result, url, fork_url):

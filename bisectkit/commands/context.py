@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pluggy
 
+from bisectkit import outputs
 from bisectkit.console import Console
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
@@ -16,7 +17,7 @@ from bisectkit.model import GIT_PROG, Config, RunOptions
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.requests import RunFlags
-from bisectkit.session import SessionStore
+from bisectkit.session import Session, SessionStore
 
 
 @dataclass
@@ -63,6 +64,13 @@ class Context:
     def run(self, sp: Repo) -> Run:
         """The owner of this command's changes (enter it to take the lock)."""
         return Run(sp, self.hooks, self.command, force_ignored=self.force_ignored)
+
+    def check_outputs(self, sp: Repo, session: Session) -> None:
+        """Refuse, before anything moves, an output file (or local workspace root) inside a
+        repository ``session`` moves or over a file it tracks (exit 2)."""
+        parallel = self.options.parallel
+        local_root = parallel.workspace_root if not parallel.scheduler else None
+        outputs.outside_moved(self.flags.outputs(), sp, session, local_root)
 
     def reader(self, sp: Repo, store: SessionStore) -> Bisection:
         """The session, for commands that only read it (no lock, moves nothing)."""

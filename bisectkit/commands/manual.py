@@ -82,9 +82,9 @@ def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
             what = ", ".join(f"{st.commit[:12]} {st.shown}" for st in b.session.steps[before:])
             nxt = b.decide() if b.session.current is None else None
             cand = f" {nxt.commit[:12]}" if isinstance(nxt, Next) else ""
-            raise type(exc)(f"marked {what} (kept); the next candidate{cand} was not checked "
-                            f"out ('{GIT_PROG} {word}' with no revision checks it "
-                            f"out, marking nothing twice): {exc}") from exc
+            raise exc.reworded(f"marked {what} (kept); the next candidate{cand} was not "
+                               f"checked out ('{GIT_PROG} {word}' with no revision checks it "
+                               f"out, marking nothing twice): {exc}") from exc
 
 
 def _not_known(ctx: Context, b: Bisection, word: str, revs: Sequence[str]) -> list[str]:

@@ -35,6 +35,7 @@ def cmd_oneshot(ctx: Context, request: StartRequest) -> int:
     with ctx.run(sp) as run:
         run.require_idle()
         session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
+        ctx.check_outputs(sp, session)
         return run_restoring(ctx, run, session)[0]
 
 
@@ -70,6 +71,7 @@ def cmd_run(ctx: Context, shows: dict[str, Shower] | None = None) -> int:
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         b = run.resume()
+        ctx.check_outputs(sp, b.session)
         try:
             return run_with(ctx, b, (shows or {}).get(b.session.strategy))
         except (Aborted, KeyboardInterrupt):
@@ -169,11 +171,9 @@ def _rerun(ctx: Context) -> list[str]:
 
 def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict[str, Any],
                     cache: VerdictCache | None) -> int:
-    """Write and print a bisection's result; the exit code."""
+    """Print and write a bisection's result (printed first: a file that cannot be written,
+    a full disk say, must not cost the answer); the exit code."""
     result = _result(ctx, b, decision, checks)
-    if ctx.flags.json:
-        answer.write_result(ctx, ctx.flags.json, result)
-    ctx.hooks.session_finish(result)
     code = answer.show_result(ctx, b, decision, _rerun(ctx))
     if "check_stack" in result:
         ctx.console.line(f"check-stack: {result['check_stack']['conclusion']}", style="bold")
@@ -181,6 +181,9 @@ def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict
         ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
     if cache is not None:
         cachenotes.note_cache_use(ctx, b.superproject, cache)
+    if ctx.flags.json:
+        answer.write_result(ctx, ctx.flags.json, result)
+    ctx.hooks.session_finish(result)
     if ctx.flags.report:
         answer.write_report(ctx, result, Path(ctx.flags.report))
     return code

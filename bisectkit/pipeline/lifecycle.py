@@ -17,7 +17,7 @@ from types import TracebackType
 
 from bisectkit import gitlocks, orphans, pinwrite, recovery, signals
 from bisectkit import journal as journal_mod
-from bisectkit.errors import BadInput
+from bisectkit.errors import BadInput, WriteFailed
 from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
 from bisectkit.journal import Journal, Origin
@@ -96,12 +96,27 @@ class Run:
             gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         with signals.held():
             self.journal.begin_session(session.root, origins)
-            self.store.clear_logs()
-            self.store.save(session)
+            try:
+                self.store.clear_logs()
+                self.store.save(session)
+            except WriteFailed as exc:
+                raise self._unbegin(exc) from exc.cause
             # A session that waited for its ends is replaced only once this one is saved:
             # a kill before leaves it waiting, never neither (the session wins over both).
             self.store.delete_waiting()
         return self._bisector(session)
+
+    def _unbegin(self, failed: WriteFailed) -> WriteFailed:
+        """The session could not be saved and nothing has moved: take back what
+        :meth:`begin` wrote, so that nothing is left to reset (exit 2); if even that
+        fails, the journal stays and ``reset`` ends it (exit 4)."""
+        try:
+            for path in (self.store.session_path, self.store.candidates_path,
+                         self.journal.path):
+                path.unlink(missing_ok=True)
+        except OSError:
+            return failed
+        return WriteFailed(failed.path, failed.cause, started=False)
 
     def resume(self) -> Bisection:
         """The session in progress, with any move a kill left half done settled."""
