@@ -110,6 +110,10 @@ class WorldSpec:
     #: only at candidates in [local_conflict, local_conflict_until).
     local_conflict_until: int | None = None
     files: int = 20
+    #: commit messages (raw bytes, e.g. hostile ones) and author names replacing the
+    #: generated ones, by commit number.
+    messages: dict[int, bytes] = field(default_factory=dict)
+    authors: dict[int, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -188,10 +192,12 @@ def _fast_import_stream(spec: WorldSpec) -> bytes:
         ts = EPOCH + n * 60
         out.append(b"commit refs/heads/main\n")
         out.append(b"mark :%d\n" % (n + 1))
-        out.append(b"author Upstream Dev <dev@example.com> %d +0000\n" % ts)
+        author = spec.authors.get(n, b"Upstream Dev")
+        out.append(b"author %s <dev@example.com> %d +0000\n" % (author, ts))
         out.append(b"committer Upstream Dev <dev@example.com> %d +0000\n" % ts)
         what = ", ".join(sorted(events.get(n, {}))) or f"lib/file{n % spec.files}.txt"
-        data(f"upstream commit {n}: touch {what}\n")
+        message = spec.messages.get(n, f"upstream commit {n}: touch {what}\n".encode())
+        out.append(b"data %d\n" % len(message) + message + b"\n")
         if n > 0:
             out.append(b"from :%d\n" % n)
         for path, content in sorted(changes.items()):

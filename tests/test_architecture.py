@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
                    "report.*", "steplog")),
-    ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio")),
+    ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio", "safetext")),
 ]
 
 #: Modules that must never print: everything the user sees goes through observers.
