@@ -65,7 +65,7 @@ class VerdictCache:
         self._data = store.load_cache()
 
     def key(self, trees: Sequence[str]) -> str:
-        h = hashlib.sha256(self._key_material.encode())
+        h = hashlib.sha256(self._key_material.encode("utf-8", "surrogateescape"))
         for t in trees:
             h.update(b"\0" + t.encode())
         return h.hexdigest()
