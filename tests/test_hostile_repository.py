@@ -12,6 +12,7 @@ those characters raw, while ``--json`` keeps the exact text (escaped by JSON).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -126,6 +127,27 @@ def test_status_a_manual_session_and_a_hostile_branch_name(hostile: World):
     assert f"{w.sha(20)} is the first bad commit" in outputs[1].stdout
     assert "main<U+202E>gnp.exe" in outputs[-1].stdout  # restored to it, named as shown
     assert snapshot(w) == before
+
+
+def test_advance_shows_and_commits_the_hostile_subject_safely(world_factory: WorldFactory,
+                                                             tmp_path: Path):
+    # The pin can move to upstream 35, whose subject is hostile: it heads the pin commit.
+    w = world_factory(tmp_path, dataclasses.replace(SPEC, bug_at=36, messages={
+        35: EVIL, 12: EVIL_REVERTED}, authors={35: EVIL_AUTHOR}))
+    smoke = w.superproject / "smoke.sh"
+    smoke.write_text("#!/bin/sh\n! grep -q miscompile third_party/llvm-project/lib/bug.txt\n",
+                     encoding="utf-8")
+    smoke.chmod(0o755)
+    w.git(w.superproject, "add", "smoke.sh")
+    w.git(w.superproject, "commit", "-qm", "smoketest")
+    report = tmp_path / "advance.md"
+    r = cli(w, "advance", "--build", "./build.sh", "--report", str(report), "--apply",
+            "--branch", "sm-next", "--", "./smoke.sh")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert unsafe(r.stdout + r.stderr) == [] and unsafe(report.read_text()) == []
+    message = w.git(w.superproject, "log", "-1", "--format=%B")
+    assert message.startswith(f"Advance {SUBMODULE} to {w.sha(35)[:12]}: Fix ^[[2J^[]52;c;")
+    assert unsafe(message) == []
 
 
 def test_an_error_line_shows_control_characters(hostile: World):
