@@ -102,7 +102,7 @@ class VerdictCache:
         return self._data.damaged
 
     def key(self, trees: tuple[str, ...]) -> str:
-        h = hashlib.sha256(self._key_material.encode())
+        h = hashlib.sha256(self._key_material.encode("utf-8", "surrogateescape"))
         for t in trees:
             h.update(b"\0" + t.encode())
         return h.hexdigest()

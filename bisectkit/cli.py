@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pluggy
 
-from bisectkit import about, outputs, plugins, replaylog, requests, signals
+from bisectkit import about, outputs, plugins, replaylog, requests, safetext, signals
 from bisectkit.advancing import apply_request
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
@@ -101,16 +101,17 @@ _ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno
 
 
 def _internal(prog: str, exc: BaseException) -> int:
-    with contextlib.suppress(OSError):
-        traceback.print_exc()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(safetext.lines(traceback.format_exc()))
     _say(f"{prog}: internal error: {type(exc).__name__}: {exc}")
     return EXIT_INTERNAL
 
 
 def _say(line: str) -> None:
-    """One line on stderr; a terminal that is gone (SIGHUP) must not turn into a traceback."""
+    """One line on stderr, its control characters shown (a path or a subject may carry
+    some); a terminal that is gone (SIGHUP) must not turn into a traceback."""
     with contextlib.suppress(OSError, ValueError):
-        print(line, file=sys.stderr, flush=True)
+        print(safetext.one_line(line), file=sys.stderr, flush=True)
 
 
 def _builtins(console: Console, sp: Repo | None) -> list[tuple[str, object]]:

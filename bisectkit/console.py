@@ -1,4 +1,5 @@
-"""Terminal output with rich: the only module that imports it."""
+"""Terminal output with rich: the only module that imports it. Every method shows the
+control characters of what it is given (:mod:`bisectkit.safetext`), never sends them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from rich.console import Console as RichConsole
 from rich.markup import escape
 from rich.text import Text
 
+from bisectkit import safetext
 from bisectkit.display import (
     INDENT,
     affecting_lines,
     clock,
+    commit_lines,
     ellipsize,
     eta_text,
     fetched,
@@ -108,13 +111,13 @@ class Console:
         self.panel.stop()
 
     def line(self, text: str = "", style: str | None = None) -> None:
-        """Print plain text (no markup interpretation)."""
+        """Print plain text (no markup interpretation; control characters shown)."""
         # A Text, not print(style=...): that style would also dim the live panel below.
-        self._c.print(Text(text, style=style or ""))
+        self._c.print(Text(safetext.lines(text), style=style or ""))
 
     def header(self, lines: Sequence[str], total_steps: int) -> None:
         """The strategy's description of the bisection, then the expected step count."""
-        first, *rest = lines
+        first, *rest = [safetext.one_line(line) for line in lines]
         width = self._c.width
         first_line, *more = flow(11, first, width)  # a path is not cut
         self._c.print(f"[bold]bisectkit[/]: {escape(first_line)}")
@@ -130,6 +133,7 @@ class Console:
     ) -> None:
         """``[step i] testing SHA subject  (n left, roughly k steps; elapsed, ETA)``: the
         subject ellipsized to the width, the rest on a second line when it leaves too little."""
+        info = safetext.commit(info)
         self.status.candidate(index, info.sha, info.subject, remaining, steps_left)
         head = f"[step {index}] testing {info.sha[:12]} "
         timing = (f"; elapsed {clock(self.status.elapsed())}, {eta_text(self.status.eta())}"
@@ -146,7 +150,7 @@ class Console:
 
     def details(self, details: dict[str, Any], files_written: int | None) -> None:
         """What preparing a candidate did: patch actions, submodule moves, files written."""
-        width = self._c.width
+        details, width = safetext.data(details), self._c.width
         for a in details.get("patches", ()):
             head, action = f"    {a['kind']:<11} {a['commit'][:12]}  ", f"{a['action']:<8}"
             why, *more = flow(len(head) + len(action) + 1, a["why"], width, " " * 8)
@@ -162,7 +166,7 @@ class Console:
     def jobs(self, rows: Sequence[dict[str, Any]]) -> None:
         """The parallel steps in flight, a table in the live panel (terminals only; an empty
         ``rows`` takes the table away)."""
-        self.status.jobs = list(rows)
+        self.status.jobs = safetext.data(list(rows))
         if rows:
             self.panel.show()
 
@@ -174,13 +178,15 @@ class Console:
 
     def phase(self, what: str, command: str) -> None:
         """A command starts (a plugin's phase: ``configure``, ``run 2/3``...)."""
+        what = safetext.one_line(what)
         self.status.set_phase(what)
-        self._c.print(f"[dim]--- {what}: {escape(command)}[/]")
+        self._c.print(f"[dim]--- {escape(what)}: {escape(safetext.one_line(command))}[/]")
         self.panel.refresh()
 
     def step_done(self, step: dict[str, Any]) -> None:
         """``[step i] SHA verdict (reason)  timings``: what does not fit the width goes on
         continuation lines: the rest of the reason (never cut), then the timings."""
+        step = safetext.data(step)
         self.status.step_done(step)
         verdict = step["verdict"]
         shown = step.get("term", verdict)
@@ -233,15 +239,11 @@ class Console:
 
     def found(self, info: CommitInfo, details: dict[str, Any], term: str = "bad") -> None:
         self.stop_live()
+        info = safetext.commit(info)
         # The answer stands out on a terminal; piped, it is the plain line git prints.
         self.line(f"{info.sha} is the first {term} commit", style="bold red")
-        self.line(f"commit {info.sha}")
-        self.line(f"Author: {info.author}")
-        self.line(f"Date:   {info.date}")
-        self.line("")
-        for text in info.message.rstrip().splitlines():
-            for line in wrap(text, self._c.width):
-                self.line(line)
+        for line in commit_lines(info, self._c.width):
+            self.line(line)
         if details.get("patches"):
             self.line("")
             self.line(f"patch stack at {info.sha[:12]}:")
@@ -255,12 +257,12 @@ class Console:
         self.line("There are only 'skip'ped commits left to test.")
         self.line(f"The first {term} commit could be any of:")
         for info in infos:  # the full sha (to copy), the subject as room allows
-            self.line(f"{info.sha} {ellipsize(info.subject, self._c.width - 41)}")
+            self.line(f"{info.sha} {ellipsize(safetext.commit(info).subject, self._c.width - 41)}")
         self.line("We cannot bisect more!")
 
     def stack_status(self, data: dict[str, Any], limit: int) -> None:
         """``bisectkit status``: the submodule against its upstream."""
-        d = data
+        d = safetext.data(data)
         branch = d["branch"].removeprefix("refs/heads/") if d["branch"] else "detached"
         self._c.print(f"[bold]submodule {escape(d['submodule'])}[/]")
         self.line(f"  HEAD        {d['head'][:12]} ({branch})")
@@ -295,4 +297,4 @@ class Console:
             self.line(text)
 
     def error(self, message: str) -> None:
-        self._c.print(f"[red]{escape(message)}[/]")
+        self._c.print(f"[red]{escape(safetext.one_line(message))}[/]")

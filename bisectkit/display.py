@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bisectkit.model import CommitInfo
+
 ELLIPSIS = "…"
 #: A subject shorter than this is not worth keeping on a line: what follows it moves to a
 #: continuation line instead.
@@ -80,6 +82,15 @@ def wrap(text: str, width: int, indent: str = INDENT, more: str = "") -> list[st
     than a line, a URL say, stays whole); continuations indented by ``more`` again."""
     return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + more,
                          break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def commit_lines(info: CommitInfo, width: int) -> list[str]:
+    """A commit as ``git show`` heads it: ``commit``, ``Author:``, ``Date:``, then the
+    message indented, its lines broken between words to fit ``width``."""
+    lines = [f"commit {info.sha}", f"Author: {info.author}", f"Date:   {info.date}", ""]
+    for text in info.message.rstrip().split("\n"):
+        lines += wrap(text, width)
+    return lines
 
 
 def pack(parts: Sequence[str], width: int, first: str = "", sep: str = ", ",

@@ -96,7 +96,9 @@ class Repo(WorkTreeOps, CommitDiffs):
         message = c.message
         return CommitInfo(
             sha=str(c.id),
-            subject=message.splitlines()[0] if message else "",
+            # git's first line: up to a line feed (a carriage return or a form feed in it
+            # is part of the subject, shown by whatever prints it, not a line break).
+            subject=message.split("\n", 1)[0].removesuffix("\r"),
             message=message,
             author=f"{sig.name} <{sig.email}>",
             date=when,

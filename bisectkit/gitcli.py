@@ -69,9 +69,11 @@ def run(cwd: Path, *args: str, on_spawn: Spawned | None = None
     """
     # Its own session: a terminal Ctrl-C reaches bisectkit (which decides when
     # to stop), never a git halfway through writing the work tree or index.
+    # surrogateescape: a path that is not UTF-8 (in an error, say) comes back as
+    # os.fsdecode gives it, never as a UnicodeDecodeError.
     with subprocess.Popen(argv(*args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as proc:
+                          errors="surrogateescape", start_new_session=True) as proc:
         if on_spawn is not None:
             on_spawn(proc.pid)
         out, err = proc.communicate()

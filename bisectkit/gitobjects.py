@@ -10,12 +10,14 @@ with exact types and no ``cast``.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pygit2
+from pygit2.enums import FileMode, ObjectType
 
 from bisectkit.errors import GitFailure
 
@@ -50,6 +52,46 @@ def tree(repo: pygit2.Repository, oid: str | pygit2.Oid) -> pygit2.Tree:
 def empty_tree(repo: pygit2.Repository) -> pygit2.Tree:
     """The empty tree (written to the object database if it is not there yet)."""
     return tree(repo, repo.TreeBuilder().write())
+
+
+def edit_level(repo: pygit2.Repository, tree: pygit2.Tree | None,
+               changes: Mapping[str, Entry | None]) -> pygit2.Oid:
+    """Write ``tree`` (``None``: empty) with its entries ``changes`` names put (or removed,
+    for ``None``); names are one level deep, as ``os.fsdecode`` gives them.
+
+    libgit2's tree builder takes only names that are valid UTF-8; a name that is
+    not (a Latin-1 file of an old repository, say: pygit2 gives it with
+    surrogate escapes) gets the tree written byte for byte instead, in git's
+    order (a directory sorts as if its name ended with ``/``).
+    """
+    if all(_is_utf8(name) for name in changes):
+        builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+        for name, value in changes.items():
+            if value is None:
+                if builder.get(name) is not None:
+                    builder.remove(name)
+            else:
+                builder.insert(name, value[0], value[1])
+        return builder.write()
+    entries: dict[bytes, Entry] = {}
+    for e in tree if tree is not None else ():
+        entries[os.fsencode(e.name or "")] = (e.id, int(e.filemode))
+    for name, value in changes.items():
+        if value is None:
+            entries.pop(os.fsencode(name), None)
+        else:
+            entries[os.fsencode(name)] = value
+    order = sorted(entries, key=lambda n: n + b"/" if entries[n][1] == FileMode.TREE else n)
+    body = b"".join(b"%o %s\0%s" % (entries[n][1], n, entries[n][0].raw) for n in order)
+    return repo.odb.write(ObjectType.TREE, body)
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def diff(old: pygit2.Tree, new: pygit2.Tree) -> pygit2.Diff:

@@ -197,7 +197,7 @@ class WorkTreeOps:
         full = self.workdir / path
         try:
             if full.is_symlink():
-                return str(pygit2.hash(os.readlink(full).encode()))
+                return str(pygit2.hash(os.fsencode(os.readlink(full))))
             if full.is_file():
                 return str(pygit2.hashfile(str(full)))
         except OSError:

@@ -109,6 +109,6 @@ def stage_gitlink(cwd: Path, path: str, sha: str) -> None:
 def staged_gitlink(cwd: Path, path: str) -> str | None:
     """The commit the index pins at submodule ``path``, if any."""
     out = gitcli.read_bytes(cwd, f"cannot read the index of {cwd}", "ls-files", "-s", "--",
-                            path).decode()
+                            path).decode("utf-8", "surrogateescape")
     fields = out.split()
     return fields[1] if len(fields) >= 4 and fields[0] == "160000" else None

@@ -25,6 +25,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from bisectkit import safetext
 from bisectkit.display import clock, eta, eta_text
 
 #: Columns the panel leaves free at the right: the terminal's "^C" echo fits there.
@@ -180,7 +181,7 @@ class Echo:
     def _note(self, text: str) -> None:
         shown = [x for x in text.replace("\r", "\n").split("\n") if x.strip()]
         if shown:
-            self._status().line = Text.from_ansi(shown[-1]).plain.strip()[:500]
+            self._status().line = safetext.one_line(Text.from_ansi(shown[-1]).plain.strip()[:500])
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._console().file, name)

@@ -182,28 +182,21 @@ class Merger:
     def _edit(self, tree: pygit2.Tree | None,
               changes: dict[str, Entry | None]) -> pygit2.Oid | None:
         """:meth:`edit_tree` on tree objects; ``None`` when an existing tree ends up empty."""
-        builder = self._repo.TreeBuilder(tree) if tree is not None else self._repo.TreeBuilder()
+        here: dict[str, Entry | None] = {}
         nested: dict[str, dict[str, Entry | None]] = {}
         for path, value in changes.items():
             head, slash, rest = path.partition("/")
             if slash:
                 nested.setdefault(head, {})[rest] = value
-            elif value is None:
-                if builder.get(head) is not None:
-                    builder.remove(head)
             else:
-                builder.insert(head, value[0], value[1])
-        for name, sub in nested.items():
+                here[head] = value
+        for name, sub in nested.items():  # after the files: a file becoming a directory
             entry = tree[name] if tree is not None and name in tree else None
             subtree = gitobjects.tree(self._repo, entry.id) \
                 if entry is not None and entry.filemode == FileMode.TREE else None
             new = self._edit(subtree, sub)
-            if new is None:
-                if builder.get(name) is not None:
-                    builder.remove(name)
-            else:
-                builder.insert(name, new, FileMode.TREE)
-        oid = builder.write()
+            here[name] = None if new is None else (new, FileMode.TREE)
+        oid = gitobjects.edit_level(self._repo, tree, here)
         if tree is not None and not len(gitobjects.tree(self._repo, oid)):
             return None
         return oid

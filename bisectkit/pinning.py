@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bisectkit import gitwrite
+from bisectkit import gitwrite, safetext
 from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
@@ -135,7 +135,8 @@ def _chain(sub: Repo, tip: str, base: str) -> list[str]:
 
 
 def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> str:
-    """"Advance P to <short>: <subject>", the commits crossed and each patch's fate."""
+    """"Advance P to <short>: <subject>", the commits crossed and each patch's fate (their
+    control characters shown, :mod:`bisectkit.safetext`)."""
     info = sub.commit_info(move.upstream)
     lines = [f"Advance {path} to {move.upstream[:12]}: {info.subject}", "",
              f"Crosses {plural(len(move.crossed), 'upstream commit')}:"]
@@ -146,4 +147,5 @@ def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> st
     lines += ["", f"Patch stack on {move.upstream[:12]} (branch {branch} at {move.tip[:12]}):"]
     lines += [f"  {a.action:<8} {a.patch.sha[:12]} {a.patch.subject}"
               f"{'' if a.action == 'applied' else f' ({a.why})'}" for a in move.actions]
-    return "\n".join([*lines, "", f"Tested by bisectkit advance: {tested}", ""])
+    # Subjects and paths with their control characters shown: git log prints a message as is.
+    return safetext.lines("\n".join([*lines, "", f"Tested by bisectkit advance: {tested}", ""]))

@@ -2,7 +2,10 @@
 
 A log is what ``git bisect log`` is for git: the ``start`` line, then one
 ``git bisect-patched good|bad|skip|old|new SHA`` line per verdict, with
-comments (``# ...``) for what is recomputed on replay and for the answer.
+comments (``# ...``) for what is recomputed on replay and for the answer. A
+comment's subject or reason has its control characters shown
+(:mod:`bisectkit.safetext`): a carriage return in a subject cannot start a line
+that ``replay`` would run.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit import engine
+from bisectkit import engine, safetext
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
 from bisectkit.model import VERDICTS
@@ -29,7 +32,7 @@ def log_lines(b: Bisection) -> list[str]:
         if v.source == "auto":
             # Conflict skips are recomputed on replay; keep them as comments.
             lines.append(f"# {b.term(v.verdict)}: [{v.commit}] {_subject(b, v.commit)} "
-                         f"({v.reason})")
+                         f"({safetext.one_line(v.reason)})")
             continue
         if v.source in ("check-stack", "confirm"):
             continue
@@ -45,7 +48,8 @@ def log_lines(b: Bisection) -> list[str]:
         decision: Decision | None = b.decide()
     except engine.ContradictoryVerdicts as exc:
         decision = None
-        lines.append(f"# the verdicts contradict each other: {b.contradiction(exc)}")
+        lines.append("# the verdicts contradict each other: "
+                     f"{safetext.one_line(b.contradiction(exc))}")
     lines += _answer(b, decision)
     return lines
 
@@ -67,7 +71,7 @@ def _answer(b: Bisection, decision: Decision | None) -> list[str]:
 
 
 def _subject(b: Bisection, sha: str) -> str:
-    return b.strategy.describe(sha).subject
+    return safetext.one_line(b.strategy.describe(sha).subject)
 
 
 @dataclass(frozen=True)

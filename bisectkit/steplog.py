@@ -1,17 +1,22 @@
 """Per-step output logs (``<git dir>/bisectkit/logs/step-N.log``): written and read here.
 
 ``show-step N`` prints one; a plugin that raises appends its traceback to the
-step's log. The file name format lives only in this module.
+step's log. The file name format lives only in this module. What is written has
+its control characters shown (:mod:`bisectkit.safetext`): the header's reason
+(a subject, a path) stays on its line, the output has none left to obey.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from bisectkit import safetext
 from bisectkit.fileio import writing
 from bisectkit.model import Step, Verdict, hookimpl
 
 _PREFIX = "step-"
+#: Output is made safe and written this many characters at a time (the copies stay small).
+_SLICE = 1 << 20
 
 
 def step_log_path(logs_dir: Path, index: int) -> Path:
@@ -36,7 +41,7 @@ def append_failure(logs_dir: Path, step: Step, text: str) -> Path | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as log:
-            log.write(f"# step {step.index}: {step.commit}: {text}")
+            log.write(f"# step {step.index}: {step.commit}: {safetext.lines(text)}")
     except OSError:
         return None
     return path
@@ -62,12 +67,15 @@ class StepLogWriter:
             return
         path = step_log_path(self.logs_dir, step.index)
         shown = step.record.get("term", verdict)  # --find-fix / --term-*: the session's words
-        parts = [f"# step {step.index}: {step.commit} {shown} ({step.record.get('reason')})\n"]
-        for phase, text in step.outputs.items():
-            parts.append(f"# --- {phase} ---\n{text}")
-            if text and not text.endswith("\n"):
-                parts.append("\n")
+        reason = safetext.one_line(str(step.record.get("reason")))
         with writing(path):
             self.logs_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(parts), encoding="utf-8")
+            with path.open("w", encoding="utf-8") as log:
+                log.write(f"# step {step.index}: {step.commit} {shown} ({reason})\n")
+                for phase, text in step.outputs.items():
+                    log.write(f"# --- {safetext.one_line(phase)} ---\n")
+                    for at in range(0, len(text), _SLICE):
+                        log.write(safetext.lines(text[at:at + _SLICE]))
+                    if text and not text.endswith("\n"):
+                        log.write("\n")
         step.record["log"] = str(path)

@@ -21,6 +21,7 @@ from typing import Protocol, TextIO, cast
 from bisectkit import gitcli, runner, undertest
 from bisectkit.errors import Cancelled
 from bisectkit.git import Repo
+from bisectkit.keptoutput import clean_output
 from bisectkit.model import DEFAULT_KEEP, SUPERPROJECT, Outcome
 from bisectkit.strategies.base import Replay
 from bisectkit.strategies.common import step_env
@@ -164,7 +165,7 @@ class _LastLine:
         self._partial = lines.pop()[-400:]
         done = [line for line in lines if line.strip()]
         if done:
-            self._last = runner.clean_output(done[-1])[-200:]
+            self._last = clean_output(done[-1])[-200:]
         now = time.monotonic()
         if now - self._sent >= _REPORT_EVERY_S:
             self._sent = now

@@ -4,7 +4,8 @@ One track per step (the track id is the step number; track 0 is the set-up),
 with complete ("X") spans for the step, materialise (with one sub-span per
 patch), build, repro and classify, and an instant ("i") event per verdict:
 in the spirit of MLIR's action tracing, every decision the tool made is on
-the timeline next to what it cost.
+the timeline next to what it cost. Names and arguments (a subject, a reason)
+have their control characters shown (:mod:`bisectkit.safetext`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bisectkit import safetext
 from bisectkit.display import ellipsize
 from bisectkit.fileio import write_json_atomic
 
@@ -37,8 +39,9 @@ class Tracer:
 
     def name_track(self, track: int, name: str) -> None:
         """Name ``track`` once; a name past :data:`MAX_TRACK_NAME` characters is
-        ellipsized (the step, sha and the subject's start stay readable)."""
-        name = ellipsize(name, MAX_TRACK_NAME)
+        ellipsized (the step, sha and the subject's start stay readable), its control
+        characters shown (:mod:`bisectkit.safetext`)."""
+        name = ellipsize(safetext.one_line(name), MAX_TRACK_NAME)
         if track not in self._named:
             self._named.add(track)
             self.events.append({"name": "thread_name", "ph": "M", "pid": os.getpid(),
@@ -47,7 +50,7 @@ class Tracer:
     def complete(self, name: str, track: int, start: float, end: float, **args: Any) -> None:
         self.events.append({"name": name, "ph": "X", "pid": os.getpid(), "tid": track,
                             "ts": round(start, 1), "dur": round(max(end - start, 0.0), 1),
-                            "args": args})
+                            "args": safetext.data(args)})
 
     @contextlib.contextmanager
     def span(self, name: str, track: int, **args: Any) -> Iterator[dict[str, Any]]:
@@ -61,7 +64,8 @@ class Tracer:
 
     def instant(self, name: str, track: int, **args: Any) -> None:
         self.events.append({"name": name, "ph": "i", "s": "t", "pid": os.getpid(),
-                            "tid": track, "ts": round(self.now(), 1), "args": args})
+                            "tid": track, "ts": round(self.now(), 1),
+                            "args": safetext.data(args)})
 
     def write(self, path: str | Path) -> None:
         write_json_atomic(Path(path), {"traceEvents": self.events, "displayTimeUnit": "ms"})

@@ -231,12 +231,13 @@ def _mirror_sparse(where: Path, sources: Sequence[str]) -> sparse.SparseCheckout
 def _checkout(where: Path, sha: str, shape: sparse.SparseCheckout | None) -> int:
     """``checkout -f --detach``: writes the tracked files that differ (repairing any a kill
     left half written) and nothing else, only those a sparse checkout covers; how many."""
-    diff = _git(where, "diff", "--name-only", "--no-renames", "HEAD", sha, check=False) \
+    # -z: names as they are (not C-quoted, as a name that is not ASCII would be).
+    diff = _git(where, "diff", "-z", "--name-only", "--no-renames", "HEAD", sha, check=False) \
         if (where / ".git" / "index").exists() else None
     # Never checked out, or a HEAD whose objects are gone (a --shared clone borrows them
     # from the user's repository, and a gc there drops our patched commits): all files.
     listed = diff.stdout if diff is not None and diff.returncode == 0 else \
-        _git(where, "ls-tree", "-r", "--name-only", sha).stdout
+        _git(where, "ls-tree", "-z", "-r", "--name-only", sha).stdout
     _git(where, "checkout", "-q", "-f", "--detach", sha)
-    return sum(1 for p in listed.splitlines() if shape is None or not shape.cone
-               or shape.covers(p))
+    return sum(1 for p in listed.split("\0") if p and (shape is None or not shape.cone
+                                                      or shape.covers(p)))

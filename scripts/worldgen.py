@@ -75,8 +75,9 @@ def hermetic_env(home: Path) -> dict[str, str]:
 
 def git(env: Mapping[str, str], cwd: Path, *args: str) -> str:
     """Run git, returning stdout; raises with stderr on failure."""
+    # surrogateescape: git's messages may name a file that is not UTF-8.
     proc = subprocess.run(["git", *args], cwd=cwd, env=dict(env), text=True,
-                          capture_output=True)
+                          errors="surrogateescape", capture_output=True)
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed in {cwd}:\n{proc.stderr}")
     return proc.stdout.strip()
@@ -110,6 +111,10 @@ class WorldSpec:
     #: only at candidates in [local_conflict, local_conflict_until).
     local_conflict_until: int | None = None
     files: int = 20
+    #: commit messages (raw bytes, e.g. hostile ones) and author names replacing the
+    #: generated ones, by commit number.
+    messages: dict[int, bytes] = field(default_factory=dict)
+    authors: dict[int, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -188,10 +193,12 @@ def _fast_import_stream(spec: WorldSpec) -> bytes:
         ts = EPOCH + n * 60
         out.append(b"commit refs/heads/main\n")
         out.append(b"mark :%d\n" % (n + 1))
-        out.append(b"author Upstream Dev <dev@example.com> %d +0000\n" % ts)
+        author = spec.authors.get(n, b"Upstream Dev")
+        out.append(b"author %s <dev@example.com> %d +0000\n" % (author, ts))
         out.append(b"committer Upstream Dev <dev@example.com> %d +0000\n" % ts)
         what = ", ".join(sorted(events.get(n, {}))) or f"lib/file{n % spec.files}.txt"
-        data(f"upstream commit {n}: touch {what}\n")
+        message = spec.messages.get(n, f"upstream commit {n}: touch {what}\n".encode())
+        out.append(b"data %d\n" % len(message) + message + b"\n")
         if n > 0:
             out.append(b"from :%d\n" % n)
         for path, content in sorted(changes.items()):
@@ -462,16 +469,21 @@ def build_partial_world(root: Path, spec: WorldSpec | None = None) -> World:
 #: :func:`build_merge_world`: upstream commits, the one that rewrites the first line of
 #: lib/multi.txt, and the first bad one.
 MERGE_COMMITS, MERGE_EDIT, MERGE_BUG = 24, 12, 6
+#: :func:`build_merge_world`: the file both upstream and the local patch edit.
+MERGE_PATH = "lib/multi.txt"
 
 
-def build_merge_world(root: Path) -> World:
+def build_merge_world(root: Path, path: str = MERGE_PATH, our_line: int = 9) -> World:
     """A small world whose local patch needs a real 3-way content merge below MERGE_EDIT.
 
-    Upstream: lib/multi.txt (ten lines) from commit 0, its first line rewritten at
-    ``MERGE_EDIT``, lib/bug.txt miscompiles from ``MERGE_BUG``. The fork (on the
-    last upstream commit) carries one local patch rewriting the *last* line of
-    lib/multi.txt: at a candidate before ``MERGE_EDIT`` both sides changed the file
-    (different lines), so neither side's version can be taken whole.
+    Upstream: ``path`` (ten lines; ``lib/multi.txt`` by default: any name, a
+    Latin-1 one say, given as ``os.fsdecode`` of its bytes) from commit 0, its
+    first line rewritten at ``MERGE_EDIT``, lib/bug.txt miscompiles from
+    ``MERGE_BUG``. The fork (on the last upstream commit) carries one local
+    patch rewriting line ``our_line`` of ``path``: with the default, the *last*
+    one, so at a candidate before ``MERGE_EDIT`` both sides changed the file
+    (different lines) and neither side's version can be taken whole; with
+    ``our_line=0`` the patch conflicts at every candidate before ``MERGE_EDIT``.
     """
     env = hermetic_env(root / "home")
     upstream = root / "upstream"
@@ -481,23 +493,24 @@ def build_merge_world(root: Path) -> World:
     for n in range(MERGE_COMMITS + 1):
         files = {"lib/filler.txt": f"change {n}\n"}
         if n == 0:
-            files.update({"lib/multi.txt": "".join(lines), "lib/bug.txt": "ok\n",
+            files.update({path: "".join(lines), "lib/bug.txt": "ok\n",
                           "lib/build.txt": "ok\n"})
         if n == MERGE_EDIT:
-            files["lib/multi.txt"] = "".join(["upstream rewrote line 0\n", *lines[1:]])
+            files[path] = "".join(["upstream rewrote line 0\n", *lines[1:]])
         if n == MERGE_BUG:
             files["lib/bug.txt"] = "miscompile\n"
-        for path, text in files.items():
-            (upstream / path).parent.mkdir(parents=True, exist_ok=True)
-            (upstream / path).write_text(text, encoding="utf-8")
+        for name, text in files.items():
+            (upstream / name).parent.mkdir(parents=True, exist_ok=True)
+            (upstream / name).write_text(text, encoding="utf-8")
         git(env, upstream, "add", "-A")
         git(env, upstream, "commit", "-q", "-m", f"upstream commit {n}")
     shas = git(env, upstream, "rev-list", "--reverse", "main").split()
     work = root / "fork-work"
     git(env, root, "clone", "-q", str(upstream), str(work))
-    text = (work / "lib/multi.txt").read_text(encoding="utf-8").replace("line 9", "our line 9")
-    (work / "lib/multi.txt").write_text(text, encoding="utf-8")
-    git(env, work, "commit", "-q", "-am", "[local] our last line")
+    text = (work / path).read_text(encoding="utf-8").splitlines(keepends=True)
+    text[our_line] = f"our line {our_line}\n"
+    (work / path).write_text("".join(text), encoding="utf-8")
+    git(env, work, "commit", "-q", "-am", f"[local] our line {our_line}")
     fork, sup = _pinning_superproject(env, root, work, upstream)
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,
                  shas=shas, stack=[git(env, work, "rev-parse", "HEAD")])

@@ -34,14 +34,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("strategies", ("strategies", "strategies.*", "patchstack", "patchids", "upstream", "status",
                     "worktree", "workspace", "wsroot", "steptask", "pinning", "pinwrite")),
     ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
-               "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "execution",
+               "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "keptoutput",
+               "execution",
                "session", "journal", "journalrecords", "processes", "orphans", "gitlocks", "lock",
                "cache", "cachefile", "commandinputs", "envscan", "keydiff", "pathglobs",
                "fingerprint", "workfiles", "waitstate", "undertest")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
                    "report.*", "steplog")),
-    ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio")),
+    ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio", "safetext")),
 ]
 
 #: Modules that must never print: everything the user sees goes through observers.

@@ -20,7 +20,8 @@ import pytest
 from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
 
-from bisectkit.runner import _Kept, pexpect_command
+from bisectkit.keptoutput import Kept
+from bisectkit.runner import pexpect_command
 
 STATE = Path(".git") / "bisectkit"
 
@@ -254,6 +255,19 @@ while [ $i -lt 25 ]; do
 done
 exit 0
 """
+#: The same with binary output: 25 MB of (seeded) random bytes, NULs and bytes that are
+#: not UTF-8 among them, before and after the line.
+NOISY_BINARY = """\
+noise() {
+  python3 -c "import random, sys; sys.stdout.buffer.write(random.Random($1).randbytes(25_000_000))"
+}
+noise 1
+if grep -q miscompile third_party/llvm-project/lib/bug.txt; then
+  echo "error: 'func.func' op miscompiled deep in the log"
+fi
+noise 2
+exit 0
+"""
 
 MEASURE = """\
 import resource, subprocess, sys
@@ -262,16 +276,20 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)
 """
 
 
-def test_fifty_megabytes_per_step_keep_memory_and_logs_flat(world: World,
-                                                            tmp_path: Path) -> None:
-    """50 MB of output per step: RSS stays flat, logs stay under --keep-output, and a
-    --bad-if match in the dropped middle still decides the verdict."""
-    repro = write_script(tmp_path / "noisy.sh", NOISY)
+@pytest.mark.parametrize(("noise", "good", "bad"), [(NOISY, 196, 204), (NOISY_BINARY, 198, 201)],
+                         ids=["text", "binary"])
+def test_fifty_megabytes_per_step_keep_memory_and_logs_flat(world: World, tmp_path: Path,
+                                                            noise: str, good: int,
+                                                            bad: int) -> None:
+    """50 MB of output per step, text or binary: RSS stays flat, logs stay under
+    --keep-output, and a --bad-if match in the dropped middle still decides the verdict.
+    (Binary output crosses a pty slower: two steps, not three.)"""
+    repro = write_script(tmp_path / "noisy.sh", noise)
     out = tmp_path / "r.json"
     exe = shutil.which("bisectkit")
     assert exe is not None
     argv = [exe, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
-            "--good", world.sha(196), "--bad", world.sha(204), "--no-cache",
+            "--good", world.sha(good), "--bad", world.sha(bad), "--no-cache",
             "--bad-if", "op miscompiled", "--json", str(out), "--", str(repro)]
     proc = subprocess.run([sys.executable, "-c", MEASURE, *argv], cwd=world.superproject,
                           env=world.env, text=True, capture_output=True, timeout=300)
@@ -286,12 +304,36 @@ def test_fifty_megabytes_per_step_keep_memory_and_logs_flat(world: World,
         log = Path(step["log"])
         assert log.stat().st_size < 8 * 2**20 + 64 * 1024
         text = log.read_text()
-        assert "characters of output dropped here" in text
+        assert "bytes of output dropped here" in text
         assert ("op miscompiled deep in the log" in text) == (step["verdict"] == "bad")
 
 
+LONG_LINE = """\
+head -c 300000 /dev/zero | tr '\\0' 'x'
+if grep -q miscompile third_party/llvm-project/lib/bug.txt; then
+  printf "error: 'func.func' op miscompiled in the middle of a long line"
+fi
+head -c 300000 /dev/zero | tr '\\0' 'y'
+echo
+exit 0
+"""
+
+
+def test_a_rule_matches_inside_a_long_line_in_the_dropped_middle(world: World,
+                                                                 tmp_path: Path) -> None:
+    """A 600 KB line, dropped by --keep-output: its match is kept, not cut off with it."""
+    repro = write_script(tmp_path / "long.sh", LONG_LINE)
+    out = tmp_path / "r.json"
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(196), "--bad", world.sha(204), "--no-cache",
+            "--keep-output", "64K", "--bad-if", "op miscompiled", "--json", str(out), "--",
+            str(repro))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["first_bad"] == world.sha(200)
+
+
 def test_kept_output_is_head_tail_and_matching_lines() -> None:
-    kept = _Kept(2000, [re.compile("needle")])
+    kept = Kept(2000, [re.compile("needle")])
     for i in range(10_000):
         kept.add(f"line {i}\n")
         if i == 5000:
@@ -301,9 +343,29 @@ def test_kept_output_is_head_tail_and_matching_lines() -> None:
     assert len(text) < 2400
     assert "a needle in the middle" in text
     assert kept.dropped > 60_000
-    plain = _Kept(2000, [])
+    plain = Kept(2000, [])
     plain.add("short\n")
     assert plain.text() == "short\n"
+
+
+def test_kept_output_is_counted_in_utf8_bytes_and_cut_between_characters() -> None:
+    kept = Kept(1000, [])
+    for _ in range(2000):
+        kept.add("é🔥\x00\n")
+    text = kept.text()
+    head, _, tail = text.partition("\n[bisectkit: ")
+    assert len(head.encode()) <= 500 and len(tail.encode()) <= 600
+    assert "\ufffd" not in text and "\x00" not in text  # whole characters; NUL dropped
+    assert head.startswith("é🔥\né🔥\n") and text.endswith("é🔥\n")
+
+
+def test_kept_output_matches_long_lines_and_not_what_a_carriage_return_rewrote() -> None:
+    kept = Kept(1000, [re.compile("needle")])
+    kept.add("x" * 50_000 + " a needle here " + "y" * 50_000 + "\n")
+    kept.add("stale needle\r" + "z" * 50_000 + "\n")  # rewritten on screen
+    kept.add("end\n" * 1000)
+    text = kept.text()
+    assert text.count("needle") == 1 and "\nneedle here yyy" in text  # from the match on
 
 
 # -- an unreadable session or journal --------------------------------------------------------

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from bisectkit import plugins, signals, steplog
+from bisectkit import plugins, safetext, signals, steplog
 from bisectkit import status as stack_status
 from bisectkit.commands import answer
 from bisectkit.commands.context import Context
@@ -213,7 +213,7 @@ def cmd_show_step(ctx: Context, index: int) -> int:
     if not path.is_file():
         listed = ", ".join(map(str, steplog.kept_steps(store.logs_dir))) or "none"
         raise BadInput(f"no output kept for step {index} (steps with output: {listed})")
-    ctx.console.file.write(path.read_text(encoding="utf-8"))
+    ctx.console.file.write(safetext.lines(path.read_text(encoding="utf-8", errors="replace")))
     return 0
 
 
@@ -229,6 +229,6 @@ def cmd_plugins(ctx: Context) -> int:
 def read_log(path: Path) -> str:
     """The text of a log file for ``replay`` (exit 2 if unreadable)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror}") from exc

@@ -170,7 +170,9 @@ class Run:
         if session is not None:
             with contextlib.suppress(Exception):  # a log is a nicety; the restore is not
                 log = log_lines(self._bisector(session))
-                self.store.last_log_path.write_text("\n".join(log) + "\n", encoding="utf-8")
+                # A pathspec that is not UTF-8 is kept byte for byte, for replay.
+                self.store.last_log_path.write_text("\n".join(log) + "\n", encoding="utf-8",
+                                                    errors="surrogateescape")
         self.store.delete()
         self.journal.delete()
         _remove_empty_tree(self.store.backups_dir)

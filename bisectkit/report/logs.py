@@ -11,6 +11,7 @@ from bisectkit.report.text import (
     cut,
     error_lines,
     fence,
+    md_code,
     md_text,
     result_steps,
     result_terms,
@@ -80,7 +81,7 @@ def error_block(result: Result, limit: int) -> list[str]:
         return [f"#### S{label[1:]}", "", _no_log(step)]
     sections = _log_sections(step.get("log"))
     if sections is None:
-        return ["#### Error lines", "", f"_The log of {label} is missing: `{step['log']}`._"]
+        return ["#### Error lines", "", f"_The log of {label} is missing: {md_code(step['log'])}._"]
     order = sorted(sections, key=lambda p: (not p.startswith("repro"), p != "build", p))
     body: list[str] = []
     room = limit

@@ -18,6 +18,7 @@ from bisectkit.report.text import (
     capped,
     fence,
     md_cell,
+    md_code,
     md_text,
     result_steps,
     result_terms,
@@ -32,7 +33,7 @@ def searched(result: Result, links: Links | None, markdown: bool = True) -> str:
     goods = ", ".join(show(g) for g in result.get("good") or []) or "?"
     text = f"{old} {goods} .. {new} {show(result['bad']) if result.get('bad') else '?'}"
     if result.get("upstream"):
-        text += f" on `{result['upstream']}`" if markdown else f" on {result['upstream']}"
+        text += f" on {md_code(result['upstream']) if markdown else result['upstream']}"
     steps = result_steps(result)
     size = result.get("range_size")
     text += f": {size} candidate commits, " if size is not None else ": "
@@ -90,7 +91,7 @@ def moves_table(moves: Sequence[Mapping[str, Any]]) -> list[str]:
         base = (f"`{m['old_base'][:12]}`..`{m['new_base'][:12]}`"
                 if m.get("old_base") and m.get("new_base") else "")
         count = m.get("upstream_commits")
-        out.append(f"| `{md_cell(m.get('path'))}` | {old} | {new} | {base} | "
+        out.append(f"| {md_code(m.get('path'), cell=True)} | {old} | {new} | {base} | "
                    f"{'' if count is None else count} |")
     return out
 

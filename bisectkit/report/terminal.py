@@ -21,7 +21,7 @@ def render_terminal(result: Result, commit_url: str | None = None,
     """The report in a few plain lines for a terminal (no Markdown)."""
     status = result.get("status", "?")
     _, new = result_terms(result)
-    where = where_ran(result).replace("`", "")
+    where = where_ran(result, markdown=False)
     first_bad = result.get("first_bad")
     out: list[str] = []
     if status == "found" and first_bad:

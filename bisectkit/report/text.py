@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bisectkit import safetext
+
 #: A bisect result: the dict ``run --json`` writes.
 Result = Mapping[str, Any]
 
@@ -50,17 +52,46 @@ def cut(line: str, width: int = MAX_LINE) -> str:
 
 
 def md_text(value: Any) -> str:
-    """Free text for Markdown: no line breaks, no accidental HTML tags."""
-    return re.sub(r"<(?=[A-Za-z/!?])", r"\\<", " ".join(str(value or "").split()))
+    """Free text for Markdown, shown as it is: control characters shown
+    (:mod:`bisectkit.safetext`), no line breaks, and what would start markup escaped
+    (no HTML tag, no link or image, no code span)."""
+    return _escaped(_shown(value))
 
 
 def md_cell(value: Any, width: int = 120) -> str:
-    """Free text for a table cell."""
-    return cut(md_text(value), width).replace("|", "\\|")
+    """Free text for a table cell (cut to ``width`` characters as shown)."""
+    return _escaped(cut(_shown(value), width)).replace("|", "\\|")
+
+
+def md_code(value: Any, cell: bool = False) -> str:
+    """``value`` as an inline code span, shown as it is: control characters shown,
+    delimited by more backticks than it holds (``cell``: in a table, ``|`` escaped)."""
+    text = _shown(value)
+    ticks = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    span = f"{ticks}{pad}{text}{pad}{ticks}"
+    return span.replace("|", "\\|") if cell else span
+
+
+#: What would turn running text into markup: a backslash (it would escape our ``|``), a
+#: backtick (a code span), ``<`` (HTML, an autolink), ``](`` and ``][`` (a link, an image);
+#: escaped with a backslash. ``[mlir]`` stays as it is.
+_MD_SPECIAL = re.compile(r"[\\`<]|\](?=[(\[])")
+
+
+def _shown(value: Any) -> str:
+    """``value`` on one line, its control characters shown, its blanks collapsed."""
+    return " ".join(safetext.lines(str(value or "")).split())
+
+
+def _escaped(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\g<0>", text)
 
 
 def fence(lines: Sequence[str], lang: str = "") -> list[str]:
-    """A fenced code block long enough not to be closed by backticks inside ``lines``."""
+    """A fenced code block long enough not to be closed by backticks inside ``lines``
+    (their control characters shown)."""
+    lines = [safetext.lines(line) for line in lines]
     runs = [len(r) for line in lines for r in re.findall("`+", line)]
     marks = "`" * max(3, max(runs, default=0) + 1)
     return [marks + lang, *lines, marks]
@@ -85,14 +116,16 @@ def verdict_word(verdict: str, result: Result) -> str:
     return {"good": old, "bad": new, "skip": "skipped"}.get(verdict, verdict)
 
 
-def where_ran(result: Result) -> str:
-    """Where the bisect ran, for the title: `` in `path` ``, `` on the integrate branch``."""
+def where_ran(result: Result, markdown: bool = True) -> str:
+    """Where the bisect ran, for the title: `` in `path` ``, `` on the integrate branch``
+    (``markdown=False``: the path as it is)."""
     strategy, sub = result.get("strategy"), result.get("submodule")
     if strategy == "integrate":
         return " on the integrate branch"
+    path = md_code(sub) if markdown else str(sub)
     if strategy == "stack":
-        return f" in the patch stack of `{sub}`" if sub else " in the patch stack"
-    return f" in `{sub}`" if sub else ""
+        return f" in the patch stack of {path}" if sub else " in the patch stack"
+    return f" in {path}" if sub else ""
 
 
 def result_steps(result: Result) -> list[dict[str, Any]]:
