@@ -23,6 +23,7 @@ import pluggy
 
 from bisectkit import plugins, replaylog, requests, signals
 from bisectkit.advancing import apply_request
+from bisectkit.argtypes import positive_float
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
 from bisectkit.commands.context import Context
@@ -196,6 +197,13 @@ def _parallel_defaults(args: argparse.Namespace, sp: Repo | None) -> None:
         args.scheduler = sp.config_get("bisectkit.scheduler")
     if args.workspace_root is None:
         args.workspace_root = sp.config_get("bisectkit.workspace-root")
+    if args.scheduler and getattr(args, "no_workers_timeout", None) is None:
+        value = sp.config_get("bisectkit.no-workers-timeout")
+        try:
+            args.no_workers_timeout = positive_float(value) if value else None
+        except argparse.ArgumentTypeError as exc:
+            raise BadInput(f"git config bisectkit.no-workers-timeout is {value!r}: "
+                           f"{exc}") from None
 
 
 def _source_digest(plugin: object) -> str:

@@ -21,6 +21,7 @@ from bisectkit.errors import BadInput
 from bisectkit.model import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_NO_WORKERS_TIMEOUT,
     AdvanceRequest,
     FollowUp,
     IntegrateRequest,
@@ -65,6 +66,8 @@ def _parallel_argv(parallel: Parallel) -> list[str]:
         words += ["--scheduler", parallel.scheduler]
     if parallel.workspace_root:
         words.append(f"--workspace-root={parallel.workspace_root}")
+    if parallel.no_workers_timeout != DEFAULT_NO_WORKERS_TIMEOUT:
+        words.append(f"--no-workers-timeout={parallel.no_workers_timeout:g}")
     return words + [f"--resources={name}={amount:g}" for name, amount in parallel.resources]
 
 
@@ -259,8 +262,13 @@ def parallel_settings(args: Namespace) -> Parallel:
         root = os.path.abspath(os.path.expanduser(root)) if not args.scheduler else root
         if not args.scheduler and os.path.exists(root) and not os.path.isdir(root):
             raise BadInput(f"--workspace-root {args.workspace_root}: not a directory")
+    patience = getattr(args, "no_workers_timeout", None)
+    if patience is not None and not args.scheduler:
+        raise BadInput("--no-workers-timeout goes with --scheduler (a local step needs no "
+                       "worker)")
     return Parallel(jobs=args.jobs or 1, scheduler=args.scheduler or None,
-                    workspace_root=root or None, resources=resources)
+                    workspace_root=root or None, resources=resources,
+                    no_workers_timeout=patience or DEFAULT_NO_WORKERS_TIMEOUT)
 
 
 @dataclass(frozen=True)
