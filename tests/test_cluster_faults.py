@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World, git_cli, snapshot
 
-distributed = pytest.importorskip("distributed")
+from bisectkit.pipeline import cluster as watching
 
 GOOD_IF = "device .* not found"
 #: Short client-side timeouts: a test waits seconds, not distributed's defaults.
@@ -90,6 +90,8 @@ class Cluster:
             _until(f"worker {name}", lambda: name in self.workers(), 60)
 
     def workers(self) -> set[str]:
+        import distributed
+
         with distributed.Client(self.address, timeout="10s") as client:
             return {str(w["name"]) for w in client.scheduler_info()["workers"].values()}
 
@@ -107,6 +109,7 @@ class Cluster:
 
 @pytest.fixture
 def cluster(tmp_path: Path, world: World) -> Iterator[Cluster]:
+    pytest.importorskip("distributed")
     c = Cluster(tmp_path, world)
     try:
         yield c
@@ -385,3 +388,82 @@ def test_a_stop_signal_cancels_the_steps_on_the_workers(world: World, tmp_path: 
     assert snapshot(world) == before
     _until("the builds to be killed", lambda: not any(_alive(p) for p in builds), 15)
     assert cluster.workers() == {"wa", "wb"}
+
+
+# -- the watch's logic, in process (a stand-in for Dask's client) ----------------------
+class _Client:
+    """What :class:`ClusterWatch` asks of a ``distributed.Client``."""
+
+    def __init__(self) -> None:
+        self.status = "running"
+        self.workers: dict[str, dict] = {}
+        self.silent = False
+        self.scheduler = self
+
+    def identity(self, n_workers: int) -> dict:
+        return {"workers": self.workers}
+
+    def sync(self, call, callback_timeout: float, **kwargs):
+        if self.silent:
+            raise TimeoutError
+        return call(**kwargs)
+
+
+def test_the_watch_says_lost_steps_and_stops_waiting_for_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(watching.time, "monotonic", lambda: now[0])
+    client = _Client()
+    client.workers = {"tcp://h:1": {"name": "wa", "nthreads": 1}}
+    watch = watching.ClusterWatch(client, "tcp://s:8786", None, 60, 5)
+    watch.track("k3", 3, "a" * 40)
+    assert watch.poll() == []
+    # The scheduler removes wa, which ran step 3 (and a stranger's task).
+    watch.on_event((0.0, {"action": "remove-worker", "worker": "tcp://h:1",
+                          "processing-tasks": {"k3", "theirs"}}))
+    watch.on_event((0.0, {"action": "add-worker", "worker": "tcp://h:2"}))
+    client.workers = {}
+    assert watch.poll() == [f"step 3 ({'a' * 12}) runs again: its worker wa (tcp://h:1) was "
+                            "lost; no verdict was taken from the lost run"]
+    now[0] += 2.0  # no worker since now
+    assert watch.poll() == []
+    now[0] += 3.0
+    assert watch.poll() == ["no Dask worker is connected to tcp://s:8786: the steps wait for "
+                            "one (up to 60 s, --no-workers-timeout)"]
+    now[0] += 30.0
+    assert watch.poll() == []  # said once
+    client.workers = {"tcp://h:3": {"name": "wb", "nthreads": 2}}
+    now[0] += 20.0
+    assert watch.poll() == []  # a worker came: the clock starts again
+    client.workers = {}
+    now[0] += 2.0
+    watch.poll()
+    now[0] += 59.0
+    watch.poll()
+    now[0] += 2.0
+    with pytest.raises(watching.NoWorkers, match="no Dask worker has been connected to "
+                       r"tcp://s:8786 for 60 s; start workers, or rerun with a longer "
+                       "--no-workers-timeout"):
+        watch.poll()
+    # Nothing waits: no worker is no reason to stop.
+    watch.forget(3)
+    now[0] += 100.0
+    assert watch.poll() == []
+
+
+def test_the_watch_counts_only_workers_that_fit_and_loses_a_silent_scheduler() -> None:
+    workers = [{"nthreads": 4, "resources": {"GPU": 2}}, {"nthreads": 1, "resources": {"GPU": 1}},
+               {"nthreads": 8}]
+    assert watching.capacity(workers, None) == 13
+    assert watching.capacity(workers, {"GPU": 1}) == 3
+    assert watching.capacity(workers, {"GPU": 2}) == 1
+    client = _Client()
+    watch = watching.ClusterWatch(client, "tcp://s:8786", {"GPU": 1}, 60, 5)
+    watch.track("k1", 1, "b" * 40)
+    client.silent = True
+    with pytest.raises(watching.SchedulerLost, match=r"^lost the Dask scheduler at "
+                       "tcp://s:8786: no answer in 5 s; no verdict"):
+        watch.poll()
+    client.status = "connecting"
+    with pytest.raises(watching.SchedulerLost, match="the connection closed"):
+        watch.poll()
