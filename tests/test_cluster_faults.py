@@ -464,6 +464,11 @@ def test_the_watch_counts_only_workers_that_fit_and_loses_a_silent_scheduler() -
     with pytest.raises(watching.SchedulerLost, match=r"^lost the Dask scheduler at "
                        "tcp://s:8786: no answer in 5 s; no verdict"):
         watch.poll()
-    client.status = "connecting"
-    with pytest.raises(watching.SchedulerLost, match="the connection closed"):
+    client.silent = False  # lost is lost: not asked again (a cancel would wait as long)
+    assert not watch.connected()
+    with pytest.raises(watching.SchedulerLost, match="no answer in 5 s"):
         watch.poll()
+    closed = _Client()
+    closed.status = "connecting"  # Dask reconnects, its tasks already cancelled
+    with pytest.raises(watching.SchedulerLost, match="the connection closed"):
+        watching.ClusterWatch(closed, "tcp://s:8786", None, 60, 5).poll()

@@ -78,6 +78,8 @@ class ClusterWatch:
         self._looked = 0.0
         self._none_since: float | None = None
         self._said = False
+        #: Why the scheduler is lost (once it is, nothing more is asked of it).
+        self._lost: str | None = None
 
     # -- steps in flight -------------------------------------------------------------
     def track(self, key: str, index: int, commit: str) -> None:
@@ -106,13 +108,16 @@ class ClusterWatch:
 
     # -- health ----------------------------------------------------------------------
     def connected(self) -> bool:
-        return bool(self.client.status == "running")
+        """Is the scheduler there to ask (not known lost)?"""
+        return self._lost is None and self.client.status == "running"
 
     def check(self) -> None:
         """Raises :class:`SchedulerLost` once the connection to the scheduler closed (Dask
-        has then cancelled every task of this client)."""
-        if not self.connected():
-            raise SchedulerLost(self.address, "the connection closed")
+        has then cancelled every task of this client) or it stopped answering."""
+        if self._lost is None and self.client.status != "running":
+            self._lost = "the connection closed"
+        if self._lost is not None:
+            raise SchedulerLost(self.address, self._lost)
 
     def poll(self) -> list[str]:
         """Notes to print; raises :class:`SchedulerLost` or :class:`NoWorkers` when the
@@ -162,10 +167,10 @@ class ClusterWatch:
         try:
             return self.client.sync(call, callback_timeout=self._answer_s, **kwargs)
         except TimeoutError:
-            raise SchedulerLost(self.address,
-                                f"no answer in {self._answer_s:g} s") from None
+            self._lost = f"no answer in {self._answer_s:g} s"
         except OSError as exc:
-            raise SchedulerLost(self.address, f"{type(exc).__name__}: {exc}") from None
+            self._lost = f"{type(exc).__name__}: {exc}"
+        raise SchedulerLost(self.address, self._lost)
 
 
 def killed_worker(index: int, commit: str, error: BaseException) -> InfrastructureFailed:

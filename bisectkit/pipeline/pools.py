@@ -257,8 +257,8 @@ class DaskPool(Pool):
                     self.client.unsubscribe_topic(self.topic)
                     self.client.unsubscribe_topic("all")
         finally:
-            try:
-                self.client.close(timeout=_answer_s())
+            try:  # a lost scheduler has nothing to say goodbye to
+                self.client.close(timeout=_answer_s() if self.watch.connected() else 5)
             finally:
                 self._loud()
 
