@@ -128,8 +128,9 @@ class Run:
         if git:
             argv = ["git", "bisect-patched", "run"]
         else:
+            # 20 candidates around the first bad commit (200): a few steps, a few seconds.
             argv = [*exe, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
-                    "--good", world.sha(0), "--bad", world.sha(300)]
+                    "--good", world.sha(190), "--bad", world.sha(210)]
         argv += ["--build", build, "--good-if", GOOD_IF, "--no-cache", "--json",
                  str(self.json), "--scheduler", cluster.address, *extra, "--", "./repro.sh"]
         self.proc = subprocess.Popen(argv, cwd=world.superproject, env={**world.env, **FAST},
@@ -176,13 +177,10 @@ class Run:
         return json.loads(self.json.read_text())
 
 
-def _kill_my_worker(marker: Path, where: str = "") -> str:
-    """A build that, the first time (on a workspace under ``where``), kills the Dask worker
-    running it (its parent: the worker spawns ``/bin/sh -c BUILD``) and waits to die."""
-    test = f'[ ! -e {marker} ]'
-    if where:
-        test = f'case "$BISECTKIT_WORKSPACE" in */{where}/*) {test};; *) false;; esac'
-    return f"if {test}; then touch {marker}; kill -9 $PPID; sleep 30; fi; ./build.sh"
+def _kill_my_worker(marker: Path) -> str:
+    """A build that, the first time, kills the Dask worker running it (its parent: the
+    worker spawns ``/bin/sh -c BUILD``) and waits to die with it."""
+    return f"if [ ! -e {marker} ]; then touch {marker}; kill -9 $PPID; sleep 30; fi; ./build.sh"
 
 
 def _verdicts_once(result: dict) -> None:
