@@ -282,6 +282,9 @@ def test_git_bisect_patched_run_with_no_worker_keeps_the_session(
     status = git_cli(world, "status")
     assert status.returncode == 0, status.stderr
     assert "verdicts: 0 good, 1 bad, 0 skip (the bad end included)" in status.stdout
+    world.git(world.superproject, "config", "bisectkit.no-workers-timeout", "soon")
+    code, out, err = Run(world, tmp_path, cluster, "./build.sh", git=True).finish()
+    assert code == 2 and "git config bisectkit.no-workers-timeout is 'soon': not a number" in err
     assert git_cli(world, "reset").returncode == 0
 
 
