@@ -401,7 +401,7 @@ class _Client:
         self.silent = False
         self.scheduler = self
 
-    def identity(self, n_workers: int) -> dict:
+    def identity(self) -> dict:
         return {"workers": self.workers}
 
     def sync(self, call, callback_timeout: float, **kwargs):

@@ -138,7 +138,7 @@ class ClusterWatch:
 
     def count(self) -> int:
         """Steps the cluster's workers can run at once, asked now."""
-        info = self.ask(self.client.scheduler.identity, n_workers=-1)
+        info = self.ask(self.client.scheduler.identity)  # every worker (older Dask: always)
         workers = dict(info.get("workers", {}))
         self._names.update({a: str(w.get("name", a)) for a, w in workers.items()})
         return capacity(workers.values(), self._resources)
