@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pluggy
 
-from bisectkit import about, outputs, plugins, replaylog, requests, safetext, signals
+from bisectkit import about, outputs, parallelopts, plugins, replaylog, requests, safetext, signals
 from bisectkit.advancing import apply_request
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
@@ -188,7 +188,7 @@ def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMan
                    if origins.get(name) != plugins.BUILTIN_ORIGIN and plugin is not None)
     state = requests.PluginState(loaded, tuple(getattr(args, "plugin_actions", ())))
     if sp is not None:
-        requests.parallel_defaults(args, sp.config_get)
+        parallelopts.defaults(args, sp.config_get)
     return requests.run_options(
         args, sp.workdir if sp is not None else Path.cwd(),
         sp.config_get("bisectkit.build") if sp is not None else None,

@@ -21,7 +21,12 @@ from bisectkit.argtypes import (
     whole_number,
 )
 from bisectkit.hooks import Hooks
-from bisectkit.model import DEFAULT_KEEP, DEFAULT_MAX_ENV_SKIPS, VERDICTS
+from bisectkit.model import (
+    DEFAULT_KEEP,
+    DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_NO_WORKERS_TIMEOUT,
+    VERDICTS,
+)
 from bisectkit.upstream import CONFIG_KEY
 
 UPSTREAM_HELP = (f"upstream ref in the submodule (default: git config {CONFIG_KEY}, else guessed "
@@ -115,6 +120,11 @@ def add_parallel_options(p: argparse.ArgumentParser) -> None:
                    metavar="NAME=N",
                    help="with --scheduler: what a step needs of a worker, e.g. GPU=1 routes "
                         "steps to workers started with --resources GPU=1 (repeatable)")
+    g.add_argument("--no-workers-timeout", type=positive_float, metavar="SECONDS",
+                   help="with --scheduler: stop (exit 3) when steps have waited SECONDS with "
+                        "no worker able to run them (default: git config "
+                        "bisectkit.no-workers-timeout, else "
+                        f"{DEFAULT_NO_WORKERS_TIMEOUT:g})")
 
 
 def add_workspace_root(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -8,14 +8,13 @@ again (follow-up commands, the replay log). Nothing else sees argparse.
 
 from __future__ import annotations
 
-import os
 import shlex
 from argparse import Action, Namespace
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit import argtypes, precheck
+from bisectkit import parallelopts, precheck
 from bisectkit.advancing import advance_request
 from bisectkit.errors import BadInput
 from bisectkit.model import (
@@ -24,7 +23,6 @@ from bisectkit.model import (
     AdvanceRequest,
     FollowUp,
     IntegrateRequest,
-    Parallel,
     Rules,
     RunOptions,
     StackRequest,
@@ -55,18 +53,9 @@ def run_options_argv(opts: RunOptions) -> list[str]:
         words += ["--max-env-skips", str(opts.max_env_skips)]
     words += [f"--cache-input={p}" for p in opts.cache_inputs]
     words += [f"--cache-env={name}" for name in opts.cache_env]
-    words += _parallel_argv(opts.parallel)
+    words += parallelopts.to_argv(opts.parallel)
     words += opts.plugin_argv
     return [*words, "--", *opts.repro] if opts.repro else words
-
-
-def _parallel_argv(parallel: Parallel) -> list[str]:
-    words = ["--jobs", str(parallel.jobs)] if parallel.jobs != 1 else []
-    if parallel.scheduler:
-        words += ["--scheduler", parallel.scheduler]
-    if parallel.workspace_root:
-        words.append(f"--workspace-root={parallel.workspace_root}")
-    return words + [f"--resources={name}={amount:g}" for name, amount in parallel.resources]
 
 
 def terms_argv(terms: Terms) -> list[str]:
@@ -245,7 +234,7 @@ def run_options(args: Namespace, root: Path, build_default: str | None, has_repr
     plugin_argv += [w for a in plugins.actions for w in _option_words(a, getattr(args, a.dest))]
     inputs = tuple(precheck.cache_input(p) for p in args.cache_input)
     env_names = tuple(precheck.cache_env(name) for name in args.cache_env)
-    parallel = parallel_settings(args)
+    parallel = parallelopts.settings(args)
     return RunOptions(repro=tuple(repro), build=build or None, rules=rules,
                       timeout=args.timeout, timeout_verdict=args.timeout_verdict,
                       use_cache=not args.no_cache,
@@ -254,32 +243,6 @@ def run_options(args: Namespace, root: Path, build_default: str | None, has_repr
                       verify_ends=not args.no_verify, max_env_skips=args.max_env_skips,
                       cache_inputs=tuple(dict.fromkeys(inputs)),
                       cache_env=tuple(dict.fromkeys(env_names)), parallel=parallel)
-
-
-def parallel_defaults(args: Namespace, config_get: Callable[[str], str | None]) -> None:
-    """``--jobs``, ``--scheduler``, ``--workspace-root`` not given: from git config
-    (``config_get``), checked as the options are."""
-    if args.jobs is None:
-        args.jobs = argtypes.from_config(config_get, "bisectkit.jobs", argtypes.jobs)
-    if args.scheduler is None:
-        args.scheduler = argtypes.from_config(config_get, "bisectkit.scheduler",
-                                              argtypes.scheduler_address)
-    if args.workspace_root is None:
-        args.workspace_root = config_get("bisectkit.workspace-root")
-
-
-def parallel_settings(args: Namespace) -> Parallel:
-    """``--jobs``, ``--scheduler``, ``--workspace-root``, ``--resources``, checked."""
-    resources = tuple(args.resources)
-    if resources and not args.scheduler:
-        raise BadInput("--resources goes with --scheduler (a local step runs on this machine)")
-    root = args.workspace_root
-    if root:
-        root = os.path.abspath(os.path.expanduser(root)) if not args.scheduler else root
-        if not args.scheduler:
-            precheck.workspace_root(args.workspace_root, root)
-    return Parallel(jobs=args.jobs or 1, scheduler=args.scheduler or None,
-                    workspace_root=root or None, resources=resources)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ PACKAGE = ROOT / "bisectkit"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cli", ("__main__", "cli", "parser", "options", "about", "manpage", "commands", "commands.*")),
-    ("requests", ("requests", "advancing", "precheck", "argtypes", "outputs")),
+    ("requests", ("requests", "advancing", "precheck", "argtypes", "outputs", "parallelopts")),
     ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
     ("strategies", ("strategies", "strategies.*", "patchstack", "patchids", "upstream", "status",
                     "worktree", "workspace", "wsroot", "steptask", "pinning", "pinwrite")),

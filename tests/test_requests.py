@@ -63,8 +63,10 @@ def test_run_options_survive_a_round_trip_through_argv(tmp_path: Path) -> None:
     words = ["--build", "true", "--bad-if=-crash", "--skip-if", "device lost", "--timeout",
              "2.5", "--timeout-verdict", "bad", "--keep-output", "1K", "--no-verify",
              "--max-env-skips", "0", "--no-cache", "--cache-env", "CC", "--cache-env=$CXX",
-             "--cache-env", "CC", "--", "sh", "-c", "exit 1"]
+             "--cache-env", "CC", "--scheduler", "tcp://127.0.0.1:8786",
+             "--no-workers-timeout", "60", "--", "sh", "-c", "exit 1"]
     opts = _run_options(words, tmp_path)
+    assert opts.parallel.no_workers_timeout == 60
     assert opts.repro == (sh, "-c", "exit 1")
     assert opts.cache_env == ("CC", "CXX")
     assert opts.rules == Rules(bad_if=("-crash",), skip_if=("device lost",))
@@ -86,6 +88,8 @@ def test_run_options_are_checked_before_anything_runs(tmp_path: Path) -> None:
         _run_options(["--build", "no-such-tool -j8", "--", "sh"], tmp_path)
     with pytest.raises(BadInput, match="no repro command given"):
         _run_options([], tmp_path)
+    with pytest.raises(BadInput, match="--no-workers-timeout goes with --scheduler"):
+        _run_options(["--no-workers-timeout", "5", "--", "sh"], tmp_path)
 
 
 def test_run_flags_refuse_unwritable_outputs(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from bisectkit.model.requests import (
 from bisectkit.model.values import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_NO_WORKERS_TIMEOUT,
     GIT_PROG,
     HOW_TO_CHOOSE_UPSTREAM,
     ON_CONFLICT,
@@ -52,6 +53,7 @@ __all__ = [
     "Config",
     "DEFAULT_KEEP",
     "DEFAULT_MAX_ENV_SKIPS",
+    "DEFAULT_NO_WORKERS_TIMEOUT",
     "FollowUp",
     "GIT_PROG",
     "HOW_TO_CHOOSE_UPSTREAM",

@@ -11,6 +11,7 @@ import pluggy
 from bisectkit.model.values import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_NO_WORKERS_TIMEOUT,
     OnConflict,
     Rules,
     Terms,
@@ -104,6 +105,8 @@ class Parallel:
     workspace_root: str | None = None
     #: ``--resources NAME=N``: what a step needs of a Dask worker (e.g. ``GPU=1``).
     resources: tuple[tuple[str, float], ...] = ()
+    #: ``--no-workers-timeout``: seconds steps wait with no Dask worker before the run stops.
+    no_workers_timeout: float = DEFAULT_NO_WORKERS_TIMEOUT
 
     @property
     def enabled(self) -> bool:

@@ -6,7 +6,8 @@
 - :mod:`.verify`: the checks an answer rests on (ends, stack, boundary).
 - :mod:`.parallel`: :class:`~.parallel.ParallelBisection`, k steps at once (``--jobs``,
   ``--scheduler``); :mod:`.remote`: a step as a recipe, its result checked;
-  :mod:`.pools`: where they run (threads over local workspaces, or a Dask cluster).
+  :mod:`.pools`: where they run (threads over local workspaces, or a Dask cluster);
+  :mod:`.cluster`: a Dask cluster's faults (lost workers, no worker, lost scheduler).
 
 Nothing here prints: observers see everything through the hooks.
 """

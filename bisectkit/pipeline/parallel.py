@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import statistics
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import Collection
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
 
 from bisectkit import engine, signals
 from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision
-from bisectkit.errors import Aborted, BadInput, MachineSkips
+from bisectkit.errors import BadInput, MachineSkips
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
@@ -36,6 +37,7 @@ from bisectkit.pipeline.remote import (
     checked_result,
     make_recipe,
     uncommitted_build,
+    waited,
 )
 from bisectkit.pipeline.testing import cleaned
 from bisectkit.promisor import add_fetched
@@ -45,8 +47,6 @@ from bisectkit.strategies.base import Prepared
 from bisectkit.strategies.common import initialised_submodules
 from bisectkit.workspace import prefetch_trees, sources_of
 
-#: Seconds between two refreshes of the live table while waiting.
-_TICK_S = 0.5
 #: A test that has run this share of the median step time is "nearly done".
 _NEARLY_DONE = 0.75
 #: How long (a share of the median step time) a choice waits for nearly-done tests.
@@ -89,8 +89,6 @@ class ParallelBisection(Bisection):
                     return decision
                 for job, future in self._next_done():
                     record = self._finish(job, future, cache)
-                    if record is None:
-                        continue
                     streak = streak + 1 if record.environment else 0
                     if max_env_skips and streak >= max_env_skips:
                         raise MachineSkips(streak, record.reason)
@@ -128,11 +126,7 @@ class ParallelBisection(Bisection):
     def _next_done(self) -> list[tuple[Job, Future[StepResult]]]:
         """Wait for a step to finish (and briefly for others that are nearly done)."""
         by_future = {j.future: j for j in self.jobs.values()}
-        while True:
-            done, _ = wait(by_future, timeout=_TICK_S, return_when=FIRST_COMPLETED)
-            self._show()
-            if done:
-                break
+        done = self._waited(by_future)
         median = statistics.median(self._durations) if self._durations else None
         if median is not None:
             now = time.monotonic()
@@ -163,12 +157,10 @@ class ParallelBisection(Bisection):
         return job
 
     def _finish(self, job: Job, future: Future[StepResult],
-                cache: VerdictCache | None) -> StepRecord | None:
-        """Judge and record a finished step (None: it was cancelled)."""
+                cache: VerdictCache | None) -> StepRecord:
+        """Judge and record a finished step."""
         self._forget(job)
-        result = checked_result(job, future, self._expected(job.prep))
-        if result is None:
-            return None
+        result = checked_result(job, future, self._expected(job.prep), self.pool)
         self._durations.append(time.monotonic() - job.started)
         self._trace(job, result)
         details = {**job.prep.details, "files_written": result.files_written,
@@ -192,21 +184,15 @@ class ParallelBisection(Bisection):
         if hit is not None:
             return super().test_commit(commit, prep, cache, source)  # recorded unbuilt
         job = self._dispatch(self.next_index(), commit, prep, source)
-        wait([job.future])
-        record = self._finish(job, job.future, cache)
-        if record is None:
-            raise Aborted(f"the {source} step on {commit[:12]} was cancelled")
-        return record
+        self._waited([job.future])
+        return self._finish(job, job.future, cache)
 
     def run_at(self, commit: str, prep: Prepared, phases: tuple[str, ...]) -> StepResult:
         """Run ``phases`` at ``commit`` on the pool now (the good-end check); no record."""
         job = self._dispatch(self.next_index(), commit, prep, "check", phases)
-        wait([job.future])
+        self._waited([job.future])
         self._forget(job)
-        result = checked_result(job, job.future, self._expected(job.prep))
-        if result is None:
-            raise Aborted(f"the check at {commit[:12]} was cancelled")
-        return result
+        return checked_result(job, job.future, self._expected(job.prep), self.pool)
 
     # -- cancelling --------------------------------------------------------------------
     def _cancel_outside(self, verdicts: dict[str, Any]) -> None:
@@ -244,6 +230,10 @@ class ParallelBisection(Bisection):
         self.hooks.jobs([])
 
     # -- helpers ---------------------------------------------------------------------
+    def _waited(self, futures: Collection[Future[StepResult]]) -> set[Future[StepResult]]:
+        return waited(self.pool, futures, lambda text: self.hooks.message(text, "note"),
+                      self._show)
+
     def _show(self) -> None:
         now = time.monotonic()
         rows = []

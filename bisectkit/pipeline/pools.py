@@ -8,6 +8,7 @@ scheduling in :mod:`bisectkit.pipeline.parallel` is one code path for both.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
@@ -16,11 +17,12 @@ import time
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.model import Parallel
+from bisectkit.pipeline.cluster import ClusterWatch, SchedulerLost, quiet_dask, words
 from bisectkit.steptask import Control, Recipe, StepResult, run_step
 from bisectkit.wsroot import foreign
 
@@ -64,6 +66,11 @@ class Pool:
 
     def control(self, index: int) -> Control:
         raise NotImplementedError
+
+    def poll(self) -> list[str]:
+        """While steps wait: notes to print (a lost worker's step runs again); raises when
+        the run cannot go on (the scheduler is lost, no worker for too long)."""
+        return []
 
     def cancel(self, control: Control, future: Future[StepResult]) -> None:
         """Stop a step: its process group is killed where it runs."""
@@ -143,7 +150,10 @@ class DaskControl:
         now = time.monotonic()
         if not self._said and now - self._checked >= _CANCEL_POLL_S:
             self._checked = now
-            self._said = bool(_dask().Event(self.name).is_set())
+            event = _dask().Event(self.name)
+            self._said = bool(event.is_set())
+            if self._said:
+                event.clear()  # seen: the scheduler forgets it (the client no longer can)
         return self._said
 
     def progress(self, index: int, where: str, phase: str, line: str) -> None:
@@ -167,63 +177,97 @@ class DaskPool(Pool):
             dask = _dask()
         except ImportError as exc:
             raise BadInput("--scheduler needs Dask: pip install 'bisectkit[dask]'") from exc
+        self._loud = quiet_dask()
         try:
             self.client: Any = dask.Client(settings.scheduler, timeout="20s")
         except OSError as exc:
+            self._loud()
             raise BadInput(f"cannot reach the Dask scheduler at {settings.scheduler}: "
                            f"{exc}") from exc
+        try:
+            self._start(settings, run_id)
+        except BaseException:
+            self.client.close(timeout=_answer_s())
+            self._loud()
+            raise
+
+    def _start(self, settings: Parallel, run_id: str) -> None:
         self._run = run_id
         self.topic = f"bisectkit-{run_id}"
         self.shared = False
         self.root = settings.workspace_root
         resources = dict(settings.resources) or None
+        self.watch = ClusterWatch(self.client, str(settings.scheduler), resources,
+                                  settings.no_workers_timeout, _answer_s())
         self.executor = self.client.get_executor(pure=False, resources=resources)
-        threads = self._threads(resources)
+        threads = self.watch.count()
         # --jobs caps what one run asks of a shared cluster; by default, all it offers.
         self.slots = settings.jobs if settings.jobs > 1 else max(1, threads)
-        having = f" with {_words(resources)}" if resources else ""
+        having = f" with {words(resources)}" if resources else ""
         waiting = "; none yet: the steps wait for workers" if not threads else ""
         self.description = (f"the Dask cluster at {settings.scheduler} ("
                             f"{plural(threads, 'worker thread')}{having}{waiting})")
         self.client.subscribe_topic(self.topic, self._on_event)
-        self._events: list[str] = []
-
-    def _threads(self, resources: dict[str, float] | None) -> int:
-        """Steps the cluster can run at once (with ``resources``, only the workers that
-        have them count, each as many times as it holds them)."""
-        info = self.client.scheduler_info()["workers"].values()
-        if not resources:
-            return sum(int(w.get("nthreads", 1)) for w in info)
-        fits = [min(int(w.get("resources", {}).get(k, 0) // v) for k, v in resources.items())
-                for w in info]
-        return sum(min(n, int(w.get("nthreads", 1))) for n, w in zip(fits, info, strict=True))
+        self.client.subscribe_topic("all", self.watch.on_event)
+        #: The cancel events of the steps: those set are the workers' to clear.
+        self._events: dict[str, bool] = {}
 
     def _on_event(self, event: tuple[float, dict[str, Any]]) -> None:
         msg = event[1]
         self.heard(int(msg["index"]), str(msg["where"]), str(msg["phase"]), str(msg["line"]))
 
+    def submit(self, recipe: Recipe) -> tuple[Future[StepResult], Control]:
+        """Start ``recipe`` as a task named after its cancel event (the scheduler's events
+        name it when its worker is lost)."""
+        self.watch.check()  # a lost scheduler: said now, not as a step that never starts
+        control = self.control(recipe.index)
+        assert isinstance(control, DaskControl)
+        self.progress[recipe.index] = Progress()
+        self.watch.track(control.name, recipe.index, recipe.commit)
+        # Dask's executor hands key= on to Client.submit.
+        future = cast(Any, self.executor).submit(run_step, recipe, control, key=control.name)
+        return future, control
+
     def control(self, index: int) -> Control:
         name = f"bisectkit-{self._run}-{index}-{time.monotonic_ns()}"
-        self._events.append(name)
+        self._events[name] = False
         return DaskControl(name, self.topic)
+
+    def poll(self) -> list[str]:
+        return self.watch.poll()
+
+    def done(self, index: int) -> None:
+        super().done(index)
+        self.watch.forget(index)
 
     def cancel(self, control: Control, future: Future[StepResult]) -> None:
         assert isinstance(control, DaskControl)
-        _dask().Event(control.name, client=self.client).set()
         future.cancel()
+        if self.watch.connected():  # else the worker stops when it finds the scheduler gone
+            with contextlib.suppress(SchedulerLost):
+                self.watch.ask(self.client.scheduler.event_set, name=control.name)
+                self._events[control.name] = True
 
     def close(self) -> None:
         try:
-            for name in self._events:
-                _dask().Event(name, client=self.client).clear()
-            self.client.unsubscribe_topic(self.topic)
+            if self.watch.connected():  # else nothing is there to tidy, nor to answer
+                with contextlib.suppress(SchedulerLost, OSError):
+                    for name in [n for n, was_set in self._events.items() if not was_set]:
+                        self.watch.ask(self.client.scheduler.event_clear, name=name)
+                    self.client.unsubscribe_topic(self.topic)
+                    self.client.unsubscribe_topic("all")
         finally:
-            self.executor.shutdown(wait=False)
-            self.client.close()
+            try:  # a lost scheduler has nothing to say goodbye to
+                self.client.close(timeout=_answer_s() if self.watch.connected() else 5)
+            finally:
+                self._loud()
 
 
-def _words(resources: dict[str, float]) -> str:
-    return ", ".join(f"{name}={amount:g}" for name, amount in resources.items())
+def _answer_s() -> float:
+    """How long the scheduler may take to answer (distributed's TCP timeout, 30 s unless
+    configured): longer, and it is lost."""
+    dask = importlib.import_module("dask")
+    return float(dask.utils.parse_timedelta(dask.config.get("distributed.comm.timeouts.tcp")))
 
 
 def _dask() -> Any:

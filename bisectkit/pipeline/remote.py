@@ -6,18 +6,23 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from concurrent.futures import Future
+from collections.abc import Callable, Collection
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from bisectkit.errors import BisectkitError, Cancelled, InfrastructureFailed
 from bisectkit.git import Repo
 from bisectkit.model import Outcome, RunOptions, Step
+from bisectkit.pipeline.cluster import killed_worker
 from bisectkit.pipeline.pools import Pool
 from bisectkit.pipeline.testing import Host, StepTester, cleaned
 from bisectkit.steptask import Control, Recipe, StepResult
 from bisectkit.strategies.base import Prepared
 from bisectkit.strategies.common import step_env
+
+#: Seconds between two refreshes of the live table (and looks at the pool) while waiting.
+_TICK_S = 0.5
 
 
 @dataclass
@@ -68,24 +73,43 @@ def uncommitted_build(build: str | None, superproject: Repo, commit: str) -> str
             f"({root / rel})")
 
 
-def checked_result(job: Job, future: Future[StepResult],
-                   expected: dict[str, str]) -> StepResult | None:
-    """The worker's result (None: cancelled), checked: the trees it tested are the
-    ``expected`` ones. A failure of the machinery is never a verdict."""
-    if future.cancelled():
-        return None
-    error = future.exception()
-    if isinstance(error, Cancelled):
-        return None
+def waited(pool: Pool, futures: Collection[Future[StepResult]], say: Callable[[str], None],
+           show: Callable[[], None]) -> set[Future[StepResult]]:
+    """Wait until one of ``futures`` is done; meanwhile the live table is refreshed and the
+    pool's notes said, before the results they explain (raises when the pool cannot go
+    on: no step waits forever)."""
+    while True:
+        done, _ = wait(futures, timeout=_TICK_S, return_when=FIRST_COMPLETED)
+        for note in pool.poll():
+            say(note)
+        show()
+        if done:
+            return done
+
+
+def checked_result(job: Job, future: Future[StepResult], expected: dict[str, str],
+                   pool: Pool) -> StepResult:
+    """The worker's result, checked: it is this step's, and the trees it tested are the
+    ``expected`` ones. A failure of the machinery is never a verdict. (A step bisectkit
+    cancelled is never asked: cancelled here, the pool did it.)"""
+    error = None if future.cancelled() else future.exception()
+    if future.cancelled() or isinstance(error, Cancelled):
+        pool.poll()  # the scheduler is gone, say
+        raise InfrastructureFailed(f"step {job.index} ({job.commit[:12]}) was cancelled by "
+                                   f"{pool.description}, not by bisectkit; no verdict was "
+                                   "taken from it")
     if isinstance(error, BisectkitError):
         raise error
+    if error is not None and type(error).__name__ == "KilledWorker":
+        raise killed_worker(job.index, job.commit, error) from error
     if error is not None:
-        lost = type(error).__name__ == "KilledWorker"
         raise InfrastructureFailed(
-            f"step {job.index} ({job.commit[:12]}) could not run: "
-            f"{'the workers running it kept dying' if lost else type(error).__name__}: "
+            f"step {job.index} ({job.commit[:12]}) could not run: {type(error).__name__}: "
             f"{error}; no verdict was taken from it") from error
     result = future.result()
+    if result.index != job.index:
+        raise InfrastructureFailed(f"step {job.index}: the result of step {result.index} came "
+                                   "back in its place; no verdict was taken from it")
     for key, want in expected.items():
         if result.trees.get(key) != want:
             raise InfrastructureFailed(

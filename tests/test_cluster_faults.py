@@ -1,0 +1,475 @@
+"""A Dask cluster failing under a run (``--scheduler``): real ``dask scheduler`` and
+``dask worker`` processes, killed by process group while steps are in flight.
+
+A lost worker's step runs again elsewhere, its verdict recorded once; a step that kills
+every worker it lands on, no worker for ``--no-workers-timeout``, or a lost scheduler
+stops the run with one line (exit 3), everything restored; a stop signal cancels the
+steps in flight. Every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, git_cli, snapshot
+
+from bisectkit.pipeline import cluster as watching
+
+GOOD_IF = "device .* not found"
+#: Short client-side timeouts: a test waits seconds, not distributed's defaults.
+FAST = {"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _until(what: str, ok, deadline_s: float = 60) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not ok():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.05)
+
+
+class Cluster:
+    """A real scheduler and workers, each its own process group (a worker's nanny and its
+    worker process die together)."""
+
+    def __init__(self, tmp_path: Path, world: World) -> None:
+        self.port = _free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **FAST, "BISECTKIT_WORKER_ROOT": str(tmp_path / "workers"),
+                    "HOME": world.env["HOME"], "GIT_CONFIG_NOSYSTEM": "1"}
+        self.logs = tmp_path / "dask-logs"
+        self.logs.mkdir()
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None) -> None:
+        with open(self.logs / f"{name}.log", "wb") as log:
+            self.procs[name] = subprocess.Popen(
+                ["dask", *argv], env={**self.env, **(env or {})}, cwd=self.logs,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def scheduler(self, env: dict[str, str] | None = None) -> None:
+        self._start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port",
+                                  str(self.port), "--no-dashboard"], env)
+        _until("the scheduler", self._listening)
+
+    def _listening(self) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def worker(self, name: str, nanny: bool = False, env: dict[str, str] | None = None,
+               wait: bool = True, threads: int = 1) -> None:
+        self._start(name, ["worker", self.address, "--name", name, "--nthreads", str(threads),
+                           "--no-dashboard", *([] if nanny else ["--no-nanny"])], env)
+        if wait:
+            _until(f"worker {name}", lambda: name in self.workers(), 60)
+
+    def workers(self) -> set[str]:
+        import distributed
+
+        with distributed.Client(self.address, timeout="10s") as client:
+            return {str(w["name"]) for w in client.scheduler_info()["workers"].values()}
+
+    def kill(self, name: str) -> None:
+        os.killpg(self.procs[name].pid, signal.SIGKILL)
+        self.procs[name].wait(timeout=30)
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        for proc in self.procs.values():
+            proc.wait(timeout=30)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, world: World) -> Iterator[Cluster]:
+    pytest.importorskip("distributed")
+    c = Cluster(tmp_path, world)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+class Run:
+    """``bisectkit run --scheduler`` (or ``git bisect-patched run``) in the background; its
+    stdout read line by line as it comes."""
+
+    def __init__(self, world: World, tmp_path: Path, cluster: Cluster, build: str,
+                 *extra: str, git: bool = False) -> None:
+        self.json = tmp_path / "result.json"
+        exe = [sys.executable, "-m", "bisectkit"]
+        if git:
+            argv = ["git", "bisect-patched", "run"]
+        else:
+            # 20 candidates around the first bad commit (200): a few steps, a few seconds.
+            argv = [*exe, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+                    "--good", world.sha(190), "--bad", world.sha(210)]
+        argv += ["--build", build, "--good-if", GOOD_IF, "--no-cache", "--json",
+                 str(self.json), "--scheduler", cluster.address, *extra, "--", "./repro.sh"]
+        self.proc = subprocess.Popen(argv, cwd=world.superproject, env={**world.env, **FAST},
+                                     text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def expect(self, pattern: str, deadline_s: float = 60) -> str:
+        """The first line of stdout (from here on) that matches ``pattern``."""
+        deadline = time.monotonic() + deadline_s
+        while True:
+            try:
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError(f"no line matching {pattern!r} in "
+                                     f"{deadline_s} s:\n{''.join(self.seen)}") from None
+            self.seen.append(line)
+            if re.search(pattern, line):
+                return line
+
+    def finish(self, deadline_s: float = 120) -> tuple[int, str, str]:
+        """Exit code, stdout, stderr."""
+        try:
+            self.proc.wait(timeout=deadline_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            raise
+        assert self.proc.stderr is not None
+        err = self.proc.stderr.read()
+        self.reader.join(timeout=10)  # stdout is at its end once the process is gone
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return self.proc.returncode, "".join(self.seen), err
+
+    def result(self) -> dict:
+        return json.loads(self.json.read_text())
+
+
+def _kill_my_worker(marker: Path) -> str:
+    """A build that, the first time, kills the Dask worker running it (its parent: the
+    worker spawns ``/bin/sh -c BUILD``) and waits to die with it."""
+    return f"if [ ! -e {marker} ]; then touch {marker}; kill -9 $PPID; sleep 30; fi; ./build.sh"
+
+
+def _verdicts_once(result: dict) -> None:
+    """Each candidate tested by the bisection has one verdict."""
+    counts = Counter(s["commit"] for s in result["steps"] if s["source"] == "run")
+    assert counts and max(counts.values()) == 1, counts
+
+
+def _one_line(err: str, pattern: str) -> None:
+    """stderr is one line: the error, no traceback or Dask log."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and " - distributed." not in err, err
+    assert re.search(pattern, lines[0]), err
+    assert len(lines) == 1, err
+
+
+def test_the_only_worker_lost_mid_step_waits_for_a_new_one_then_finishes(
+        world: World, tmp_path: Path, cluster: Cluster) -> None:
+    cluster.scheduler()
+    cluster.worker("wa")
+    before = snapshot(world)
+    marker = tmp_path / "killed"
+    run = Run(world, tmp_path, cluster, _kill_my_worker(marker), "--no-workers-timeout", "60")
+    line = run.expect(r"worker .* was lost")
+    assert re.search(r"step 1 \([0-9a-f]{12}\) runs again: its worker wa \(tcp://127\.0\.0\.1:"
+                     r"\d+\) was lost; no verdict was taken from the lost run", line), line
+    run.expect(rf"no Dask worker is connected to {cluster.address}: the steps wait for one "
+               r"\(up to 60 s, --no-workers-timeout\)")
+    cluster.worker("wb", wait=False)
+    code, out, err = run.finish()
+    assert code == 0, out + err
+    assert f"{world.sha(200)} is the first bad commit" in out
+    result = run.result()
+    _verdicts_once(result)
+    assert {s["worker"] for s in result["steps"] if s.get("build_s") is not None} == {"wb"}
+    assert snapshot(world) == before
+
+
+def test_a_worker_declared_lost_that_reports_late_is_not_recorded_twice(
+        world: World, tmp_path: Path, cluster: Cluster) -> None:
+    # wa's first build stops wa (SIGSTOP); the scheduler declares it lost after its
+    # worker-ttl and gives the step to wb, whose build of it wakes wa up (wa's run of the
+    # step goes on, its result late) and takes its time.
+    cluster.scheduler(env={"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "2s"})
+    cluster.worker("wa")
+    late = tmp_path / "late"
+    build = (f'case "$BISECTKIT_WORKSPACE" in */wa/*) if [ ! -e {late}.step ]; then '
+             f'echo $PPID > {late}.pid; echo $BISECTKIT_STEP > {late}.step; kill -STOP $PPID; '
+             f'fi;; *) if [ "$BISECTKIT_STEP" = "$(cat {late}.step)" ] && [ ! -e {late}.woken ]'
+             f'; then touch {late}.woken; kill -CONT $(cat {late}.pid); sleep 2; fi;; esac; '
+             './build.sh')
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, build)
+    _until("wa stopped", lambda: (tmp_path / "late.step").exists())
+    cluster.worker("wb", wait=False)
+    code, out, err = run.finish()
+    assert code == 0, out + err
+    step = int((tmp_path / "late.step").read_text())
+    assert (tmp_path / "late.woken").exists()
+    assert re.search(rf"step {step} \([0-9a-f]{{12}}\) runs again: its worker wa ", out), out
+    assert f"{world.sha(200)} is the first bad commit" in out
+    result = run.result()
+    _verdicts_once(result)
+    mine = [s for s in result["steps"] if s["index"] == step]
+    assert len(mine) == 1 and mine[0]["worker"] == "wb", mine
+    assert snapshot(world) == before
+
+
+def test_no_worker_for_the_timeout_stops_with_one_line_and_restores(
+        world: World, tmp_path: Path, cluster: Cluster) -> None:
+    cluster.scheduler()
+    cluster.worker("wa")
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, _kill_my_worker(tmp_path / "killed"),
+              "--no-workers-timeout", "4")
+    code, out, err = run.finish(deadline_s=60)
+    assert code == 3, out + err
+    assert "runs again: its worker wa" in out and "the steps wait for one (up to 4 s" in out
+    _one_line(err, rf"^bisectkit: error: no Dask worker has been connected to {cluster.address} "
+                   r"for 4 s; start workers, or rerun with a longer --no-workers-timeout$")
+    assert run.result()["status"] == "aborted"
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/session.json").exists()
+
+
+def test_git_bisect_patched_run_with_no_worker_keeps_the_session(
+        world: World, tmp_path: Path, cluster: Cluster) -> None:
+    cluster.scheduler()  # and never a worker
+    r = git_cli(world, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+                world.sha(300), world.sha(0))
+    assert r.returncode == 0, r.stderr
+    world.git(world.superproject, "config", "bisectkit.no-workers-timeout", "2")
+    run = Run(world, tmp_path, cluster, "./build.sh", git=True)
+    code, out, err = run.finish(deadline_s=60)
+    assert code == 3, out + err
+    assert "none yet: the steps wait for workers" in out
+    assert f"no Dask worker has been connected to {cluster.address} for 2 s" in err
+    assert "the session is kept" in out and "Traceback" not in err
+    status = git_cli(world, "status")
+    assert status.returncode == 0, status.stderr
+    assert "verdicts: 0 good, 1 bad, 0 skip (the bad end included)" in status.stdout
+    world.git(world.superproject, "config", "bisectkit.no-workers-timeout", "soon")
+    code, out, err = Run(world, tmp_path, cluster, "./build.sh", git=True).finish()
+    assert code == 2 and "git config bisectkit.no-workers-timeout is 'soon': not a number" in err
+    assert git_cli(world, "reset").returncode == 0
+
+
+def test_a_step_that_kills_every_worker_stops_the_run(world: World, tmp_path: Path,
+                                                       cluster: Cluster) -> None:
+    # A nanny restarts its killed worker, which takes the step again, and dies again: the
+    # scheduler gives up on the step after allowed-failures (here 1) losses.
+    cluster.scheduler(env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"})
+    cluster.worker("wa", nanny=True)
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, "kill -9 $PPID; sleep 30")
+    code, out, err = run.finish(deadline_s=90)
+    assert code == 3, out + err
+    assert "step 1 (" in out and ") runs again: its worker " in out, out
+    _one_line(err, r"^bisectkit: error: step 1 \([0-9a-f]{12}\) lost its worker 2 times \(last "
+                   r"tcp://127\.0\.0\.1:\d+\): it may kill the workers it runs on \(out of "
+                   r"memory\?\); no verdict was taken from it")
+    assert [s["verdict"] for s in run.result()["steps"]] in ([], ["stopped"]), run.result()
+    assert snapshot(world) == before
+
+
+def test_a_lost_scheduler_stops_the_run_with_one_line_and_restores(
+        world: World, tmp_path: Path, cluster: Cluster) -> None:
+    cluster.scheduler()
+    cluster.worker("wa")
+    started = tmp_path / "started"
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, f"touch {started}; sleep 60; ./build.sh")
+    _until("the first build", started.exists)
+    cluster.kill("scheduler")
+    t0 = time.monotonic()
+    code, out, err = run.finish(deadline_s=60)
+    assert code == 3, out + err
+    assert time.monotonic() - t0 < 20, "a lost scheduler is said at once"
+    _one_line(err, rf"^bisectkit: error: lost the Dask scheduler at {cluster.address}: the "
+                   "connection closed; no verdict was taken from the steps in flight")
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/session.json").exists()
+
+
+def test_a_scheduler_lost_before_any_step_ran(world: World, tmp_path: Path,
+                                              cluster: Cluster) -> None:
+    cluster.scheduler()  # no worker: the first step waits
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, "./build.sh", "--no-workers-timeout", "60")
+    run.expect(r"no Dask worker is connected to .*: the steps wait for one")
+    cluster.kill("scheduler")
+    code, out, err = run.finish(deadline_s=60)
+    assert code == 3, out + err
+    _one_line(err, rf"^bisectkit: error: lost the Dask scheduler at {cluster.address}: ")
+    assert snapshot(world) == before
+
+
+def test_a_worker_lost_while_it_makes_its_workspace(world: World, tmp_path: Path,
+                                                    cluster: Cluster) -> None:
+    # The worker's git kills the worker (its nanny restarts it) the first time it clones.
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    marker = tmp_path / "killed"
+    git = shim / "git"
+    git.write_text(f"#!/bin/sh\ncase \" $* \" in *' clone '*) if [ ! -e {marker} ]; then "
+                   f"touch {marker}; kill -9 $PPID; sleep 5; fi;; "
+                   f"esac\nexec {real} \"$@\"\n", encoding="utf-8")
+    git.chmod(0o755)
+    cluster.scheduler()
+    cluster.worker("wa", nanny=True, env={"PATH": f"{shim}:{os.environ['PATH']}"})
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, "./build.sh")
+    code, out, err = run.finish(deadline_s=120)
+    assert code == 0, out + err
+    assert marker.exists() and "step 1 (" in out and ") runs again: its worker " in out
+    assert f"{world.sha(200)} is the first bad commit" in out
+    _verdicts_once(run.result())
+    assert snapshot(world) == before
+    for ws in (tmp_path / "workers" / "wa").glob("ws-*"):
+        if ws.is_dir() and not ws.suffix:
+            status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no",
+                                     "--ignore-submodules=all"],
+                                    cwd=ws, capture_output=True, text=True, check=True)
+            assert status.stdout == "", ws
+
+
+def test_a_stop_signal_cancels_the_steps_on_the_workers(world: World, tmp_path: Path,
+                                                        cluster: Cluster) -> None:
+    # SIGTERM (a CI time limit); Ctrl-C's SIGINT takes the same path, exit 130.
+    cluster.scheduler()
+    cluster.worker("wa")
+    cluster.worker("wb")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, f"echo $$ > {pids}/$BISECTKIT_STEP; sleep 60; "
+                                        "./build.sh")
+    _until("two builds", lambda: len([p for p in pids.iterdir() if p.read_text()]) == 2)
+    builds = [int(p.read_text()) for p in pids.iterdir()]
+    os.killpg(run.proc.pid, signal.SIGTERM)
+    code, out, err = run.finish(deadline_s=60)
+    assert code == 143, out + err
+    assert "Traceback" not in err
+    assert snapshot(world) == before
+    _until("the builds to be killed", lambda: not any(_alive(p) for p in builds), 15)
+    assert cluster.workers() == {"wa", "wb"}
+
+
+# -- the watch's logic, in process (a stand-in for Dask's client) ----------------------
+class _Client:
+    """What :class:`ClusterWatch` asks of a ``distributed.Client``."""
+
+    def __init__(self) -> None:
+        self.status = "running"
+        self.workers: dict[str, dict] = {}
+        self.silent = False
+        self.scheduler = self
+
+    def identity(self) -> dict:
+        return {"workers": self.workers}
+
+    def sync(self, call, callback_timeout: float, **kwargs):
+        if self.silent:
+            raise TimeoutError
+        return call(**kwargs)
+
+
+def test_the_watch_says_lost_steps_and_stops_waiting_for_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(watching.time, "monotonic", lambda: now[0])
+    client = _Client()
+    client.workers = {"tcp://h:1": {"name": "wa", "nthreads": 1}}
+    watch = watching.ClusterWatch(client, "tcp://s:8786", None, 60, 5)
+    watch.track("k3", 3, "a" * 40)
+    assert watch.poll() == []
+    # The scheduler removes wa, which ran step 3 (and a stranger's task).
+    watch.on_event((0.0, {"action": "remove-worker", "worker": "tcp://h:1",
+                          "processing-tasks": {"k3", "theirs"}}))
+    watch.on_event((0.0, {"action": "add-worker", "worker": "tcp://h:2"}))
+    client.workers = {}
+    assert watch.poll() == [f"step 3 ({'a' * 12}) runs again: its worker wa (tcp://h:1) was "
+                            "lost; no verdict was taken from the lost run"]
+    now[0] += 2.0  # no worker since now
+    assert watch.poll() == []
+    now[0] += 3.0
+    assert watch.poll() == ["no Dask worker is connected to tcp://s:8786: the steps wait for "
+                            "one (up to 60 s, --no-workers-timeout)"]
+    now[0] += 30.0
+    assert watch.poll() == []  # said once
+    client.workers = {"tcp://h:3": {"name": "wb", "nthreads": 2}}
+    now[0] += 20.0
+    assert watch.poll() == []  # a worker came: the clock starts again
+    client.workers = {}
+    now[0] += 2.0
+    watch.poll()
+    now[0] += 59.0
+    watch.poll()
+    now[0] += 2.0
+    with pytest.raises(watching.NoWorkers, match="no Dask worker has been connected to "
+                       r"tcp://s:8786 for 60 s; start workers, or rerun with a longer "
+                       "--no-workers-timeout"):
+        watch.poll()
+    # Nothing waits: no worker is no reason to stop.
+    watch.forget(3)
+    now[0] += 100.0
+    assert watch.poll() == []
+
+
+def test_the_watch_counts_only_workers_that_fit_and_loses_a_silent_scheduler() -> None:
+    workers = [{"nthreads": 4, "resources": {"GPU": 2}}, {"nthreads": 1, "resources": {"GPU": 1}},
+               {"nthreads": 8}]
+    assert watching.capacity(workers, None) == 13
+    assert watching.capacity(workers, {"GPU": 1}) == 3
+    assert watching.capacity(workers, {"GPU": 2}) == 1
+    client = _Client()
+    watch = watching.ClusterWatch(client, "tcp://s:8786", {"GPU": 1}, 60, 5)
+    watch.track("k1", 1, "b" * 40)
+    client.silent = True
+    with pytest.raises(watching.SchedulerLost, match=r"^lost the Dask scheduler at "
+                       "tcp://s:8786: no answer in 5 s; no verdict"):
+        watch.poll()
+    client.silent = False  # lost is lost: not asked again (a cancel would wait as long)
+    assert not watch.connected()
+    with pytest.raises(watching.SchedulerLost, match="no answer in 5 s"):
+        watch.poll()
+    closed = _Client()
+    closed.status = "connecting"  # Dask reconnects, its tasks already cancelled
+    with pytest.raises(watching.SchedulerLost, match="the connection closed"):
+        watching.ClusterWatch(closed, "tcp://s:8786", None, 60, 5).poll()
