@@ -54,7 +54,7 @@ if [ "$n" -eq {at} ]; then
     esac
     target=$(awk '{{print $4}}' /proc/$target/stat 2>/dev/null || echo 1)
   done
-  kill -{sig} "$target"
+  [ "$target" -gt 1 ] && kill -{sig} "$target"
   sleep 5
 fi
 exec ./build.sh
@@ -163,7 +163,6 @@ def _gone(pid: int, deadline: float) -> bool:
             return True
         time.sleep(0.05)
     return False
-
 
 
 def _kill_orphan(pid: int) -> None:

@@ -39,6 +39,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 POINT_MODES = ("before", "during", "after", "signal", "together", "cache-kept",
                "cache-damaged")
 
+
 @dataclass
 class Round:
     """What one kill did and left behind."""
@@ -239,7 +240,7 @@ def point_round(scenario: Scenario, mode: str, n: int, tmp: Path,
 
     ``turn`` (default ``n``) picks the signal (signal mode), or for the cache modes the
     SIGKILL mode (before, during, after) and the damage (:data:`DAMAGES`), by turns. The
-    cache modes start from the ``partial`` cache (:func:`partial_cache`, made in this
+    cache modes start from the ``partial`` cache (``torture.partial_cache``, made in this
     world: the key holds the world's paths, a copy elsewhere misses)."""
     turn = n if turn is None else turn
     sig = STOP_SIGNALS[turn % len(STOP_SIGNALS)]
