@@ -2,7 +2,8 @@
 """Kill bisectkit at every git command in partial, sparse and shallow clones (issue 16).
 
 The git shim of ``scripts/torture.py`` stops bisectkit at its Nth git command
-(SIGKILL before, during or after it; or a catchable signal after it). Each
+(SIGKILL before, during or after it; or a catchable signal after it; or
+SIGKILL to bisectkit and that git together, git holding its locks). Each
 round starts from a fresh copy of the shape's world (so every round runs the
 same git commands: the blobs a partial clone fetched, the history a
 ``--deepen`` fetched, are gone again), and after the kill:
@@ -341,7 +342,8 @@ def fetch_points(base: Baseline) -> list[int]:
 def sweep(shape: Shape, tmp: Path, report: Callable[[Outcome], None],
           every: int = 1) -> list[Outcome]:
     """Every kill point (one in ``every``), mode cycling; plus, at every fetch, each
-    SIGKILL mode, and for partial clones a round with the remotes cut off."""
+    SIGKILL mode; at every fetch and the first two checkouts, bisectkit and its git
+    killed together; and for partial clones a round with the remotes cut off."""
     base = baseline(shape, tmp)
     outcomes = []
     points = sorted(set(range(1, len(base.gits) + 1, every)))
@@ -355,10 +357,15 @@ def sweep(shape: Shape, tmp: Path, report: Callable[[Outcome], None],
                 continue
             outcomes.append(kill_round(shape, base, n, mode, tmp, signal.SIGKILL))
             report(outcomes[-1])
+    # bisectkit and its git killed together, git holding its locks (torture_shim): in
+    # every fetch and in the first checkouts (index.lock held, the tree half written).
+    moves = [i + 1 for i, g in enumerate(base.gits) if g.startswith("read-tree")]
+    for n in [*fetch_points(base), *moves[:2]]:
+        outcomes.append(kill_round(shape, base, n, "together", tmp, signal.SIGKILL))
+        report(outcomes[-1])
     if shape.name.startswith("partial"):
         # Remotes cut off after a kill in a fetch, or mid-checkout (index and files on
         # the step's tree): reset must restore with the blobs already here.
-        moves = [i + 1 for i, g in enumerate(base.gits) if g.startswith("read-tree")]
         for n in [*fetch_points(base), *moves[:2]]:
             outcomes.append(kill_round(shape, base, n, "during", tmp, signal.SIGKILL,
                                        unreachable=True))
