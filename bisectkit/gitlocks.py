@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from bisectkit.errors import BadInput, GitFailure
@@ -99,6 +99,49 @@ def settle(repo: Repo, pending: Move | None, note: Callable[[str], None]) -> boo
     return repo.git_dir / "index.lock" in mine
 
 
+def ref_locks(repo: Repo, refs: Iterable[str], index: bool = False) -> list[Path]:
+    """The lock files git takes to write ``refs`` (full names; ``HEAD`` too, whose reflog
+    an update of the branch it names also writes) and, with ``index``, the index."""
+    common = _common_dir(repo.git_dir)
+    names = [repo.git_dir / "HEAD.lock", common / "packed-refs.lock"]
+    names += [common / f"{ref}.lock" for ref in refs]
+    return [*names, repo.git_dir / "index.lock"] if index else names
+
+
+def unjournaled_free(repos: Iterable[Repo], locks: Sequence[Path]) -> float:
+    """For writes whose gits no journal names (``advance --apply``'s refs): the time, then
+    a check that none of ``locks`` exists (:class:`BadInput` naming one if it does). A
+    lock file found later that is newer than this time is the writes' (see
+    :func:`clear_unjournaled`)."""
+    _gone_within(locks, BRIEF_LOCK_WAIT_S)
+    t = time.time()
+    found = [p for p in locks if os.path.lexists(p)]
+    if found:
+        where = [w for r in repos for w in _where(r)]
+        raise BadInput(f"{found[0]} exists: another git is running there "
+                       f"({_who(gits_working_in(where))}); finish it, or remove the file "
+                       "if no git is running")
+    return t
+
+
+def clear_unjournaled(repos: Iterable[Repo], locks: Sequence[Path], since: float | None,
+                      note: Callable[[str], None]) -> None:
+    """Remove those of ``locks`` that appeared after ``since`` (see
+    :func:`unjournaled_free`) while no git works in ``repos`` any more: the writes' gits
+    were killed holding them. Any other lock file is left for its owner."""
+    found = [p for p in locks if os.path.lexists(p)]
+    if since is None or not found:
+        return
+    if gits_working_in([w for r in repos for w in _where(r)]):
+        return
+    for path in found:
+        with contextlib.suppress(FileNotFoundError):
+            if os.lstat(path).st_ctime >= since - _CLOCK_SLACK_S:
+                path.unlink()
+                note(f"removed {path}, left by a git of bisectkit's that was killed "
+                     "mid-write")
+
+
 def _left_by(path: Path, move: Move | None) -> bool:
     """Did a git of ``move`` (all dead now) leave ``path``? See the module's docstring."""
     if move is None or move.t is None or not move.gits or path.name not in _OURS:
@@ -132,9 +175,12 @@ def _wait_for(paths: Iterable[Path], repo: Repo, live: list[tuple[int, str]]) ->
 
 def _held(path: Path, repo: Repo, live: list[tuple[int, str]], then: str = "") -> str:
     """One line: whose lock file is in the way, and what to do."""
-    who = f"pid {live[0][0]}: {live[0][1]}" if live else "an open `git commit` editor?"
-    return (f"{path} exists: another git is running in {repo.workdir} ({who}); finish it, "
-            f"or remove the file if no git is running{then}")
+    return (f"{path} exists: another git is running in {repo.workdir} ({_who(live)}); "
+            f"finish it, or remove the file if no git is running{then}")
+
+
+def _who(live: list[tuple[int, str]]) -> str:
+    return f"pid {live[0][0]}: {live[0][1]}" if live else "an open `git commit` editor?"
 
 
 def _where(repo: Repo) -> list[Path]:

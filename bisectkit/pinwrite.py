@@ -15,12 +15,13 @@ pin, never a revert of it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit import gitwrite, journal, pinning, signals
+from bisectkit import gitlocks, gitwrite, journal, pinning, signals
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
@@ -46,6 +47,9 @@ class _Record:
     branches: list[tuple[str, str]]
     #: The submodule's HEAD before (None in a record of an older bisectkit).
     sub: HeadState | None
+    #: When the writes' lock files were last seen absent (a lock file newer than that,
+    #: with no git left running there, was left by a write killed mid-way).
+    t: float | None = None
 
     @property
     def target(self) -> HeadState:
@@ -55,15 +59,17 @@ class _Record:
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "old": self.old, "new": self.new, "staged": self.staged,
                 "tip": self.tip, "branches": self.branches,
-                "sub": self.sub.to_json() if self.sub else None}
+                "sub": self.sub.to_json() if self.sub else None, "t": self.t}
 
     @classmethod
     def read(cls, record: Path) -> _Record:
         try:
             data = json.loads(record.read_text(encoding="utf-8"))
             sub = HeadState.from_json(data["sub"]) if data.get("sub") else None
+            t = data.get("t")
             return cls(data["path"], data["old"], data["new"], data["staged"], data["tip"],
-                       [(str(n), str(s)) for n, s in data["branches"]], sub)
+                       [(str(n), str(s)) for n, s in data["branches"]], sub,
+                       float(t) if t is not None else None)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise BadInput(f"{record} (an interrupted advance --apply) cannot be read ({exc}); "
                            "check the superproject's HEAD and index, then delete it") from exc
@@ -86,6 +92,7 @@ def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch
     branches = [(f"{branch}-step-{n}", m.tip) for n, m in enumerate(moves[:-1], 1)]
     branches.append((branch, moves[-1].tip))
     rec = _Record(path, base.head.sha, parent, base.staged, moves[-1].tip, branches, base.sub)
+    locks = _locks(superproject, rec, base.head)
     # Ctrl-C (or a closed terminal) waits until everything is written: the writes below
     # are not one transaction. A SIGKILL between them is settled from ``record``.
     with signals.held():
@@ -94,7 +101,8 @@ def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch
             raise BadInput(f"--apply wrote nothing: {why} while the advance ran; its answer "
                            "stands: run the same command again to apply it (the verdicts are "
                            "cached)")
-        write_json_atomic(record, rec.to_json())
+        t = gitlocks.unjournaled_free([superproject, sub], locks)
+        write_json_atomic(record, dataclasses.replace(rec, t=t).to_json())
         _write_refs(superproject, rec, base.head, f"bisectkit advance: {path} to "
                     f"{moves[-1].upstream[:12]}", record)
         try:
@@ -125,6 +133,14 @@ def _write_refs(superproject: Repo, rec: _Record, head: HeadState, note: str,
         raise
 
 
+def _locks(superproject: Repo, rec: _Record, head: HeadState) -> list[Path]:
+    """The lock files the apply's ref and index writes take (see :mod:`bisectkit.gitlocks`):
+    the superproject's index and HEAD (or its branch), the submodule's new branches."""
+    sub = Repo(superproject.workdir / rec.path)
+    return [*gitlocks.ref_locks(superproject, [head.ref] if head.ref else [], index=True),
+            *gitlocks.ref_locks(sub, [f"refs/heads/{n}" for n, _ in rec.branches])]
+
+
 def _check_out(superproject: Repo, rec: _Record, mover: Mover,
                state: journal.JournalState | None) -> list[str]:
     """Put the submodule on the new branch (HEAD, index, files) as a journaled restore whose
@@ -151,6 +167,12 @@ def settle(superproject: Repo, record: Path, mover: Mover) -> list[str]:
     if not record.exists():
         return []
     rec = _Record.read(record)
+    notes: list[str] = []
+    # The apply's gits are in no journal: a lock file one of them left when it was killed
+    # is told by its time (after the record's) and by no git running there any more.
+    gitlocks.clear_unjournaled([superproject, Repo(superproject.workdir / rec.path)],
+                               _locks(superproject, rec, superproject.head_state()),
+                               rec.t, notes.append)
     head = superproject.head_state().sha
     if head == rec.new:
         if gitwrite.staged_gitlink(superproject.workdir, rec.path) != rec.tip:
@@ -175,7 +197,7 @@ def settle(superproject: Repo, record: Path, mover: Mover) -> list[str]:
                  + (f"; it left branch {', '.join(kept)} in {rec.path} (delete them if no "
                     "commit pins them)" if kept else "")]
     record.unlink()
-    return lines
+    return [*notes, *lines]
 
 
 def _finish_checkout(superproject: Repo, rec: _Record, mover: Mover) -> list[str]:

@@ -96,7 +96,7 @@ class Mover:
         """
         with signals.held():
             died = gitlocks.settle(repo, pending, self._note)
-            repo.refresh_index()
+            self._refresh(key, repo, pending)
             index_tree = repo.index_tree()
             tree = repo.tree_of(target.sha)
             moved = _refuse_user_changes(key, repo, (index_tree, tree), pending, died, ignore,
@@ -121,6 +121,20 @@ class Mover:
             if pending is not None:
                 self.journal.moved(pending.n)
         return sparse.files_written(repo.workdir, shape, diff.paths, bits)
+
+    def _refresh(self, key: str, repo: Repo, pending: Move | None) -> None:
+        """Refresh the index's stat data, journaled like every git that writes the index:
+        killed holding ``index.lock``, it must leave a lock the next restore knows is its
+        own. Its pid goes with the move a kill cut short (whose traces this restore
+        undoes: that move must stay the pending one), else with a move that changes
+        nothing."""
+        if pending is not None:
+            repo.refresh_index(self._spawned(pending.n))
+            return
+        here = Side(repo.head_state(), repo.index_tree())
+        n = self.journal.move(key, here, here, gitlocks.free_since(repo))
+        repo.refresh_index(self._spawned(n))
+        self.journal.moved(n)
 
     def _remove_leftovers(self, repo: Repo, pending: Move, added: Sequence[str],
                           died: bool) -> None:

@@ -1,8 +1,9 @@
 """The verdict cache in the kill torture: keep it across a kill, seed it, damage it.
 
-``verdicts.json`` maps a key (the tested trees plus everything else that decides a
-verdict; it holds the repro's absolute path, so a cache is only good in the world
-copy that made it) to ``{"verdict", "reason", ...}``. A damaged or partly written
+``verdicts.json`` (format 2: ``{"version", "entries", ...}``) maps a key (the tested
+trees plus everything else that decides a verdict; it holds the repro's absolute path,
+so a cache is only good in the world copy that made it) to ``{"verdict", "reason",
+...}``. A damaged or partly written
 cache may only cost rebuilds, never a wrong answer: :func:`damage_cache` makes the
 damage a kill, a full disk or a hand edit could leave.
 """
@@ -52,7 +53,9 @@ def damage_cache(world: World, kind: str) -> str:
     if kind == "garbage":
         path.write_bytes(b"\0\xff{{ not json at all")
         return "cache garbage"
-    data = json.loads(text)
+    whole = json.loads(text)
+    # Format 2 keeps the entries under "entries"; the first format was the entries alone.
+    data = whole["entries"] if isinstance(whole, dict) and "version" in whole else whole
     if kind == "list":
         path.write_text(json.dumps(list(data.values())), encoding="utf-8")
         return "cache a list"
@@ -69,5 +72,5 @@ def damage_cache(world: World, kind: str) -> str:
             data[key] = "bad"
         elif kind == "no-reason":
             data[key].pop("reason", None)
-    path.write_text(json.dumps(data), encoding="utf-8")
+    path.write_text(json.dumps(whole), encoding="utf-8")
     return f"{len(keys)} of {len(data)} cache entries: {kind}"

@@ -72,6 +72,22 @@ def test_reset_removes_the_lock_a_git_killed_with_bisectkit_left(world: World, t
     assert full_state(world) == before
 
 
+def test_a_reset_killed_with_its_refresh_leaves_a_lock_the_next_reset_removes(
+        world: World, tmp_path: Path) -> None:
+    """The restore's first git (``update-index --refresh``, before any move) killed together
+    with ``reset`` while it holds index.lock: the next reset knows the lock is its own."""
+    before = full_state(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    killed_at(world, tmp_path, "update-index", "holding-index.lock", "reset",
+              only_in=world.submodule)
+    left = git_dir(world, world.submodule) / "index.lock"
+    assert left.exists()
+    reset = git_cli(world, "reset", timeout=60)
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert f"removed {left}, left by a git of bisectkit's" in reset.stdout
+    assert full_state(world) == before
+
+
 @pytest.mark.parametrize("command", ["run", "start"])
 def test_a_git_commit_in_progress_refuses_a_session_up_front(world: World,
                                                              command: str) -> None:
