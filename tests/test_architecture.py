@@ -52,8 +52,8 @@ SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "sea
 CONFINED = {"pygit2": ("git", "gitstate", "gitdiffs", "gitobjects", "merge"),
             "pexpect": ("runner",),
             "rich": ("console", "livestatus"),
-            "argparse": ("cli", "parser", "options", "about", "manpage", "requests", "commands",
-                         "commands.*", "argtypes", "advancing")}
+            "argparse": ("cli", "parser", "options", "about", "manpage", "requests",
+                         "parallelopts", "commands", "commands.*", "argtypes", "advancing")}
 
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 50
