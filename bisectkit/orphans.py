@@ -14,7 +14,10 @@ each such command appends a line to ``.git/bisectkit/children`` before it execs
 the bisectkit process that started it), fsynced; and its environment holds
 ``BISECTKIT_RUN_TAG=<tag>``, which whatever it starts inherits, daemons included.
 A bisectkit command that ends by itself removes the file (its commands ended, or
-were killed with their process group). The next command that takes the lock and
+were killed with their process group); one that is stopped (a signal, an abort, an
+error) first stops whatever still carries its own tag (:func:`stop_own`), before it
+restores anything: only a command that ends with an answer leaves a daemon its builds
+started on purpose. The next command that takes the lock and
 finds the file (``reset``, ``run``, ``start``, a mark...) stops what is left:
 every process whose environment holds a recorded tag, and the process group and
 session of a recorded leader still alive as the same process (pid and start time:
@@ -90,9 +93,29 @@ def stop_leftovers(path: Path) -> list[str]:
     path.unlink(missing_ok=True)
     if not found:
         return []
-    pids = ", ".join(str(p.pid) for p in found[:5]) + (", ..." if len(found) > 5 else "")
     return [f"stopped {len(found)} process(es) that a killed bisectkit's build or repro "
-            f"left running (pid {pids})"]
+            f"left running (pid {_pids(found)})"]
+
+
+def stop_own() -> list[str]:
+    """This bisectkit command is stopping (a signal, an abort, an error) with its builds'
+    descendants perhaps still running (``setsid``, a daemon): stop every process that
+    carries this command's tag, before the restore puts the user's tree back; a line
+    saying what was stopped, if anything was."""
+    if _tracking is None:
+        return []
+    tag = {f"{TAG_VARIABLE}={_tracking[1]}"}
+    me = os.getpid()
+    found = [p for p in running() if p.pid != me and environ_has(p.pid, tag)]
+    if not found:
+        return []
+    _terminate(found)
+    return [f"stopped {len(found)} process(es) the stopped build or repro left running "
+            f"(pid {_pids(found)})"]
+
+
+def _pids(found: list[Proc]) -> str:
+    return ", ".join(str(p.pid) for p in found[:5]) + (", ..." if len(found) > 5 else "")
 
 
 def _read(path: Path) -> list[dict[str, object]]:

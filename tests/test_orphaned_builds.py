@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import World, cli, git_cli
 from test_reliability import full_state, state_dir
-from test_safety import run_argv, spawn, wait_for, write_script
+from test_safety import run_argv, spawn, start_argv, wait_for, write_script
 
 from bisectkit import orphans
 from bisectkit.processes import alive, process_start
@@ -90,6 +90,42 @@ def test_the_next_run_stops_it_too(world: World, tmp_path: Path) -> None:
         if alive(writer):
             os.kill(writer, signal.SIGKILL)
     assert git_cli(world, "reset").returncode == 0
+
+
+@pytest.mark.parametrize("command", ["bisectkit", "git-bisect-patched"])
+def test_a_stopped_run_stops_what_its_build_left_before_it_restores(
+        world: World, tmp_path: Path, command: str) -> None:
+    """SIGTERM (a catchable stop: bisectkit ends by itself, no record left for the next
+    command): whatever its builds left running is stopped before anything is restored."""
+    before = full_state(world)
+    pid_file, marker = tmp_path / "writer.pid", tmp_path / "build-started"
+    late = world.submodule / "late.txt"
+    build = write_script(tmp_path / "build.sh", LEAVES_A_WRITER.format(
+        pid=pid_file, late=late, marker=marker))
+    if command == "git-bisect-patched":
+        assert git_cli(world, *start_argv(world)).returncode == 0
+        args = ["run", "--build", str(build), "--good-if", "device .* not found", "./repro.sh"]
+    else:
+        args = run_argv(world, build=str(build))
+    proc = spawn(world, command, *args)
+    writer = 0
+    try:
+        wait_for(lambda: marker.exists() or proc.poll() is not None, 60, "the build")
+        writer = int(pid_file.read_text(encoding="utf-8"))
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 143, out
+        assert "left running" in out
+        assert_stopped(writer, late)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if writer and alive(writer):
+            os.kill(writer, signal.SIGKILL)
+    if command == "git-bisect-patched":
+        assert git_cli(world, "reset").returncode == 0
+    late.unlink(missing_ok=True)
+    assert full_state(world) == before
 
 
 def test_a_finished_run_leaves_no_record(world: World) -> None:

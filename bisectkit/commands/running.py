@@ -50,12 +50,16 @@ def run_restoring(ctx: Context, run: Run, session: Session,
             ctx.console.line(line, style="dim")
 
     stop: int | None = None
+    answered = False
     try:
         try:
             b = run.begin(session)
             answer.header(ctx, b)
             code = run_with(ctx, b, show)
+            answered = True
         finally:
+            if not answered:  # stopped: what its builds left runs no more once restored
+                run.stop_leftovers()
             stop = signals.run_shielded_noting(restore)
     except Aborted:
         ctx.console.error("aborted; the superproject and the submodules were restored")

@@ -70,8 +70,18 @@ class Run:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if kind is not None:  # stopped: what its builds left must not write on meanwhile
+            self.stop_leftovers()
         orphans.stop_tracking()
         self.lock.release()
+
+    def stop_leftovers(self) -> None:
+        """Stop what this command's builds and repros left running (it is stopping without
+        an answer): before a restore, so nothing writes into what it puts back."""
+        lines: list[str] = []
+        signals.run_shielded(lambda: lines.extend(orphans.stop_own()))
+        for line in lines:
+            self._note(line)
 
     def require_idle(self) -> None:
         """Refuse to start when a session, or the journal of an interrupted one, exists."""
