@@ -105,8 +105,9 @@ class PluginFailed(Aborted):
 
 
 class TreeMoved(Aborted):
-    """A repository a step checked out no longer held its commit after the build or the
-    repro (another process moved it): the step's outcome is no verdict (exit 3)."""
+    """A repository of a step no longer held what it held when the step began, after the
+    build or the repro, or moved meanwhile and came back (another process moved or edited
+    it): the step's outcome is no verdict (exit 3)."""
 
 
 class InfrastructureFailed(Aborted):

@@ -107,25 +107,26 @@ def run_step(recipe: Recipe, control: Control) -> StepResult:
         env = {**gitcli.git_env(), **recipe.env,
                **step_env(workspace=str(ws.path), job=ws.job, jobs=recipe.jobs)}
         # A workspace is ours, but a build may still move it (one that updates its own
-        # submodules): what ran must have tested the tree checked out, or no verdict.
-        placed = _placed(ws, recipe.checkouts)
+        # submodules), even and back: what ran must have tested the tree checked out, or
+        # no verdict.
+        watch = undertest.Watch(_placed(ws, recipe.checkouts), f"workspace {where}: ")
         if recipe.build and "build" in recipe.phases:
             result.build = _phase(recipe, control, where, ws, "build",
                                   ["/bin/sh", "-c", recipe.build], env)
-            undertest.check(placed, recipe.index, "after the build", f"workspace {where}: ")
+            watch.check(recipe.index, "after the build")
             if not result.build.ok:
                 return result
         if recipe.repro and "repro" in recipe.phases:
             result.repro = _phase(recipe, control, where, ws, "repro",
                                   _in_workspace(recipe, ws), env)
-            undertest.check(placed, recipe.index, "after the repro", f"workspace {where}: ")
+            watch.check(recipe.index, "after the repro")
         return result
 
 
 def _placed(ws: Workspace, keys: Iterable[str]) -> undertest.Placed:
     """Each repository of ``ws`` the recipe checked out, with the commit it holds now."""
     repos = {key: Repo(ws.path if key == SUPERPROJECT else ws.path / key) for key in keys}
-    return {key: (repo, repo.head_state().sha) for key, repo in repos.items()}
+    return {key: undertest.Held(repo, repo.head_state().sha) for key, repo in repos.items()}
 
 
 def _phase(recipe: Recipe, control: Control, where: str, ws: Workspace, phase: str,

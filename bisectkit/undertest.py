@@ -1,56 +1,178 @@
-"""The tree under test: does each repository a step moved still hold what it checked out?
+"""The tree under test: does each repository of a step still hold what it held?
 
 A build or a repro runs for minutes in the user's repositories, and anything
 may move them meanwhile: ``git submodule update`` in another terminal, an
-IDE, a build script that updates its own submodules. A verdict is only worth
-recording for the tree that was really tested, so the pipeline asks
-:func:`check` after the build and again after the repro.
+IDE, a build script that updates its own submodules, an editor saving a
+tracked script. A verdict is only worth recording for the tree that was
+really tested, so the pipeline takes a :class:`Watch` when a step begins and
+asks it after the build and again after the repro.
 
-"Holds" means: HEAD is the commit the step checked out, and the index and the
-tracked files on disk are that commit's tree. Untracked and ignored files
-(build outputs) do not count, nor do the files a sparse checkout leaves out,
-nor the submodules of a repository (each moved one is checked on its own).
-The cost is one ``git status`` per repository (no untracked scan, no index
-write): git compares stat data and reads only the files whose stat changed.
+"Holds" (:class:`Held`) means: HEAD is the commit, and the index and the
+tracked files on disk are that commit's tree, plus the edits the run began
+with (the superproject of a manual session, where the strategy does not move
+it). Untracked and ignored files (build outputs) do not count, nor do the
+files a sparse checkout leaves out, nor the submodules of a repository (each
+moved one is checked on its own: the superproject's gitlink of a moved
+submodule differs by design). The cost is one ``git status`` per repository
+(no untracked scan, no index write): git compares stat data and reads only
+the files whose stat changed.
+
+A move undone before the check (the build checks the pin out, reads it,
+checks the step's commit out again) leaves the end state right, but not
+HEAD's reflog: every HEAD move appends a line, even back to the same commit.
+So the watch also remembers where ``logs/HEAD`` ended, and any line written
+since that moved HEAD to another commit stops the step. ``git status``,
+``git diff``, ``git fetch`` write no such line. A reflog rewritten during the
+step (``git gc``, ``git reflog expire``) is no move while its newest line is
+the one the step began with, and stops the step otherwise (a move cannot be
+ruled out). Where there is no HEAD reflog (``core.logAllRefUpdates=false``
+in a repository that never had one, the reftable backend), only the end
+state is checked.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
 
 from bisectkit.errors import TreeMoved
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT
 
-#: What a step checked out: journal key (``.`` or a submodule path) -> (repository, commit).
-Placed = Mapping[str, tuple[Repo, str]]
+#: A full commit id in a reflog message, told by its first 12 digits as everywhere else.
+_FULL_ID = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28,52}\b")
+#: How far from its end the newest reflog line is looked for first (a line is ~200 bytes).
+_TAIL = 4096
 
 
-def how_moved(repo: Repo, commit: str) -> str | None:
-    """How ``repo`` no longer holds exactly ``commit`` (None: it does)."""
+@dataclass(frozen=True)
+class Held:
+    """What one repository must still hold for a step's outcome to be a verdict."""
+
+    repo: Repo
+    #: The commit HEAD must name.
+    commit: str
+    #: Tracked paths that may differ from ``commit``, each with what its file held (blob
+    #: id; None: no file) when the run began: none in a repository the step checked out.
+    edits: Mapping[str, str | None] = field(default_factory=dict)
+    #: Did the step check ``commit`` out (else the run found it there and leaves it)?
+    checked_out: bool = True
+
+
+#: What a step holds: journal key (``.`` or a submodule path) -> what that repository holds.
+Placed = Mapping[str, Held]
+
+
+def as_found(repo: Repo) -> Held:
+    """``repo`` as it is now, its tracked edits included: what a run that never moves it
+    holds it to (the superproject of ``--submodule``, ``--stack``, ``advance``)."""
+    edited = repo.local_changes(untracked=False).modified
+    return Held(repo, repo.head_state().sha, {p: repo.hash_on_disk(p) for p in edited},
+                checked_out=False)
+
+
+def how_moved(held: Held) -> str | None:
+    """How ``held.repo`` no longer holds what it must, at the end of it (None: it does)."""
+    repo, commit = held.repo, held.commit
     head = repo.head_state().sha
     if head != commit:
-        return f"HEAD is now {head[:12]}, not {commit[:12]} as the step checked it out"
-    changed = repo.local_changes(untracked=False).modified
-    if changed:
-        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        since = "the step checked it out" if held.checked_out else "when the run began"
+        return f"HEAD is now {head[:12]}, not {commit[:12]} as {since}"
+    now = repo.local_changes(untracked=False).modified
+    changed = [p for p in now if p not in held.edits or repo.hash_on_disk(p) != held.edits[p]]
+    changed += [p for p in held.edits if p not in now]  # an edit undone is a change too
+    if not changed:
+        return None
+    more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+    if held.checked_out:
         return f"{changed[0]}{more} no longer as in {commit[:12]}, the commit checked out"
-    return None
+    return f"{changed[0]}{more} changed since the run began"
 
 
-def check(placed: Placed, step: int, when: str, where: str = "") -> None:
-    """Raise :class:`TreeMoved` unless every repository of ``placed`` still holds its
-    commit; ``when`` says at which point (``after the build``), ``where`` names the
-    workspace of a parallel step (empty: the user's repositories)."""
-    for key, (repo, commit) in placed.items():
-        how = how_moved(repo, commit)
-        if how is not None:
-            raise TreeMoved(moved_message(key, step, when, how, where))
+class Watch:
+    """The repositories of one step, watched from its beginning (after its checkout):
+    :meth:`check` stops the step when one no longer holds what it must, or moved meanwhile
+    and came back. ``where`` names the workspace of a parallel step (empty: the user's)."""
+
+    def __init__(self, placed: Placed, where: str = "") -> None:
+        self.placed = placed
+        self.where = where
+        self._marks = {key: _mark(_reflog(held.repo)) for key, held in placed.items()}
+
+    def check(self, step: int, when: str) -> None:
+        """Raise :class:`TreeMoved` unless every repository still holds what it must and
+        none moved since the step began; ``when`` says at which point (``after the build``)."""
+        for key, held in self.placed.items():
+            how = how_moved(held) or _came_back(held, self._marks[key])
+            if how is not None:
+                raise TreeMoved(moved_message(key, step, when, how, self.where))
 
 
 def moved_message(key: str, step: int, when: str, how: str, where: str = "") -> str:
     """The one line saying the tree under test moved and that nothing was recorded."""
     name = "the superproject" if key == SUPERPROJECT else key
     return (f"{where}{name} changed during step {step} (seen {when}: {how}): another process "
-            "moved it (a git command elsewhere, an IDE, the build itself); nothing was "
-            "recorded for that step, and the next run tests it again")
+            "changed it (a git command elsewhere, an editor, an IDE, the build itself); "
+            "nothing was recorded for that step, and the next run tests it again")
+
+
+# -- HEAD's reflog: a move undone leaves its lines -----------------------------------------
+@dataclass(frozen=True)
+class _Mark:
+    """Where a reflog file ended: its size and its newest line (newline included)."""
+
+    size: int
+    last: bytes
+
+
+def _reflog(repo: Repo) -> Path:
+    # The files backend; a linked worktree's HEAD has its own under its private git dir.
+    return repo.git_dir / "logs" / "HEAD"
+
+
+def _mark(path: Path) -> _Mark:
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            return _Mark(size, _last_line(f, size))
+    except FileNotFoundError:
+        return _Mark(0, b"")
+
+
+def _last_line(f: BinaryIO, size: int) -> bytes:
+    back = _TAIL
+    while True:
+        start = max(0, size - back)
+        f.seek(start)
+        data = f.read(size - start)
+        cut = data.rfind(b"\n", 0, len(data) - 1)
+        if cut >= 0 or start == 0:
+            return data[cut + 1:]
+        back *= 4
+
+
+def _came_back(held: Held, mark: _Mark) -> str | None:
+    """Why HEAD's reflog says HEAD moved since ``mark`` (None: it does not)."""
+    path = _reflog(held.repo)
+    try:
+        with open(path, "rb") as f:
+            f.seek(mark.size - len(mark.last))
+            data = f.read()
+    except FileNotFoundError:
+        data = b""
+    if not data.startswith(mark.last):  # rewritten: its newest line is all that can tell
+        if _mark(path).last == mark.last:
+            return None
+        return ("its HEAD reflog was rewritten meanwhile (git gc, git reflog expire?), so "
+                "a move of HEAD cannot be ruled out")
+    stay = held.commit.encode()
+    for line in data[len(mark.last):].splitlines():
+        old, new, rest = (line.split(b" ", 2) + [b"", b""])[:3]
+        if old != stay or new != stay:  # a checkout of the same commit moves nothing
+            said = _FULL_ID.sub(r"\1", rest.partition(b"\t")[2].decode("utf-8", "replace"))
+            return f"HEAD moved meanwhile and came back (its reflog: {said[:160]!r})"
+    return None

@@ -18,7 +18,6 @@ from bisectkit.cache import RunIdentity, VerdictCache
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.engine import Found, Inconclusive
 from bisectkit.errors import Aborted, BadInput, PluginFailed
-from bisectkit.git import Repo
 from bisectkit.hooks import Hooks
 from bisectkit.model import (
     CommitInfo,
@@ -39,6 +38,7 @@ from bisectkit.replaylog import log_lines, parse_log
 from bisectkit.results import result_json
 from bisectkit.session import Session, SessionStore
 from bisectkit.strategies.base import Prepared, Strategy
+from bisectkit.undertest import Held
 
 CANDIDATES = [f"{i:040x}" for i in range(1, 17)]  # 16 commits, oldest first
 GOOD = "f" * 40
@@ -68,7 +68,7 @@ class FakeStrategy(Strategy):
         self.checked_out.append(prepared.candidate)
         return 1
 
-    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
+    def under_test(self, prepared: Prepared) -> dict[str, Held]:
         return {}  # no repository: nothing on disk to move
 
     def header_lines(self) -> list[str]:

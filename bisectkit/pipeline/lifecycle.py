@@ -114,7 +114,7 @@ class Run:
             # A session that waited for its ends is replaced only once this one is saved:
             # a kill before leaves it waiting, never neither (the session wins over both).
             self.store.delete_waiting()
-        return self._bisector(session)
+        return self._began(self._bisector(session))
 
     def _unbegin(self, failed: WriteFailed) -> WriteFailed:
         """The session could not be saved and nothing has moved: take back what
@@ -155,7 +155,7 @@ class Run:
                 self._note(f"settling a change the last bisectkit command left unfinished "
                            f"(it failed or was stopped) in {repo.workdir}")
                 mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)
-        return b
+        return self._began(b)
 
     def end(self) -> list[str]:
         """Restore every repository and end the session; what was done. Idempotent.
@@ -248,6 +248,12 @@ class Run:
                       note=self._note)
         self.bisection = Bisection(self.superproject, self.store, session, self.hooks, mover)
         return self.bisection
+
+    @staticmethod
+    def _began(b: Bisection) -> Bisection:
+        """``b``, its strategy told that the run begins (settled, before any key is read)."""
+        b.strategy.begin_run()
+        return b
 
     def _note(self, text: str) -> None:
         self.hooks.message(text, "note")

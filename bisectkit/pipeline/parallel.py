@@ -63,8 +63,10 @@ class ParallelBisection(Bisection):
             raise BadInput(f"plugin {', '.join(busy)} runs the build or the repro itself, in "
                            "this process; --jobs and --scheduler run the --build command and "
                            "the repro on workers: use --jobs 1 with it")
+        # The commit a workspace's superproject holds: the one found at the start of the
+        # run (a strategy that moves it starts from there too).
         problem = uncommitted_build(opts.build, self.superproject,
-                                    self.session.orig[SUPERPROJECT].sha)
+                                    self.superproject.head_state().sha)
         if problem:
             raise BadInput(problem)
         self.pool, self.opts = pool, opts

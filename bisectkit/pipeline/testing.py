@@ -81,26 +81,29 @@ class StepTester:
         b = self.b
         index = b.session.next_step_index()
         step = b.new_step(index, commit, prep)
+        # From here on, what the step checked out must stay as it is (and where it is).
+        watch = undertest.Watch(b.strategy.under_test(prep))
         b.call_step_hook(step, lambda: b.hooks.step_start(step))
         b.hooks.phase(index, "build")
         with b.tracer.span("build", index):
             built = self._build(step)
-        self._still_checked_out(prep, index, "after the build")
+        self._still_checked_out(watch, index, "after the build")
 
         def repro() -> Outcome | None:
             b.hooks.phase(index, "repro")
             with b.tracer.span("repro", index):
                 outcome = self._repro(step)
-            self._still_checked_out(prep, index, "after the repro")
+            self._still_checked_out(watch, index, "after the repro")
             return outcome
 
         return self.conclude(step, built, repro, details)
 
-    def _still_checked_out(self, prep: Prepared, index: int, when: str) -> None:
-        """Raise :class:`TreeMoved` (no verdict, the run stops) when a repository the step
-        checked out no longer holds it: what ran tested some other tree."""
+    def _still_checked_out(self, watch: undertest.Watch, index: int, when: str) -> None:
+        """Raise :class:`TreeMoved` (no verdict, the run stops) when a repository of the
+        step no longer holds what it held, or moved meanwhile: what ran tested some other
+        tree."""
         try:
-            undertest.check(self.b.strategy.under_test(prep), index, when)
+            watch.check(index, when)
         except TreeMoved:
             # The disk no longer holds the commit under test: a mark with no revision
             # must not name it, and the next run checks it out again.
@@ -206,13 +209,14 @@ class StepTester:
         self._double_checking = True
         try:
             b.strategy.checkout(prep)
+            watch = undertest.Watch(b.strategy.under_test(prep))
             at_good = b.new_step(step.index, good, prep)
             built = self._build(at_good)
-            self._still_checked_out(prep, step.index, "after the build at the good end")
+            self._still_checked_out(watch, step.index, "after the build at the good end")
             ran = None
             if phase == "repro" and (built is None or built.ok):
                 ran = self._repro(at_good)
-                self._still_checked_out(prep, step.index, "after the repro at the good end")
+                self._still_checked_out(watch, step.index, "after the repro at the good end")
         finally:
             self._double_checking = False
         return built, ran

@@ -19,6 +19,7 @@ from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms, Verdict
 from bisectkit.promisor import NOTHING, Fetched, add_fetched
 from bisectkit.session import Session
+from bisectkit.undertest import Held
 from bisectkit.worktree import Mover
 
 
@@ -99,14 +100,20 @@ class Strategy(ABC):
         """Write ``prepared`` to the work tree(s); return the number of files written."""
 
     @abstractmethod
-    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
-        """Every repository :meth:`checkout` moves for ``prepared`` (journal key ->
-        the repository, the commit it checks out there): what must still hold after
-        the build and the repro for the step's outcome to be a verdict."""
+    def under_test(self, prepared: Prepared) -> dict[str, Held]:
+        """Every repository a step on ``prepared`` depends on (journal key -> what it must
+        hold): those :meth:`checkout` moves, at the commit it checks out there, and those
+        the strategy leaves as the run found them. What must still hold after the build
+        and the repro for the step's outcome to be a verdict."""
 
     @abstractmethod
     def header_lines(self) -> list[str]:
         """Lines describing the bisection, shown before the first step and by ``status``."""
+
+    def begin_run(self) -> None:
+        """A run (a command that may test) begins: read now what it keeps as it found it,
+        before the verdict cache's key is read. Nothing here."""
+        return None
 
     def fetched(self) -> Fetched:
         """Everything fetched so far into the repositories this strategy reads and moves

@@ -9,6 +9,7 @@ submodule's patch stack (:class:`PatchedSubmodule`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +23,7 @@ from bisectkit.patchstack import PatchAction, Stack, analyse, targets
 from bisectkit.promisor import Fetched
 from bisectkit.session import Session
 from bisectkit.strategies.base import Prepared, Strategy
+from bisectkit.undertest import Held, as_found
 from bisectkit.upstream import CONFIG_KEY, guess
 from bisectkit.worktree import Mover
 
@@ -206,8 +208,23 @@ class PatchedSubmodule(Strategy):
         self.path: str = session.params["submodule"]
         _, self.sub = open_submodule(superproject, self.path)
         self.stack = Stack.from_json(session.params["stack"])
-        # The superproject never moves in these strategies: its tree is fixed.
-        self._super_tree = superproject.tree_of(session.orig[SUPERPROJECT].sha)
+
+    @functools.cached_property
+    def _super(self) -> Held:
+        """The superproject as this run found it (HEAD, tracked edits). It never moves in
+        these strategies, but the user may commit there between the runs of a manual
+        session: the run's verdicts are keyed by this tree, and every step checks that
+        the superproject still holds it (:meth:`under_test`)."""
+        return as_found(self.superproject)
+
+    @functools.cached_property
+    def _super_tree(self) -> str:
+        return self.superproject.tree_of(self._super.commit)
+
+    def begin_run(self) -> None:
+        """Read the superproject now, before the verdict cache's key: a change after this
+        stops the step it happens in, never goes into a verdict keyed without it."""
+        _ = self._super  # a cached property: read now, kept for the run
 
     @property
     def history(self) -> Repo:
@@ -227,10 +244,11 @@ class PatchedSubmodule(Strategy):
         """Write the patched commit to the submodule's work tree; files written."""
         return self.mover.checkout(self.path, self.sub, prepared.target)
 
-    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
-        """Only the submodule moves: the superproject stays as the user has it."""
-        return {self.path: (self.sub, str(prepared.target))}
+    def under_test(self, prepared: Prepared) -> dict[str, Held]:
+        """The submodule at the patched commit; the superproject as the run found it."""
+        return {SUPERPROJECT: self._super, self.path: Held(self.sub, str(prepared.target))}
 
     def checkouts(self, patched: str) -> dict[str, str]:
-        """What a workspace holds to test ``patched``: the superproject as the user has it."""
-        return {SUPERPROJECT: self.session.orig[SUPERPROJECT].sha, self.path: patched}
+        """What a workspace holds to test ``patched``: the superproject's commit as the run
+        found it (the tree the verdict is keyed by)."""
+        return {SUPERPROJECT: self._super.commit, self.path: patched}

@@ -31,6 +31,7 @@ from bisectkit.strategies.common import (
     resolve_upstream,
     step_env,
 )
+from bisectkit.undertest import Held
 from bisectkit.upstream import CONFIG_KEY, GuessRefused
 from bisectkit.worktree import Mover
 
@@ -174,10 +175,10 @@ class IntegrateStrategy(Strategy):
                 written += self.mover.checkout(path, self.subs[path], pin)
         return written
 
-    def under_test(self, prepared: Prepared) -> dict[str, tuple[Repo, str]]:
+    def under_test(self, prepared: Prepared) -> dict[str, Held]:
         """The superproject at the candidate and each submodule at its pin."""
-        return {SUPERPROJECT: (self.superproject, prepared.candidate),
-                **{p: (self.subs[p], pin) for p, pin in prepared.target.items()
+        return {SUPERPROJECT: Held(self.superproject, prepared.candidate),
+                **{p: Held(self.subs[p], pin) for p, pin in prepared.target.items()
                    if pin is not None}}
 
     def header_lines(self) -> list[str]:
