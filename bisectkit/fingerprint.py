@@ -148,6 +148,8 @@ def _nested(path: str, skip: Collection[str], own: Mapping[str, str] | None,
         return "repository (too deeply nested: not looked into)"
     try:
         repo = Repo(Path(path))
+        if repo.workdir != Path(path).resolve():  # a broken .git: git found the one above
+            return "repository, unreadable: its .git does not open"
         try:
             head = repo.head_state().sha
         except BadInput:
