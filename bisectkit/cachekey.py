@@ -57,6 +57,8 @@ class RunIdentity:
     own: dict[str, str] = field(default_factory=dict)
     #: ``bisectkit.cacheIgnore`` patterns: superproject paths that are never inputs.
     ignore: PathGlobs = field(default_factory=lambda: PathGlobs(()))
+    #: The superproject's submodule paths when the key was read.
+    links: frozenset[str] = frozenset()
 
     def text(self) -> str:
         """The key material (stable: sorted JSON)."""
@@ -69,9 +71,13 @@ class RunIdentity:
             return []
         before: dict[str, dict[str, str]] = self.parts["superproject"]
         now = local_state(sp, self.outputs, self.own, self.ignore)
+        # A submodule some superproject commits lack (``--integrate`` checks them out) is
+        # an untracked folder there: the checkout's doing, not a change of the user's.
+        links = self.links | set(sp.gitlinks())
         return sorted({p for kind in ("modified", "untracked")
                        for p in before[kind].keys() | now[kind].keys()
-                       if before[kind].get(p) != now[kind].get(p)})
+                       if before[kind].get(p) != now[kind].get(p)
+                       and p.rstrip("/") not in links})
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,8 @@ def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
         parts["where"] = IN_WORKSPACES
     else:
         parts["superproject"] = local_state(sp, skip, skipped.own, skipped.ignore)
-    return RunIdentity(parts, skip, root, dict(skipped.own), skipped.ignore)
+    return RunIdentity(parts, skip, root, dict(skipped.own), skipped.ignore,
+                       frozenset(sp.gitlinks()))
 
 
 def _command_parts(opts: RunOptions, root: str) -> dict[str, Any]:

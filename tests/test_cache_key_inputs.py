@@ -230,3 +230,36 @@ def test_named_files_inside_the_superproject_are_told_once_relative():
         "--keep-output changed",
         "the steps ran elsewhere (in workspaces, which hold only committed files, or in your "
         "tree)", "a.out is new"]
+
+
+def test_a_submodule_a_checkout_leaves_as_a_folder_is_not_a_local_change(tmp_path: Path):
+    """``--integrate`` checks out superproject commits that lack a submodule: its folder,
+    left in place, shows as an untracked repository, which is not a change of the user's
+    local files (a new untracked file is)."""
+    import subprocess
+
+    from worldgen import hermetic_env
+
+    from bisectkit.cachekey import run_identity
+    from bisectkit.git import Repo
+    from bisectkit.model import RunOptions
+
+    env = hermetic_env(tmp_path / "home")
+
+    def git(where: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=where, env=env, check=True, capture_output=True)
+
+    sub, sp = tmp_path / "sub", tmp_path / "sp"
+    for repo in (sub, sp):
+        repo.mkdir()
+        git(repo, "init", "-q")
+        (repo / "f").write_text("x\n", encoding="utf-8")
+        git(repo, "add", "f")
+        git(repo, "commit", "-q", "-m", "f")
+    git(sp, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib")
+    git(sp, "commit", "-q", "-m", "lib")
+    identity = run_identity(RunOptions(repro=("true",)), Repo(sp))
+    git(sp, "rm", "-q", "--cached", "lib")  # as a commit without it checked out
+    assert identity.changed_local_files(Repo(sp)) == []
+    (sp / "notes.txt").write_text("x\n", encoding="utf-8")
+    assert identity.changed_local_files(Repo(sp)) == ["notes.txt"]
