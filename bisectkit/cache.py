@@ -1,69 +1,26 @@
-"""The verdict cache: verdicts keyed by what was tested, and the key's material.
+"""The verdict cache: verdicts keyed by what was tested.
 
-A verdict depends on the trees on disk and on everything that built and
-judged them: commands, rules, timeout, plugins and their options, every file
-the commands name, ``--cache-input`` paths, the submodules the strategy does
-not move and the superproject's local edits and untracked files. The cache
-key covers all of it (:func:`run_identity`), so a cached verdict is reused
-across sessions and ranges only when the same test would run again.
+The key is the tested trees plus the run's :class:`~bisectkit.cachekey.RunIdentity`
+(commands, rules, files, environment, local state: :mod:`bisectkit.cachekey`),
+so a cached verdict is reused across sessions and ranges only when the same
+test would run again. A verdict is kept only when it is the commit's: never
+one a timeout or the machine decided, never one tested while the
+superproject's untracked or edited files were changing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import os
+import shlex
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import bisectkit.sparse as sparse
 from bisectkit import keydiff
-from bisectkit.commandinputs import command_env, named_files
-from bisectkit.envscan import env_part, names_in_files
-from bisectkit.errors import BadInput
-from bisectkit.fingerprint import (
-    file_digest,
-    input_digest,
-    local_state,
-    submodule_states,
-)
-from bisectkit.git import Repo
-from bisectkit.model import RunOptions, Step, Verdict
-from bisectkit.pathglobs import PathGlobs
+from bisectkit.cachekey import RunIdentity
+from bisectkit.model import Step, Verdict
+from bisectkit.pathglobs import literal_pattern
 from bisectkit.session import SessionStore
-
-
-@dataclass(frozen=True)
-class RunIdentity:
-    """What besides the trees decides a verdict, as read at the start of a run."""
-
-    #: Commands, rules, named files, ``--cache-input``, submodules, superproject files,
-    #: environment variables.
-    parts: dict[str, Any]
-    #: Absolute paths of the files the run writes itself (never inputs).
-    outputs: frozenset[str]
-    #: The superproject root (paths are told relative to it).
-    root: str = ""
-    #: Files earlier runs wrote (real path -> digest): not inputs while unchanged.
-    own: dict[str, str] = field(default_factory=dict)
-    #: ``bisectkit.cacheIgnore`` patterns: superproject paths that are never inputs.
-    ignore: PathGlobs = field(default_factory=lambda: PathGlobs(()))
-
-    def text(self) -> str:
-        """The key material (stable: sorted JSON)."""
-        return json.dumps(self.parts, sort_keys=True)
-
-    def changed_local_files(self, sp: Repo) -> list[str]:
-        """Untracked or edited superproject files that differ from the start of the run."""
-        before: dict[str, dict[str, str]] = self.parts["superproject"]
-        now = local_state(sp, self.outputs, self.own, self.ignore)
-        return sorted({p for kind in ("modified", "untracked")
-                       for p in before[kind].keys() | now[kind].keys()
-                       if before[kind].get(p) != now[kind].get(p)})
 
 
 class VerdictCache:
@@ -71,11 +28,16 @@ class VerdictCache:
 
     Also counts, for the run, the trees it looked up that have a verdict under
     any key, and those whose verdicts were tested with other inputs only: see
-    :meth:`not_reused`. ``notify`` gets one line the first time that happens.
+    :meth:`not_reused`. ``notify`` gets one line the first time that happens,
+    and the first time an entry turns out damaged. ``changed`` says which of
+    the superproject's untracked or edited files differ from the key (checked
+    before each verdict is kept: once some do, the run's verdicts are dropped
+    and no more are kept).
     """
 
     def __init__(self, store: SessionStore, identity: RunIdentity,
-                 notify: Callable[[str], None] | None = None) -> None:
+                 notify: Callable[[str], None] | None = None,
+                 changed: Callable[[], list[str]] | None = None) -> None:
         self._store = store
         self.identity = identity
         self._key_material = identity.text()
@@ -83,6 +45,7 @@ class VerdictCache:
         self._summary = keydiff.summary(identity.parts)
         self._data = store.load_cache()
         self._notify = notify
+        self._changed = changed
         #: trees digest -> the inputs of the entries for those trees (latest last).
         self._by_trees: dict[str, list[str]] = {}
         for entry in self._data.entries.values():
@@ -90,6 +53,12 @@ class VerdictCache:
                 self._by_trees.setdefault(entry["trees"], []).append(entry.get("inputs", ""))
         self._known: set[str] = set()
         self._missed: dict[str, str] = {}
+        #: Keys this run wrote (dropped if the local files change during the run).
+        self._written: list[str] = []
+        #: Local files that changed since the key was read (then nothing more is kept).
+        self.changed_files: list[str] = []
+        #: Entries found, at lookup, under a key they were not written for.
+        self.damaged_hits = 0
 
     @property
     def problem(self) -> str | None:
@@ -109,8 +78,8 @@ class VerdictCache:
 
     def get(self, trees: tuple[str, ...]) -> dict[str, Any] | None:
         """The cached verdict of ``trees`` under this run's inputs, if any."""
-        hit = self._data.entries.get(self.key(trees))
         digest = _trees_digest(trees)
+        hit = self._valid(self._data.entries.get(self.key(trees)), digest)
         others = [i for i in self._by_trees.get(digest, ()) if i != self._inputs]
         if hit is not None or others:
             self._known.add(digest)
@@ -122,19 +91,53 @@ class VerdictCache:
                              f"{self._reasons(others[-1])}")
         return hit
 
+    def _valid(self, hit: dict[str, Any] | None, digest: str) -> dict[str, Any] | None:
+        """``hit``, if it says it was written for these trees and these inputs (an entry
+        moved to another key, by a hand merge of two files say, is damaged: tested again
+        and overwritten). Entries of format 1 say nothing: their key is all there is."""
+        if hit is None or (hit.get("trees", digest) == digest
+                           and hit.get("inputs", self._inputs) == self._inputs):
+            return hit
+        self.damaged_hits += 1
+        if self.damaged_hits == 1 and self._notify is not None:
+            self._notify(f"note: a damaged entry of the verdict cache {self._store.cache_path} "
+                         "was ignored: it was written for other trees or inputs than its key "
+                         "says (tested again)")
+        return None
+
     def put(self, trees: tuple[str, ...], verdict: Verdict, reason: str,
             step: Step | None = None) -> None:
-        if "timed out" in reason:
-            return  # a timeout may be the machine's fault this time: test again next time
+        """Keep a verdict, unless it may not be the commit's: a command of the step timed
+        out (the machine's load, this time), the machine decided a skip
+        (``step.environment``), or the superproject's local files changed during the run."""
+        if step is not None and (step.timed_out or step.environment is not None):
+            return
+        if not self.unchanged():
+            return
         entry: dict[str, Any] = {"verdict": verdict, "reason": reason,
                                  "trees": _trees_digest(trees), "inputs": self._inputs}
         if step is not None and (step.flags or step.extra):
             # A cached verdict keeps what plugins noted (flaky runs, crash kinds).
             entry.update(flags=list(step.flags), extra=step.extra)
-        self._data.entries[self.key(trees)] = entry
+        key = self.key(trees)
+        self._data.entries[key] = entry
+        self._written.append(key)
         self._data.inputs.pop(self._inputs, None)  # the most recently used last
         self._data.inputs[self._inputs] = self._summary
         self._store.save_cache(self._data)
+
+    def unchanged(self) -> bool:
+        """Do the superproject's untracked and edited files still hold what the key says?
+        The first time they do not, the verdicts this run kept are dropped: they may have
+        been tested with the files changing, under a key that says otherwise."""
+        if not self.changed_files and self._changed is not None:
+            self.changed_files = self._changed()
+            if self.changed_files and self._written:
+                for key in self._written:
+                    self._data.entries.pop(key, None)
+                self._written.clear()
+                self._store.save_cache(self._data)
+        return not self.changed_files
 
     def not_reused(self) -> str | None:
         """``N of M known verdicts reused: <what changed>``, when cached verdicts of trees
@@ -155,8 +158,9 @@ class VerdictCache:
         text = keydiff.describe(changes)
         local = [c.item for c in changes if c.part in ("untracked", "modified")]
         if len(local) == 1:
-            text += (f" (if the build does not read it: git config --add "
-                     f"bisectkit.cacheIgnore {local[0]})")
+            command = shlex.join(["git", "config", "--add", "bisectkit.cacheIgnore",
+                                  literal_pattern(local[0])])
+            text += f" (if the build does not read it: {command})"
         elif local:
             text += (" (for those the build does not read: git config --add "
                      "bisectkit.cacheIgnore PATTERN)")
@@ -165,75 +169,3 @@ class VerdictCache:
 
 def _trees_digest(trees: tuple[str, ...]) -> str:
     return hashlib.sha256("\0".join(trees).encode()).hexdigest()[:16]
-
-
-def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
-                 outputs: Collection[str] = (), own: Mapping[str, str] | None = None,
-                 declared_env: Collection[str] = ()) -> RunIdentity:
-    """Everything besides the tested trees that decides a verdict, read once per run.
-
-    ``moved``: the submodules the strategy checks out (the trees cover them);
-    ``outputs``: files the run writes (``--json``, ``--report``, ``--trace``);
-    ``own``: files earlier runs wrote (real path -> digest of what they wrote);
-    ``declared_env``: environment variables plugins say their commands read.
-    Read at the start of the run, so files the build writes during the run do
-    not matter within it; in the next run a changed input means testing again.
-    """
-    parts: dict[str, Any] = {
-        "build": opts.build,
-        "repro": list(opts.repro),
-        "rules": [list(opts.rules.good_if), list(opts.rules.bad_if), list(opts.rules.skip_if)],
-        "timeout": opts.timeout,
-        "timeout_verdict": opts.timeout_verdict,
-        "plugins": [list(x) for x in opts.plugin_options],
-    }
-    root = sp.workdir
-    named, written = named_files(opts, root)
-    # A file the superproject tracks is covered by its tree in the key (and by
-    # the local changes below when edited); one inside a checked-out submodule
-    # by that submodule's tree. Hashing them too would make the key depend on
-    # which candidate happens to be checked out when the run starts.
-    parts["files"] = {str(path): file_digest(path) for path in named
-                      if not _covered(path, sp, moved)}
-    parts["cache_inputs"] = {p: input_digest(Path(p)) for p in opts.cache_inputs}
-    parts["submodules"] = submodule_states(sp, moved)
-    shapes = sparse_shapes(sp)
-    if shapes:  # only then: the keys of checkouts that are not sparse stay as they were
-        parts["sparse"] = shapes
-    env = env_part([*command_env(opts), *names_in_files(named), *opts.cache_env,
-                    *sp.config_get_all("bisectkit.cacheEnv"), *declared_env], os.environ)
-    if env:  # likewise: commands that read no variable keep their keys
-        parts["env"] = env
-    skip = frozenset({os.path.realpath(o) for o in outputs} | written)
-    ignore = PathGlobs(sp.config_get_all("bisectkit.cacheIgnore"))
-    parts["superproject"] = local_state(sp, skip, own or {}, ignore)
-    return RunIdentity(parts, skip, str(root), dict(own or {}), ignore)
-
-
-def sparse_shapes(sp: Repo) -> dict[str, Any]:
-    """The sparse-checkout patterns of the superproject (``"."``) and of each checked-out
-    submodule that has them: they decide which files the build sees, so a verdict
-    tested in another cone is not the same test."""
-    shapes: dict[str, Any] = {}
-    repos = {".": sp}
-    for path in sorted(sp.gitlinks()):
-        with contextlib.suppress(BadInput):
-            if (sp.workdir / path / ".git").exists():
-                repos[path] = Repo(sp.workdir / path)
-    for key, repo in repos.items():
-        shape = sparse.of(repo)
-        if shape is not None:
-            shapes[key] = {"cone": shape.cone, "patterns": shape.text}
-    return shapes
-
-
-def _covered(path: Path, sp: Repo, moved: Collection[str]) -> bool:
-    """Is ``path``'s content already in the key through a tree (see :func:`run_identity`)?"""
-    try:
-        rel = path.relative_to(sp.workdir).as_posix()
-    except ValueError:
-        return False
-    if any(rel == m or rel.startswith(m + "/") for m in moved):
-        return True
-    return sp.index_has(rel)
-

@@ -16,10 +16,13 @@ part digests of the last :data:`KEPT_INPUTS` key materials written.
 Format 1 (a bare object of key -> entry, before this one) is read too: its
 keys were computed the same way, so they still match exactly when nothing
 changed. Every entry is checked on reading; one that is not a valid verdict
-(a damaged file, another program) is ignored, so it is a miss, tested again
-and overwritten. A file that is not JSON, not an object, or of another
-format version is treated as empty (and said so once): it only costs
-rebuilds, never a wrong answer.
+(a damaged file, another program; in format 2, one without its ``trees``
+and ``inputs``) is ignored, so it is a miss, tested again and overwritten.
+At lookup, an entry whose ``trees`` or ``inputs`` are not those of the
+lookup (moved to another key) is ignored the same way
+(:meth:`bisectkit.cache.VerdictCache.get`). A file that is not JSON, not an
+object, or of another format version is treated as empty (and said so
+once): it only costs rebuilds, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -60,17 +63,18 @@ def parse(data: Any) -> CacheData:
     entries = data.get("entries")
     if not isinstance(entries, dict):
         return CacheData(problem=f"its entries are {_kind(entries)}, not a JSON object")
-    result = _entries(entries)
+    result = _entries(entries, digests=True)
     inputs = data.get("inputs")
     if isinstance(inputs, dict):  # diagnostics only: a damaged one is simply not used
         result.inputs = {k: v for k, v in inputs.items() if isinstance(v, dict)}
     return result
 
 
-def _entries(raw: dict[Any, Any]) -> CacheData:
+def _entries(raw: dict[Any, Any], digests: bool = False) -> CacheData:
     result = CacheData()
     for key, entry in raw.items():
-        if isinstance(key, str) and _KEY.fullmatch(key) and valid_entry(entry):
+        if isinstance(key, str) and _KEY.fullmatch(key) and valid_entry(entry) and (
+                not digests or ("trees" in entry and "inputs" in entry)):
             result.entries[key] = entry
         else:
             result.damaged += 1

@@ -31,6 +31,9 @@ class RulesPlugin:
     @hookimpl
     def bisectkit_classify(self, step: Step, outcome: Outcome) -> Verdict | None:
         if outcome.timed_out:
+            # Every run classified here (``-p flaky`` classifies each of its runs) marks the
+            # step: the verdict cache keeps no verdict a timeout had a say in.
+            step.timed_out = True
             step.reason = outcome.describe()
             if self._timeout_verdict == "skip":
                 step.environment = "timeout"

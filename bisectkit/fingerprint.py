@@ -1,20 +1,22 @@
 """Fingerprints of what a verdict depends on besides the trees: files, directories,
-submodules not moved by the strategy, and the superproject's local state.
+submodules not moved by the strategy, and the superproject's local state (untracked
+repositories inside it included).
 
-Part of the verdict cache's key (:mod:`bisectkit.cache`); a file that cannot
+Part of the verdict cache's key (:mod:`bisectkit.cachekey`); a file that cannot
 be read is a fingerprint of its own (never a crash, never a stale hit).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from bisectkit.errors import BadInput
+from bisectkit.errors import BadInput, BisectkitError
 from bisectkit.git import Repo
 from bisectkit.pathglobs import PathGlobs
 
@@ -23,6 +25,8 @@ CONTENT_LIMIT = 1 << 20
 #: ...while one run's scan has read less than this; the rest are keyed by size and mtime,
 #: so an in-tree build directory git does not ignore costs stats, not gigabytes of reads.
 SCAN_BUDGET = 64 << 20
+#: Untracked repositories inside untracked repositories are looked into this deep.
+NESTED_DEPTH = 2
 
 
 def file_digest(path: str | Path, small: bool = False) -> str:
@@ -89,7 +93,8 @@ def submodule_states(sp: Repo, moved: Collection[str]) -> dict[str, Any]:
 
 
 def local_state(sp: Repo, skip: Collection[str], own: Mapping[str, str] | None = None,
-                ignore: PathGlobs | None = None) -> dict[str, dict[str, str]]:
+                ignore: PathGlobs | None = None, prefix: str = "",
+                depth: int = 0) -> dict[str, dict[str, str]]:
     """The superproject's local edits and untracked files (not ignored), path -> digest.
 
     ``skip``: absolute paths of files the run writes itself; ``own``: files
@@ -98,7 +103,10 @@ def local_state(sp: Repo, skip: Collection[str], own: Mapping[str, str] | None =
     smallest file first, each up to :data:`CONTENT_LIMIT` and all together up
     to :data:`SCAN_BUDGET` (so small inputs are read even beside a build
     directory git does not ignore); the files left over are keyed by size and
-    mtime (in nanoseconds).
+    mtime (in nanoseconds). An untracked repository (a test suite cloned
+    inside the superproject) is one item: the digest of its HEAD and of its
+    own local state (:func:`_nested`; ``prefix``: its path, ``depth``: how
+    deep it is).
     """
     changes = sp.local_changes(untracked=True)
     root = str(sp.workdir)
@@ -109,7 +117,7 @@ def local_state(sp: Repo, skip: Collection[str], own: Mapping[str, str] | None =
         for rel in paths:
             # Plain strings, not Path: pathlib's overhead was most of a 5,000-file scan.
             full = f"{root}/{rel.rstrip('/')}"
-            if full in skip or (ignore and ignore.match(rel)) or _still_own(full, own):
+            if full in skip or (ignore and ignore.match(prefix + rel)) or _still_own(full, own):
                 continue
             try:
                 st = os.lstat(full)
@@ -118,6 +126,8 @@ def local_state(sp: Repo, skip: Collection[str], own: Mapping[str, str] | None =
                 continue
             if stat.S_ISREG(st.st_mode):
                 regular.append((st.st_size, kind, rel, st))
+            elif stat.S_ISDIR(st.st_mode) and os.path.lexists(full + "/.git"):
+                state[kind][rel] = _nested(full, skip, own, ignore, prefix + rel, depth + 1)
             else:
                 state[kind][rel] = _special(full, st)
     budget = SCAN_BUDGET
@@ -128,6 +138,27 @@ def local_state(sp: Repo, skip: Collection[str], own: Mapping[str, str] | None =
         else:
             state[kind][rel] = f"size {size} mtime_ns {st.st_mtime_ns}"
     return state
+
+
+def _nested(path: str, skip: Collection[str], own: Mapping[str, str] | None,
+            ignore: PathGlobs | None, prefix: str, depth: int) -> str:
+    """An untracked repository inside the superproject, as one digest: its HEAD and its
+    own edits and untracked files (git status does not look into it)."""
+    if depth > NESTED_DEPTH:
+        return "repository (too deeply nested: not looked into)"
+    try:
+        repo = Repo(Path(path))
+        if repo.workdir != Path(path).resolve():  # a broken .git: git found the one above
+            return "repository, unreadable: its .git does not open"
+        try:
+            head = repo.head_state().sha
+        except BadInput:
+            head = "no commits"
+        local = local_state(repo, skip, own, ignore, prefix.rstrip("/") + "/", depth)
+    except BisectkitError as exc:
+        return f"repository, unreadable: {exc}"
+    material = json.dumps([head, local], sort_keys=True).encode("utf-8", "surrogateescape")
+    return "repository " + hashlib.sha256(material).hexdigest()
 
 
 def _still_own(path: str, own: Mapping[str, str] | None) -> bool:
@@ -148,7 +179,7 @@ def _special(path: str, st: os.stat_result) -> str:
     if stat.S_ISLNK(st.st_mode):
         return "link " + os.readlink(path)
     if stat.S_ISDIR(st.st_mode):
-        return "directory"  # a nested repository: not looked into
+        return "directory"  # git lists a directory only as a nested repository
     return f"mode {st.st_mode:o}"
 
 

@@ -34,12 +34,13 @@ class Hooks:
         self._call("bisectkit_step_start", step=step)
 
     def build(self, step: Step) -> Outcome | None:
-        return cast(Outcome | None, self._call("bisectkit_build", step=step))
+        return timed(step, cast(Outcome | None, self._call("bisectkit_build", step=step)))
 
     def repro(self, step: Step) -> Outcome | None:
-        return cast(Outcome | None, self._call("bisectkit_repro", step=step))
+        return timed(step, cast(Outcome | None, self._call("bisectkit_repro", step=step)))
 
     def classify(self, step: Step, outcome: Outcome) -> Verdict | None:
+        timed(step, outcome)  # a repro that ran on a worker is classified here
         return cast(Verdict | None, self._call("bisectkit_classify", step=step, outcome=outcome))
 
     def step_done(self, step: Step, verdict: Verdict) -> None:
@@ -131,3 +132,11 @@ def _raising_impl(pm: pluggy.PluginManager, exc: BaseException) -> tuple[str, st
 def _is_builtin(plugin: object) -> bool:
     module = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
     return module == "bisectkit" or module.startswith("bisectkit.")
+
+
+def timed(step: Step, outcome: Outcome | None) -> Outcome | None:
+    """``outcome``, after marking ``step`` (:attr:`~bisectkit.model.Step.timed_out`) when it
+    timed out: the verdict cache keeps no verdict of a step a timeout had a say in."""
+    if outcome is not None and outcome.timed_out:
+        step.timed_out = True
+    return outcome

@@ -36,6 +36,9 @@ WHOLE: dict[str, str] = {
     "timeout_verdict": "--timeout-verdict changed",
     "plugins": "the plugins or their options changed",
     "sparse": "the sparse-checkout patterns changed",
+    "keep_output": "--keep-output changed",
+    "where": ("the steps ran elsewhere (in workspaces, which hold only committed files, "
+              "or in your tree)"),
 }
 #: An environment variable that is not set (told apart from an empty one).
 UNSET = "unset"
@@ -58,7 +61,7 @@ def digest(value: Any) -> str:
 
 
 def summary(parts: dict[str, Any]) -> Summary:
-    """Per-part digests of a key's material (see :func:`bisectkit.cache.run_identity`)."""
+    """Per-part digests of a key's material (see :func:`bisectkit.cachekey.run_identity`)."""
     flat = dict(parts)
     local = flat.pop("superproject", None)
     if isinstance(local, dict):
@@ -87,10 +90,11 @@ def differences(old: Summary, new: Summary, root: str = "") -> list[Change]:
             changes += _items(name, before or {}, after or {}, root)
         else:
             changes.append(Change(name, "", WHOLE.get(name, f"the key's {name} changed")))
-    # A file the commands name that is also untracked is told once, as a named file.
+    # A file the commands name that is also untracked is told once, as a named file
+    # (named files inside the superproject are keyed relative to it).
     named = {c.item for c in changes if c.part == "files"}
     return [c for c in changes if c.part not in ("untracked", "modified")
-            or f"{root.rstrip('/')}/{c.item.rstrip('/')}" not in named]
+            or not {c.item.rstrip("/"), f"{root.rstrip('/')}/{c.item.rstrip('/')}"} & named]
 
 
 def _items(name: str, before: dict[str, str], after: dict[str, str],

@@ -7,7 +7,9 @@ root; a trailing ``/`` matches directories only (so everything under them);
 ``*``, ``?`` and ``[...]`` do not cross ``/`` while ``**`` does (``**/x``,
 ``x/**``, ``a/**/b``); ``!`` re-includes what an earlier pattern excluded
 (the last pattern that matches decides); ``#`` starts a comment; ``\\``
-escapes. A pattern that matches a directory matches every path under it.
+escapes; trailing spaces are dropped unless escaped (``\\ ``). A pattern that
+matches a directory matches every path under it. :func:`literal_pattern`
+writes the pattern of exactly one path.
 """
 
 from __future__ import annotations
@@ -48,8 +50,30 @@ class PathGlobs:
         return excluded
 
 
+#: Characters a pattern gives a meaning to anywhere: escaped by :func:`literal_pattern`.
+_SPECIAL = frozenset("\\*?[]")
+
+
+def literal_pattern(path: str) -> str:
+    """The pattern that matches ``path`` (relative to the root; a trailing ``/``: a
+    directory) and nothing else: anchored with a leading ``/`` (so a leading ``!`` or
+    ``#`` is a name), ``\\*?[]`` and trailing spaces escaped with a backslash."""
+    body = path.rstrip("/")
+    stem = body.rstrip(" ")
+    escaped = "".join("\\" + c if c in _SPECIAL else c for c in stem)
+    escaped += "\\ " * (len(body) - len(stem))
+    return "/" + escaped + ("/" if path.endswith("/") else "")
+
+
 def _compile(text: str) -> _Pattern | None:
-    text = text.strip()
+    # Leading whitespace goes; trailing whitespace too, unless a backslash escapes it
+    # (an odd number of them: ``\\\\`` is an escaped backslash).
+    text = text.lstrip()
+    trimmed = text.rstrip()
+    slashes = len(trimmed) - len(trimmed.rstrip("\\"))
+    if slashes % 2 and len(trimmed) < len(text):
+        trimmed += text[len(trimmed)]
+    text = trimmed
     if not text or text.startswith("#"):
         return None
     negated = text.startswith("!")

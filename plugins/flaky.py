@@ -25,7 +25,8 @@ The step's reason reads ``3 runs: 2 bad, 1 good -> bad (any-bad)``, its JSON
 record gets ``"runs": {"good": g, "bad": b, "skip": s, "policy": P}``, and a
 step whose runs disagree (some good, some bad) gets the flag
 ``runs disagree: 2 bad, 1 good``. The repro output of a step is every run's
-output, each after a ``--- run i/N: verdict ---`` line.
+output, each after a ``--- run i/N: verdict ---`` line. A step one of whose runs
+timed out is not kept in the verdict cache (as without the plugin).
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def bisectkit_repro(step: Step) -> Outcome | None:
         if outcome is None:
             return None  # nothing runs the repro: let the driver say so
         step.reason = None  # a run's reason must not leak into the next one
+        if outcome.timed_out:
+            step.timed_out = True  # one run timed out: the step's verdict is not cached
         verdict: Verdict | None = classify(step=step, outcome=outcome)
         if verdict is None:
             return outcome  # an abort: the driver classifies it again and stops

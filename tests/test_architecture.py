@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "keptoutput",
                "execution",
                "session", "journal", "journalrecords", "processes", "orphans", "gitlocks", "lock",
-               "cache", "cachefile", "commandinputs", "envscan", "keydiff", "pathglobs",
+               "cache", "cachekey", "cachefile", "commandinputs", "envscan", "keydiff", "pathglobs",
                "fingerprint", "workfiles", "waitstate", "undertest")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",

@@ -10,8 +10,10 @@ every verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -212,7 +214,9 @@ def test_untracked_superproject_files_are_in_the_key(world: World, tmp_path: Pat
 
 
 def test_a_run_that_leaves_an_untracked_output_says_so(world: World, tmp_path: Path):
-    """A build output in the work tree that git does not ignore changes the next key."""
+    """A build output in the work tree that git does not ignore changes the next key; the
+    run during which it appeared keeps none of its verdicts (they were not tested with the
+    key's local files)."""
     add_script(world)
     (world.superproject / "mode.txt").write_text("bug\n", encoding="utf-8")
     exclude(world, "mode.txt")
@@ -228,9 +232,9 @@ def test_a_run_that_leaves_an_untracked_output_says_so(world: World, tmp_path: P
 
     steps, stdout = run()
     assert none_cached(steps) and note in stdout
+    assert "so none of this run's verdicts were kept in the cache" in stdout
     steps, stdout = run()  # a.out is in the key now: tested again, and nothing changed
-    assert none_cached(steps) and note not in stdout
-    assert f"note: 0 of {len(steps)} known verdicts reused: a.out is new" in stdout
+    assert none_cached(steps) and "note:" not in stdout  # (no verdict of the first run left)
     steps, stdout = run()
     assert all_cached(steps) and "note:" not in stdout
 
@@ -448,7 +452,7 @@ def test_a_new_untracked_file_is_named_and_cache_ignore_leaves_it_out(world: Wor
     steps, text = bisect_text(world, out, "./check.sh", "mode.txt")
     assert none_cached(steps)
     why = ("untracked notes.txt is new (if the build does not read it: git config --add "
-           "bisectkit.cacheIgnore notes.txt)")
+           "bisectkit.cacheIgnore /notes.txt)")
     # Said at the first step that could not reuse its verdict, and summed up at the end.
     assert f"note: verdicts cached for this tree are not reused: {why}" in text
     assert f"note: 0 of {len(steps)} known verdicts reused: {why}" in text
@@ -456,3 +460,210 @@ def test_a_new_untracked_file_is_named_and_cache_ignore_leaves_it_out(world: Wor
     world.git(world.superproject, "config", "--add", "bisectkit.cacheIgnore", "/notes.txt")
     steps, text = bisect_text(world, out, "./check.sh", "mode.txt")
     assert all_cached(steps) and "note:" not in text
+
+
+# -- what a run tests besides the trees ----------------------------------------------
+
+def test_a_run_during_which_a_local_input_changed_keeps_no_verdict(world: World,
+                                                                   tmp_path: Path):
+    """An untracked input changes while the run tests (here the third build rewrites it):
+    the verdicts tested after that are not the key's, so the run keeps none; put back as
+    the key had it, the next run tests again and gives the key's answer."""
+    add_script(world)
+    mode = world.superproject / "mode.txt"  # untracked, not ignored: a local input
+    mode.write_text("bug\n", encoding="utf-8")
+    count = tmp_path / "count"
+    build = tmp_path / "build.sh"  # outside the tree: not a local file itself
+    build.write_text(f"#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1))\n"
+                     f"echo $n > {count}\n"
+                     f"if [ $n -eq 3 ]; then echo feature > mode.txt; fi\n", encoding="utf-8")
+    build.chmod(0o755)
+    out = tmp_path / "r.json"
+    options = ("--build", str(build))
+    _, text = bisect_text(world, out, "./check.sh", "mode.txt", options=options)
+    mode.write_text("bug\n", encoding="utf-8")
+    steps = bisect(world, out, "./check.sh", "mode.txt", options=options)
+    assert none_cached(steps), [s["reason"] for s in steps]
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+    assert ("note: 1 untracked or edited file(s) of the superproject changed during this run "
+            "(mode.txt); they are part of the verdict cache's key, so none of this run's "
+            "verdicts were kept in the cache. If the build writes them") in text
+
+
+#: ``check.sh`` reading ``mode.txt`` from where it runs ("bug" when there is none).
+CHECK_MODE_TXT_SH = CHECK_SH.replace('"$(cat "$1")"', '"$(cat mode.txt 2>/dev/null || echo bug)"')
+
+
+def test_steps_in_workspaces_are_keyed_by_what_the_workspaces_hold(world: World,
+                                                                   tmp_path: Path):
+    """``--jobs`` workspaces hold only committed files: the user's untracked ``mode.txt``
+    is not there. Their verdicts are not reused in the user's tree (nor the reverse), and
+    the untracked file is not part of their key."""
+    repro = tmp_path / "check-mode.sh"  # outside the tree: runs as is in the workspaces
+    repro.write_text(CHECK_MODE_TXT_SH, encoding="utf-8")
+    repro.chmod(0o755)
+    (world.superproject / "mode.txt").write_text("feature\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    steps, noted = bisect_text(world, out, str(repro), options=("--jobs", "2"))
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])  # no mode.txt in the workspaces
+    # In the user's tree, over a range whose middle the workspaces found good:
+    # mode.txt says "feature" here, so that commit is bad.
+    middle = next(world.shas.index(s["commit"]) for s in steps
+                  if 50 <= world.shas.index(s["commit"]) < 200)
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            world.sha(0), "--bad", world.sha(2 * middle), "--json", str(out), "--", str(repro))
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = json.loads(out.read_text())["steps"]
+    assert steps[0]["commit"] == world.sha(middle)
+    assert none_cached(steps), [s["reason"] for s in steps]
+    assert first_bad(out) == world.sha(FIRST_BAD["feature"])
+    assert ("note: the workspaces hold only committed files: the steps will not see "
+            "untracked mode.txt of your tree") in noted
+    (world.superproject / "mode.txt").write_text("bug\n", encoding="utf-8")
+    steps, _ = bisect_text(world, out, str(repro), options=("--jobs", "2"))
+    # The workspaces are the same: the first two candidates (chosen before any verdict)
+    # are cached at least; which others are tested depends on which step ends first.
+    assert sum(s["source"] == "cache" for s in steps) >= 2, [s["reason"] for s in steps]
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+
+
+#: Chatty from upstream 50 on (``feature v1``): the line a multi-line rule starts on and
+#: the line it ends on are far apart in the middle of the output.
+VERBOSE_SH = """#!/bin/sh
+sub=third_party/llvm-project/lib
+if grep -q miscompile $sub/bug.txt; then echo "error: miscompiled"; exit 1; fi
+filler() {
+  if grep -q 'feature v1' $sub/feature.txt; then
+    i=0; while [ $i -lt 300 ]; do printf '%0300d\\n' $i; i=$((i + 1)); done
+  fi
+}
+filler; echo "HAL device 'vulkan'"; filler; echo "was not found"; filler
+exit 1
+"""
+
+
+def test_keep_output_is_in_the_key(world: World, tmp_path: Path):
+    """A rule matching across lines of a long output: what ``--keep-output`` keeps of the
+    output decides the verdict, so a verdict taken with another limit is not reused."""
+    script = world.superproject / "verbose.sh"
+    script.write_text(VERBOSE_SH, encoding="utf-8")
+    script.chmod(0o755)
+    exclude(world, "verbose.sh")
+    out = tmp_path / "r.json"
+    rule = ("--good-if", r"(?s)HAL device.*not found")
+    assert none_cached(bisect(world, out, "./verbose.sh", options=rule))
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+    steps = bisect(world, out, "./verbose.sh", options=(*rule, "--keep-output", "64K"))
+    assert none_cached(steps), [s["reason"] for s in steps]
+    # The match spanned lines of the dropped middle: lost, as the README says.
+    assert first_bad(out) == world.sha(FIRST_BAD["feature"])
+
+
+def test_an_untracked_repository_inside_the_superproject_is_in_the_key(world: World,
+                                                                       tmp_path: Path):
+    """A test suite cloned inside the superproject (git status shows only ``suite/``):
+    its HEAD and its files are part of the key."""
+    add_script(world)
+    suite = world.superproject / "suite"
+    suite.mkdir()
+    world.git(suite, "init", "-q")
+    (suite / "mode").write_text("bug\n", encoding="utf-8")
+    world.git(suite, "add", "mode")
+    world.git(suite, "commit", "-q", "-m", "bug")
+    wrapper = world.superproject / "repro-suite.sh"  # reads suite/mode without naming it
+    wrapper.write_text("#!/bin/sh\nexec ./check.sh suite/mode\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    exclude(world, "repro-suite.sh")
+
+    def change() -> None:
+        (suite / "mode").write_text("feature\n", encoding="utf-8")
+        world.git(suite, "commit", "-q", "-am", "feature")  # HEAD moves, status clean
+
+    check_rerun_then_change(world, tmp_path / "r.json", change, "./repro-suite.sh")
+
+
+def test_an_untracked_file_in_the_bisected_submodule_named_by_the_repro_is_hashed(
+        world: World, tmp_path: Path):
+    """The submodule's tree covers its tracked files only: an untracked one the repro
+    names (it survives every checkout) is hashed like any named file."""
+    add_script(world)
+    mode = world.superproject / SUBMODULE / "mode.local"
+    mode.write_text("bug\n", encoding="utf-8")
+    check_rerun_then_change(world, tmp_path / "r.json",
+                            lambda: mode.write_text("feature\n", encoding="utf-8"),
+                            "./check.sh", f"{SUBMODULE}/mode.local")
+
+
+#: ``make``: the Makefile includes ``vars.mk``, which reads ``MODE`` from the environment.
+MAKEFILE = "include vars.mk\nall:\n\t@printf '%s\\n' '$(WHAT)' > \"$$MODE_PATH\"\n"
+VARS_MK = "WHAT = $(MODE)\n"
+#: A script the build runs sources another, which reads ``MODE``.
+SOURCING_SH = "#!/bin/sh\n. ./settings.sh\nprintf '%s\\n' \"$WHAT\" > \"$MODE_PATH\"\n"
+SETTINGS_SH = 'WHAT="$MODE"\n'
+
+
+@pytest.mark.parametrize("build", ["make -s", "./mkmode.sh"])
+def test_files_make_reads_and_scripts_source_are_scanned(world: World, tmp_path: Path,
+                                                         build: str):
+    """``--build 'make -s'`` names no file, yet make reads its Makefile (and what that
+    includes); ``./mkmode.sh`` sources ``./settings.sh``: the variables those read are in
+    the key."""
+    add_script(world)
+    files = {"Makefile": MAKEFILE, "vars.mk": VARS_MK, "mkmode.sh": SOURCING_SH,
+             "settings.sh": SETTINGS_SH, "readmode.sh": READMODE_SH}
+    for name, text in files.items():
+        path = world.superproject / name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o755)
+        exclude(world, name)
+    out = tmp_path / "r.json"
+    env = {"MODE_PATH": str(tmp_path / "mode"), "MODE": "bug"}
+    steps, _ = bisect_text(world, out, "./readmode.sh", options=("--build", build),
+                           extra_env=env)
+    assert none_cached(steps) and first_bad(out) == world.sha(FIRST_BAD["bug"])
+    steps, text = bisect_text(world, out, "./readmode.sh", options=("--build", build),
+                              extra_env={**env, "MODE": "feature"})
+    assert none_cached(steps), [s["reason"] for s in steps]
+    assert first_bad(out) == world.sha(FIRST_BAD["feature"])
+    assert "known verdicts reused: MODE changed" in text
+
+
+def test_a_checkout_moved_elsewhere_reuses_its_verdicts(world: World, tmp_path: Path):
+    """Paths inside the superproject are keyed relative to it: the repro (made absolute),
+    a build given by its absolute path, the files they name."""
+    add_script(world)
+    (world.superproject / "mode.txt").write_text("bug\n", encoding="utf-8")
+    exclude(world, "mode.txt")
+    out = tmp_path / "r.json"
+    build = ("--build", f"{world.superproject}/build.sh")
+    assert none_cached(bisect(world, out, "./check.sh", "mode.txt", options=build))
+    moved = dataclasses.replace(world, superproject=tmp_path / "elsewhere" / "superproject")
+    moved.superproject.parent.mkdir()
+    shutil.move(world.superproject, moved.superproject)
+    build = ("--build", f"{moved.superproject}/build.sh")
+    steps = bisect(moved, out, "./check.sh", "mode.txt", options=build)
+    assert all_cached(steps), [s["reason"] for s in steps]
+    assert first_bad(out) == world.sha(FIRST_BAD["bug"])
+
+
+def test_the_cache_ignore_suggestion_is_that_file_and_only_it(world: World, tmp_path: Path):
+    """The suggested pattern is escaped and anchored, the command shell-quoted: run as
+    printed, it leaves that file out of the key and nothing else (``notes 1.txt`` would
+    match the raw name as a glob)."""
+    add_script(world)
+    (world.superproject / "mode.txt").write_text("bug\n", encoding="utf-8")
+    exclude(world, "mode.txt")
+    out = tmp_path / "r.json"
+    assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    (world.superproject / "notes [1].txt").write_text("x\n", encoding="utf-8")
+    steps, text = bisect_text(world, out, "./check.sh", "mode.txt")
+    assert none_cached(steps)
+    found = re.search(r"if the build does not read it: (git config [^)]*)\)", text)
+    assert found, text
+    subprocess.run(["sh", "-c", found.group(1)], cwd=world.superproject, env=world.env,
+                   check=True)
+    assert world.git(world.superproject, "config", "--get-all",
+                     "bisectkit.cacheIgnore") == "/notes \\[1\\].txt"
+    assert all_cached(bisect(world, out, "./check.sh", "mode.txt"))
+    (world.superproject / "notes 1.txt").write_text("x\n", encoding="utf-8")
+    assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))

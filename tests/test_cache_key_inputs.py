@@ -116,3 +116,150 @@ def test_a_script_named_through_a_variable_is_hashed_and_read(tmp_path: Path,
     assert named == [tools / "b.sh"] and written == {str(tools / "out.log")}
     assert command_env(opts) == {"TOOLS"}
     assert names_in_files(named) == {"CC"}
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("printenv CC CXX; [[ -v DEBUG ]] && test -v TRACE; echo ${!PTR}",
+     {"CC", "CXX", "DEBUG", "TRACE", "PTR"}),
+    ("ifdef DEBUG\nX := $(origin CC) $(flavor LD) $(value AR)\nendif\n  ifndef NDEBUG",
+     {"DEBUG", "CC", "LD", "AR", "NDEBUG"}),
+    ('if "A" in os.environ and \'B\' not in environ: os.environb[b"C"]; os.getenvb(b"D")',
+     {"A", "B", "C", "D"}),
+    ('secure_getenv("E"); _wgetenv(L"F"); os.Getenv("G"); os.LookupEnv(`H`)',
+     {"E", "F", "G", "H"}),
+    ('env::var("I"); env::var_os("J"); env!("K"); option_env!("L")', {"I", "J", "K", "L"}),
+    ('const { M, N: n, O = "x" } = process.env; Deno.env.get("P")', {"M", "N", "O", "P"}),
+    ("awk '{print ENVIRON[\"Q\"]}'; ENV.key?('R'); ENV.fetch 'S'; set x $::env(T)",
+     {"Q", "R", "S", "T"}),
+    # Not reads: grep's -v, a positional parameter, a C include.
+    ("grep -v PATTERN file; echo $1; #include <stdlib.h>", set()),
+])
+def test_names_in_finds_the_other_forms(text: str, names: set[str]):
+    assert names_in(text) == names
+
+
+@pytest.mark.parametrize(("build", "make"), [
+    ("make -s", True), ("cd sub && gmake -j8 all", True), ("/usr/bin/make", True),
+    ("cmake --build build", False), ("ninja -C build", False),
+])
+def test_a_command_that_runs_make_reads_makes_variables(build: str, make: bool):
+    from bisectkit.commandinputs import command_env
+    from bisectkit.envscan import MAKE_VARIABLES
+    from bisectkit.model import RunOptions
+
+    names = command_env(RunOptions(repro=("./r.sh",), build=build))
+    assert (names >= MAKE_VARIABLES) == make
+    assert {"CC", "CFLAGS", "LDLIBS", "MAKEFLAGS"} <= MAKE_VARIABLES
+
+
+def test_the_makefiles_make_reads(tmp_path: Path):
+    from bisectkit.commandinputs import makefiles
+
+    (tmp_path / "sub").mkdir()
+    for name in ("Makefile", "sub/makefile", "sub/Makefile"):
+        (tmp_path / name).write_text("all:\n", encoding="utf-8")
+    assert makefiles(["-s"], tmp_path) == [str(tmp_path / "Makefile")]
+    # GNU make's order: GNUmakefile, makefile, Makefile; -C adds up; -f replaces them.
+    assert makefiles(["-C", "sub", "all"], tmp_path) == [str(tmp_path / "sub/makefile")]
+    assert makefiles(["--directory=sub"], tmp_path) == [str(tmp_path / "sub/makefile")]
+    assert makefiles(["-Csub", "-f", "a.mk", "--file=b.mk", "-fc.mk", "--makefile", "d.mk"],
+                     tmp_path) == [str(tmp_path / "sub" / n) for n in ("a.mk", "b.mk", "c.mk",
+                                                                         "d.mk")]
+    assert makefiles(["-C", "nowhere"], tmp_path) == []
+
+
+def test_named_files_add_makefiles_and_what_scripts_source_or_include(tmp_path: Path):
+    from bisectkit.commandinputs import FOLLOW_DEPTH, named_files
+    from bisectkit.model import RunOptions
+
+    (tmp_path / "Makefile").write_text("include rules.mk\n-include $(GEN).mk\nall:\n",
+                                       encoding="utf-8")
+    (tmp_path / "rules.mk").write_text("X = 1\n", encoding="utf-8")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "b.sh").write_text('#!/bin/sh\n. ./env.sh\nsource "local.sh"\n'
+                                '. "$HOME/secret.sh"\n', encoding="utf-8")
+    (tmp_path / "env.sh").write_text("set -e; . chain1.sh\n", encoding="utf-8")
+    (tools / "local.sh").write_text("", encoding="utf-8")  # beside the script only
+    for i in range(1, FOLLOW_DEPTH + 2):  # a chain longer than followed
+        (tmp_path / f"chain{i}.sh").write_text(f". ./chain{i + 1}.sh\n", encoding="utf-8")
+    opts = RunOptions(repro=("./r.sh",), build="make -s && tools/b.sh")
+    named, _ = named_files(opts, tmp_path)
+    rel = sorted(p.relative_to(tmp_path).as_posix() for p in named)
+    assert rel == ["Makefile", "chain1.sh", "chain2.sh", "env.sh", "rules.mk",
+                   "tools/b.sh", "tools/local.sh"]
+
+
+@pytest.mark.parametrize("name", ["notes[1].txt", "#x", "!x", "x*.txt", "a b.txt", "w?.txt",
+                                  "back\\slash.txt", "trailing ", "dir/sub [2]/n.txt"])
+def test_the_cache_ignore_suggestion_matches_that_path_only(tmp_path: Path, name: str):
+    """The pattern bisectkit suggests matches the path and nothing else, here and for git
+    itself (a ``.gitignore`` with it); printed shell-quoted, one word."""
+    import shlex
+    import subprocess
+
+    from worldgen import hermetic_env
+
+    from bisectkit.pathglobs import literal_pattern
+
+    pattern = literal_pattern(name)
+    others = ["notes1.txt", "x1.txt", "xx.txt", "wa.txt", "a", "sub/" + name.lstrip("/"),
+              name.rstrip() + "x", "back/slash.txt", "dir/sub 2/n.txt"]
+    others = [o for o in others if o != name]
+    globs = PathGlobs([pattern])
+    assert globs.match(name)
+    assert [o for o in others if globs.match(o)] == []
+    assert shlex.split(shlex.join(["git", "config", "--add", "k", pattern]))[-1] == pattern
+    # git agrees (check-ignore on paths that need not exist).
+    env = hermetic_env(tmp_path / "home")
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    (repo / ".git/info/exclude").write_text(pattern + "\n", encoding="utf-8")
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin", "-z"], cwd=repo,
+                             input="\0".join([name, *others]) + "\0", capture_output=True,
+                             text=True, env=env).stdout.split("\0")
+    assert [p for p in ignored if p] == [name]
+
+
+def test_named_files_inside_the_superproject_are_told_once_relative():
+    before = summary(_parts(superproject={"modified": {}, "untracked": {}}, files={}))
+    after = summary(_parts(files={"a.out": "d8"},
+                           superproject={"modified": {}, "untracked": {"a.out": "d8"}},
+                           where="workspaces", keep_output=65536))
+    assert [c.text for c in differences(before, after, "/w")] == [
+        "--keep-output changed",
+        "the steps ran elsewhere (in workspaces, which hold only committed files, or in your "
+        "tree)", "a.out is new"]
+
+
+def test_a_submodule_a_checkout_leaves_as_a_folder_is_not_a_local_change(tmp_path: Path):
+    """``--integrate`` checks out superproject commits that lack a submodule: its folder,
+    left in place, shows as an untracked repository, which is not a change of the user's
+    local files (a new untracked file is)."""
+    import subprocess
+
+    from worldgen import hermetic_env
+
+    from bisectkit.cachekey import run_identity
+    from bisectkit.git import Repo
+    from bisectkit.model import RunOptions
+
+    env = hermetic_env(tmp_path / "home")
+
+    def git(where: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=where, env=env, check=True, capture_output=True)
+
+    sub, sp = tmp_path / "sub", tmp_path / "sp"
+    for repo in (sub, sp):
+        repo.mkdir()
+        git(repo, "init", "-q")
+        (repo / "f").write_text("x\n", encoding="utf-8")
+        git(repo, "add", "f")
+        git(repo, "commit", "-q", "-m", "f")
+    git(sp, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib")
+    git(sp, "commit", "-q", "-m", "lib")
+    identity = run_identity(RunOptions(repro=("true",)), Repo(sp))
+    git(sp, "rm", "-q", "--cached", "lib")  # as a commit without it checked out
+    assert identity.changed_local_files(Repo(sp)) == []
+    (sp / "notes.txt").write_text("x\n", encoding="utf-8")
+    assert identity.changed_local_files(Repo(sp)) == ["notes.txt"]

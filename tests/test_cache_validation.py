@@ -2,9 +2,10 @@
 
 ``.git/bisectkit/verdicts.json`` is written by bisectkit, but it can be
 damaged (a full disk, an editor, another program, another version): every
-entry is checked on reading, an invalid one is a miss (tested again and
-overwritten), and a file that cannot be used at all is treated as empty,
-said once, and rebuilt.
+entry is checked on reading and at lookup, an invalid one is a miss (tested
+again and overwritten), and a file that cannot be used at all is treated as
+empty, said once, and rebuilt. And the cache keeps only verdicts that are the
+commit's: never one a timeout had a say in, never a skip the machine decided.
 """
 
 from __future__ import annotations
@@ -110,6 +111,93 @@ def test_an_unusable_cache_file_is_rebuilt(world: World, tmp_path: Path, content
     assert "it is being rebuilt" in text
     data = json.loads(path.read_text())
     assert data["version"] == FORMAT_VERSION and len(data["entries"]) == len(steps)
+
+
+def test_an_entry_moved_to_another_key_is_damaged(world: World, tmp_path: Path):
+    """Two entries swapped between keys (a hand merge of two cache files, a tool that
+    rewrote the file): each still says which trees and inputs it was tested with, and
+    neither is those of the key it sits under, so both are tested again."""
+    out = tmp_path / "r.json"
+    bisect(world, out)
+    data = json.loads(cache_file(world).read_text())
+    entries = data["entries"]
+    good = next(k for k, v in entries.items() if v["verdict"] == "good")
+    bad = next(k for k, v in entries.items() if v["verdict"] == "bad")
+    entries[good], entries[bad] = entries[bad], entries[good]
+    cache_file(world).write_text(json.dumps(data), encoding="utf-8")
+    steps, text = bisect(world, out)  # the right answer (checked by bisect)
+    assert "note: a damaged entry of the verdict cache" in text
+    assert "was ignored: it was written for other trees or inputs" in text
+    assert 1 <= sum(s["source"] == "run" for s in steps) <= 2, [s["reason"] for s in steps]
+
+
+# -- verdicts that are not the commit's are not kept -------------------------------
+
+def run_json(world: World, out: Path, *args: str) -> tuple[int, list[dict], str]:
+    """``bisectkit run ARGS``: exit status, steps, output in one line."""
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(0), "--bad", world.sha(300), "--json", str(out), *args)
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.returncode, json.loads(out.read_text())["steps"], " ".join(
+        (r.stdout + r.stderr).split())
+
+
+#: Runs the world's repro, after sleeping past ``--timeout`` the first time ever (``{once}``).
+SLOW_ONCE_SH = """#!/bin/sh
+if mkdir {once} 2>/dev/null; then sleep 30; fi
+exec ./repro.sh
+"""
+
+
+def test_a_verdict_a_timed_out_run_decided_is_not_kept(world: World, tmp_path: Path):
+    """``-p flaky --repeat 2``: the first repro run of the run times out (a loaded
+    machine) and makes its step bad (any-bad); the step's reason does not say "timed out",
+    yet the verdict is not kept: the next run tests that commit again."""
+    repro = tmp_path / "slow-once.sh"
+    repro.write_text(SLOW_ONCE_SH.format(once=tmp_path / "loaded"), encoding="utf-8")
+    repro.chmod(0o755)
+    # (No build: --timeout applies to it too, and only the repro's hiccup is wanted.)
+    args = ("-p", "flaky", "--repeat", "2", "--timeout", "3", "--timeout-verdict", "bad",
+            "--good-if", GOOD_IF, "--", str(repro))
+    out = tmp_path / "r.json"
+    code, steps, _ = run_json(world, out, *args)
+    assert code == 0
+    assert steps[0]["reason"] == "2 runs: 1 bad, 1 good -> bad (any-bad)", steps[0]
+    code, again, _ = run_json(world, out, *args)
+    assert code == 0
+    first = [s for s in again if s["commit"] == steps[0]["commit"]]
+    assert first and first[0]["source"] == "run", first
+    assert json.loads(out.read_text())["first_bad"] == world.sha(FIRST_BAD)
+
+
+#: A GPU repro: the driver is missing until ``{loaded}`` exists.
+GPU_SH = """#!/bin/sh
+if grep -q miscompile third_party/llvm-project/lib/bug.txt; then
+  echo 'error: miscompiled'; exit 1
+fi
+if [ -f {loaded} ]; then echo ok; exit 0; fi
+echo "HAL device 'vulkan' not found"; exit 1
+"""
+
+
+def test_a_skip_the_machine_decided_is_not_kept(world: World, tmp_path: Path):
+    """``-p iree_devices --have-driver vulkan``: the driver is missing on this machine,
+    so steps are skipped for the machine's sake (and the run stops); once the machine is
+    fixed, those commits are tested, not skipped from the cache."""
+    loaded = tmp_path / "driver-loaded"
+    repro = tmp_path / "gpu.sh"
+    repro.write_text(GPU_SH.format(loaded=loaded), encoding="utf-8")
+    repro.chmod(0o755)
+    args = ("-p", "iree_devices", "--have-driver", "vulkan", "--", str(repro))
+    out = tmp_path / "r.json"
+    code, steps, text = run_json(world, out, *args)
+    assert code == 3 and "skipped for the machine" in text
+    assert steps and all(s["verdict"] == "skip" and s.get("environment") for s in steps)
+    loaded.write_text("", encoding="utf-8")
+    code, again, _ = run_json(world, out, *args)
+    assert code == 0
+    assert not [s for s in again if s["source"] == "cache"], [s["reason"] for s in again]
+    assert json.loads(out.read_text())["first_bad"] == world.sha(FIRST_BAD)
 
 
 # -- the file's format, in process ---------------------------------------------------

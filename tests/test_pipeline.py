@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from bisectkit.cache import RunIdentity, VerdictCache
+from bisectkit.cache import VerdictCache
+from bisectkit.cachekey import RunIdentity
 from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.engine import Found, Inconclusive
 from bisectkit.errors import Aborted, BadInput, PluginFailed

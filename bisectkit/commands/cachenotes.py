@@ -2,9 +2,10 @@
 
 Lines for the user: a cache file that could not be used (it is rebuilt), known
 verdicts a run could not reuse and why (``0 of 9 known verdicts reused:
-untracked notes.txt is new``), files a run changed that the next run's key
-reads. And :func:`remember_output`: ``--json``, ``--report`` and ``--trace``
-files written in the work tree are recorded, so the next runs' keys skip them.
+untracked notes.txt is new``), local files that changed during a run (its
+verdicts are not kept), what workspaces will not see of the user's tree. And
+:func:`remember_output`: ``--json``, ``--report`` and ``--trace`` files written
+in the work tree are recorded, so the next runs' keys skip them.
 """
 
 from __future__ import annotations
@@ -31,20 +32,33 @@ def note_cache_file(ctx: Context, store: SessionStore, cache: VerdictCache) -> N
 
 
 def note_cache_use(ctx: Context, sp: Repo, cache: VerdictCache) -> None:
-    """At the end of a run: known verdicts not reused and why; inputs the run changed."""
+    """At the end of a run: known verdicts not reused and why; local files that changed
+    during the run (then none of its verdicts were kept)."""
     missed = cache.not_reused()
     if missed:
         ctx.console.line(f"note: {missed}", style="yellow")
-    changed = cache.identity.changed_local_files(sp)
+    cache.unchanged()  # checked once more: a change after the last verdict counts too
+    changed = cache.changed_files
     if not changed:
         return
     more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
     ctx.console.line(
         f"note: {len(changed)} untracked or edited file(s) of the superproject changed during "
         f"this run ({', '.join(changed[:3])}{more}); they are part of the verdict cache's key, "
-        "so the next run will test again: write build outputs outside the work tree or ignore "
-        "them (.gitignore, .git/info/exclude, git config bisectkit.cacheIgnore)",
-        style="yellow")
+        "so none of this run's verdicts were kept in the cache. If the build writes them, "
+        "write its outputs outside the work tree or ignore them (.gitignore, "
+        ".git/info/exclude, git config bisectkit.cacheIgnore)", style="yellow")
+
+
+def note_workspace_gaps(ctx: Context, gaps: list[str]) -> None:
+    """Before the steps run in workspaces: what of the user's tree they will not see."""
+    if not gaps:
+        return
+    more = f" (and {plural(len(gaps) - 1, 'more thing', 'more things')})" if len(gaps) > 1 else ""
+    ctx.console.line(
+        f"note: the workspaces hold only committed files: the steps will not see {gaps[0]}"
+        f"{more} of your tree; commit what the build or the repro reads, or use --jobs 1 "
+        "(verdicts tested in workspaces and in your tree are cached apart)", style="yellow")
 
 
 def remember_output(ctx: Context, path: str) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bisectkit import requests, results, signals
-from bisectkit.cache import VerdictCache, run_identity
+from bisectkit.cache import VerdictCache
+from bisectkit.cachekey import Skipped, run_identity, workspace_gaps
 from bisectkit.commands import answer, cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
@@ -89,14 +90,25 @@ def _cache(ctx: Context, b: Bisection) -> VerdictCache | None:
         return None
     # Read once, before the first step: what the build writes during the run
     # does not change the key; the run's own output files are not inputs, nor
-    # those earlier runs wrote while they hold what was written.
-    moved = [p for p in b.session.orig if p != SUPERPROJECT]
-    outputs = [os.path.realpath(f) for f in ctx.flags.output_files()]
-    identity = run_identity(ctx.options, b.superproject, moved, outputs, b.store.own_outputs(),
-                            ctx.config.cache_env)
-    cache = VerdictCache(b.store, identity, lambda text: ctx.hooks.message(text, "note"))
+    # those earlier runs wrote while they hold what was written. Steps run in
+    # workspaces are keyed by what the workspaces hold: committed files only.
+    sp = b.superproject
+    identity = run_identity(ctx.options, sp, _moved(b), _skipped(ctx, b), ctx.config.cache_env,
+                            workspaces=ctx.options.parallel.enabled)
+    cache = VerdictCache(b.store, identity, lambda text: ctx.hooks.message(text, "note"),
+                         changed=lambda: identity.changed_local_files(sp))
     cachenotes.note_cache_file(ctx, b.store, cache)
     return cache
+
+
+def _moved(b: Bisection) -> list[str]:
+    """The submodules the strategy checks out (their trees are in the key)."""
+    return [p for p in b.session.orig if p != SUPERPROJECT]
+
+
+def _skipped(ctx: Context, b: Bisection) -> Skipped:
+    outputs = [os.path.realpath(f) for f in ctx.flags.output_files()]
+    return Skipped.of(b.superproject, outputs, b.store.own_outputs())
 
 
 #: Shows a run's answer (and writes its result): the exit code. ``advance`` has its own.
@@ -126,6 +138,8 @@ def _run_parallel_or_not(ctx: Context, b: Bisection, show: Shower) -> int:
         parallel = ParallelBisection(b, pool, ctx.options)
         ctx.hooks.message(f"testing up to {pool.slots} candidates at once: "
                           f"{pool.description}", "info")
+        cachenotes.note_workspace_gaps(
+            ctx, workspace_gaps(ctx.options, b.superproject, _moved(b), _skipped(ctx, b)))
         return _run_loop(ctx, parallel, show)
     finally:
         signals.run_shielded(close)

@@ -128,8 +128,9 @@ class RunOptions:
     plugin_options: tuple[tuple[str, str], ...] = ()
     #: ``-p`` plugins and their options as command-line words (for follow-up commands).
     plugin_argv: tuple[str, ...] = ()
-    #: Characters of each command's output kept (``--keep-output``); not part of the cache
-    #: key: the lines the rules match are kept whatever the limit.
+    #: Characters of each command's output kept (``--keep-output``). The lines of the
+    #: dropped middle that a rule matches on its own are kept; a match spanning lines
+    #: there is lost, so a value other than the default is part of the cache key.
     keep_output: int = DEFAULT_KEEP
     #: Test an untested end the answer rests on (``--no-verify`` turns it off).
     verify_ends: bool = True

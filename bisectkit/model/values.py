@@ -222,6 +222,9 @@ class Step:
     #: driver missing on a machine that should have it, a timeout, a command that
     #: cannot run. ``--max-env-skips`` consecutive such steps stop the run.
     environment: str | None = None
+    #: Set when a command of the step (its build, a repro run) timed out: whatever the
+    #: verdict, the verdict cache does not keep it (a timeout may be the machine's load).
+    timed_out: bool = False
     #: Short notes shown in the final report (e.g. "runs disagree").
     flags: list[str] = field(default_factory=list)
     #: Extra data kept in the step's JSON record.

@@ -27,6 +27,7 @@ from bisectkit import engine, signals
 from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision
 from bisectkit.errors import BadInput, MachineSkips
+from bisectkit.hooks import timed
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
@@ -169,6 +170,7 @@ class ParallelBisection(Bisection):
                    "prepare_s": result.prepare_s, "worker": result.worker,
                    "workspace": result.workspace, "job": result.job}
         job.step.workdir = result.workspace
+        timed(job.step, result.build)  # (the repro's outcome is marked when classified)
         tested = self.tester.conclude(job.step, cleaned(result.build),
                                       lambda: cleaned(result.repro), details)
         affects = job.source != "run" or job.commit not in self.search.outside(
