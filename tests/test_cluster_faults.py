@@ -1,14 +1,18 @@
 """A Dask cluster failing under a run (``--scheduler``): real ``dask scheduler`` and
 ``dask worker`` processes, killed by process group while steps are in flight.
 
-A lost worker's step runs again elsewhere, its verdict recorded once; a step that kills
-every worker it lands on, no worker for ``--no-workers-timeout``, or a lost scheduler
-stops the run with one line (exit 3), everything restored; a stop signal cancels the
-steps in flight. Every wait has a deadline.
+A lost worker's step runs again elsewhere, its verdict recorded once, and so does a
+silent (stopped) worker's once bisectkit had it removed; a step that kills every worker
+it lands on, no worker for ``--no-workers-timeout``, or a lost scheduler stops the run
+with one line (exit 3), everything restored; an address where no scheduler answers, or
+whose scheme this Dask cannot use, stops it before the first step (exit 2); a stop
+signal cancels the steps in flight. Every wait has a deadline.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import queue
@@ -21,10 +25,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, git_cli, snapshot
+from conftest import SUBMODULE, World, cli, git_cli, snapshot
 
 from bisectkit.pipeline import cluster as watching
 
@@ -122,7 +127,7 @@ class Run:
     stdout read line by line as it comes."""
 
     def __init__(self, world: World, tmp_path: Path, cluster: Cluster, build: str,
-                 *extra: str, git: bool = False) -> None:
+                 *extra: str, git: bool = False, env: dict[str, str] | None = None) -> None:
         self.json = tmp_path / "result.json"
         exe = [sys.executable, "-m", "bisectkit"]
         if git:
@@ -133,7 +138,8 @@ class Run:
                     "--good", world.sha(190), "--bad", world.sha(210)]
         argv += ["--build", build, "--good-if", GOOD_IF, "--no-cache", "--json",
                  str(self.json), "--scheduler", cluster.address, *extra, "--", "./repro.sh"]
-        self.proc = subprocess.Popen(argv, cwd=world.superproject, env={**world.env, **FAST},
+        self.proc = subprocess.Popen(argv, cwd=world.superproject,
+                                     env={**world.env, **FAST, **(env or {})},
                                      text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.lines: queue.Queue[str] = queue.Queue()
@@ -391,6 +397,99 @@ def test_a_stop_signal_cancels_the_steps_on_the_workers(world: World, tmp_path: 
     assert cluster.workers() == {"wa", "wb"}
 
 
+def test_a_silent_worker_is_removed_and_its_step_runs_elsewhere(
+        world: World, tmp_path: Path, cluster: Cluster) -> None:
+    # wa's first build stops wa (SIGSTOP): its connection stays open, only its heartbeats
+    # stop; the scheduler's own worker-ttl (5 minutes, checked every 5) would hold the run
+    # for up to 10. bisectkit's bound (worker-ttl 2 s where it runs: ten heartbeats, 5 s)
+    # has the scheduler remove wa, and the step runs on wb, started meanwhile.
+    cluster.scheduler()
+    cluster.worker("wa")
+    stopped = tmp_path / "stopped"
+    build = (f'case "$BISECTKIT_WORKSPACE" in */wa/*) if [ ! -e {stopped}.step ]; then '
+             f'echo $PPID > {stopped}.pid; echo $BISECTKIT_STEP > {stopped}.step; '
+             'kill -STOP $PPID; fi;; esac; ./build.sh')
+    before = snapshot(world)
+    run = Run(world, tmp_path, cluster, build,
+              env={"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "2s"})
+    try:
+        _until("wa stopped", lambda: (tmp_path / "stopped.step").exists())
+        cluster.worker("wb", wait=False)
+        code, out, err = run.finish(deadline_s=90)
+    finally:
+        if (tmp_path / "stopped.pid").exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int((tmp_path / "stopped.pid").read_text()), signal.SIGCONT)
+    assert code == 0, out + err
+    step = int((tmp_path / "stopped.step").read_text())
+    assert re.search(r"worker wa \(tcp://127\.0\.0\.1:\d+\) has sent no heartbeat for \d+ s "
+                     rf"\(stopped, frozen or cut off\?\) while running step {step} "
+                     r"\([0-9a-f]{12}\): the scheduler is asked to remove it", out), out
+    assert re.search(rf"step {step} \([0-9a-f]{{12}}\) runs again: its worker wa ", out), out
+    assert f"{world.sha(200)} is the first bad commit" in out
+    result = run.result()
+    _verdicts_once(result)
+    mine = [s for s in result["steps"] if s["index"] == step]
+    assert len(mine) == 1 and mine[0]["worker"] == "wb", mine
+    assert snapshot(world) == before
+
+
+def _no_scheduler(world: World, address: str) -> tuple[int, str]:
+    """``bisectkit run --scheduler ADDRESS`` (connect timeout 1 s): exit code, stderr;
+    the tree as it was."""
+    before = snapshot(world)
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            world.sha(190), "--bad", world.sha(210), "--build", "./build.sh", "--no-cache",
+            "--scheduler", address, "--", "./repro.sh", timeout=60,
+            extra_env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"})
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/session.json").exists()
+    return r.returncode, r.stderr
+
+
+def test_an_address_that_is_no_dask_scheduler_is_said_in_one_line(world: World) -> None:
+    pytest.importorskip("distributed")
+    http = ThreadingHTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    silent = socket.socket()
+    try:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(5)
+        # Ports that take the connection and never answer as a scheduler: Dask's Client
+        # waits for their handshake forever.
+        for port in (http.server_address[1], silent.getsockname()[1]):
+            t0 = time.monotonic()
+            code, err = _no_scheduler(world, f"tcp://127.0.0.1:{port}")
+            assert code == 2 and time.monotonic() - t0 < 30, err
+            _one_line(err, rf"^bisectkit: error: nothing answered like a Dask scheduler at "
+                           rf"tcp://127\.0\.0\.1:{port} within 2 s: is this the address 'dask "
+                           r"scheduler' printed \('Scheduler at: \.\.\.'\)\?$")
+        code, err = _no_scheduler(world, f"ws://127.0.0.1:{http.server_address[1]}")
+        assert code == 2, err
+        _one_line(err, r"^bisectkit: error: cannot reach the Dask scheduler at ws://127\.0\.0\.1:"
+                       r"\d+: WebSocketError: Non-websocket response$")
+    finally:
+        silent.close()
+        http.shutdown()
+        http.server_close()
+
+
+def test_a_scheme_this_dask_cannot_use_is_said_in_one_line(world: World) -> None:
+    pytest.importorskip("distributed")
+    code, err = _no_scheduler(world, "tls://127.0.0.1:1")  # no TLS settings here
+    assert code == 2, err
+    _one_line(err, r"^bisectkit: error: --scheduler tls://127\.0\.0\.1:1: tls:// needs Dask's "
+                   "TLS settings where bisectkit runs: distributed.comm.tls.ca-file, "
+                   r"\.client\.cert and \.client\.key")
+    code, err = _no_scheduler(world, "wss://127.0.0.1:1")
+    assert code == 2 and "wss:// needs Dask's TLS settings" in err, err
+    if importlib.util.find_spec("distributed_ucxx") is None:
+        code, err = _no_scheduler(world, "ucx://127.0.0.1:1")
+        assert code == 2, err
+        _one_line(err, r"^bisectkit: error: --scheduler ucx://127\.0\.0\.1:1: this Dask cannot "
+                       r"connect over ucx:// \(.*\); ucx:// needs distributed-ucxx")
+
+
 # -- the watch's logic, in process (a stand-in for Dask's client) ----------------------
 class _Client:
     """What :class:`ClusterWatch` asks of a ``distributed.Client``."""
@@ -400,9 +499,20 @@ class _Client:
         self.workers: dict[str, dict] = {}
         self.silent = False
         self.scheduler = self
+        self.restarted: list[tuple[list[str], bool]] = []
+        self.refuse = False
 
     def identity(self) -> dict:
         return {"workers": self.workers}
+
+    def processing(self, workers: list[str]) -> dict:
+        return {w: self.workers[w].get("processing", []) for w in workers}
+
+    def restart_workers(self, workers: list[str], **kwargs) -> dict:
+        self.restarted.append((workers, kwargs["wait_for_workers"]))
+        if self.refuse:
+            raise TypeError("unexpected keyword argument 'on_error'")
+        return {}
 
     def sync(self, call, callback_timeout: float, **kwargs):
         if self.silent:
@@ -473,3 +583,54 @@ def test_the_watch_counts_only_workers_that_fit_and_loses_a_silent_scheduler() -
     closed.status = "connecting"  # Dask reconnects, its tasks already cancelled
     with pytest.raises(watching.SchedulerLost, match="the connection closed"):
         watching.ClusterWatch(closed, "tcp://s:8786", None, 60, 5).poll()
+
+
+def test_the_silence_a_worker_is_allowed() -> None:
+    assert watching.silence_s(300, None) == 300  # distributed.scheduler.worker-ttl
+    assert watching.silence_s(300, 1200) == 300
+    assert watching.silence_s(300, 100) == 100  # --timeout, when shorter
+    assert watching.silence_s(300, 5) == 60  # but never under a minute
+    assert watching.silence_s(None, 5) == 60
+    assert watching.silence_s(2, 5) == 2  # worker-ttl as configured
+    assert watching.silence_s(None, None) is None  # no bound of bisectkit's own
+
+
+def test_the_watch_has_a_silent_worker_running_a_step_removed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(watching.time, "monotonic", lambda: now[0])
+    client = _Client()
+    client.workers = {"tcp://h:1": {"name": "wa", "last_seen": 1.0, "processing": ["k3"]},
+                      "tcp://h:2": {"name": "wb", "last_seen": 1.0, "processing": ["theirs"]},
+                      "tcp://h:3": {"name": "wc", "last_seen": 1.0, "processing": []}}
+    watch = watching.ClusterWatch(client, "tcp://s:8786", None, 600, 30, silence=60)
+    watch.track("k3", 3, "a" * 40)
+    assert watch.poll() == []
+    for _ in range(30):  # wa and wb silent for 60 s; wc heard every 2 s
+        now[0] += 2.0
+        client.workers["tcp://h:3"]["last_seen"] = now[0]
+        assert watch.poll() == []
+    assert client.restarted == []
+    now[0] += 2.0
+    assert watch.poll() == [f"worker wa (tcp://h:1) has sent no heartbeat for 62 s (stopped, "
+                            f"frozen or cut off?) while running step 3 ({'a' * 12}): the "
+                            "scheduler is asked to remove it"]
+    # wb runs no step of this run: the scheduler's worker-ttl is its business.
+    assert client.restarted == [(["tcp://h:1"], False)]
+    now[0] += 30.0
+    assert watch.poll() == []  # asked once
+    now[0] += 32.0
+    with pytest.raises(watching.InfrastructureFailed, match=r"^worker wa \(tcp://h:1\) has "
+                       r"sent no heartbeat for 124 s while running step 3 \(a{12}\), and the "
+                       "scheduler did not remove it when asked; no verdict"):
+        watch.poll()
+    # A scheduler that cannot remove a worker (an older Dask): the run stops (exit 3).
+    client.refuse = True
+    client.workers["tcp://h:4"] = {"name": "wd", "last_seen": 1.0, "processing": ["k5"]}
+    watch = watching.ClusterWatch(client, "tcp://s:8786", None, 600, 30, silence=60)
+    watch.track("k5", 5, "b" * 40)
+    watch.poll()
+    now[0] += 62.0
+    with pytest.raises(watching.InfrastructureFailed, match=r"^worker wd \(tcp://h:4\) .* and "
+                       r"the scheduler could not remove it \(TypeError: unexpected"):
+        watch.poll()

@@ -126,7 +126,8 @@ def _run_parallel_or_not(ctx: Context, b: Bisection, show: Shower) -> int:
     settings = ctx.options.parallel
     if not settings.enabled:
         return _run_loop(ctx, b, show)
-    pool = open_pool(settings, default_root(b.superproject.git_dir), secrets.token_hex(4))
+    pool = open_pool(settings, default_root(b.superproject.git_dir), secrets.token_hex(4),
+                     ctx.options.timeout)
     parallel: ParallelBisection | None = None
 
     def close() -> None:

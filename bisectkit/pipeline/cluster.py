@@ -8,6 +8,12 @@ scheduler goes: :class:`ClusterWatch` does, for :class:`~.pools.DaskPool`.
 It hears the scheduler's ``remove-worker`` events (the steps each lost worker was
 running), counts the workers able to run a step, and bounds every question it
 asks the scheduler in time.
+
+A stopped worker (SIGSTOP, a frozen machine, a cut network) keeps its connection open;
+only its heartbeats stop, and the scheduler's ``worker-ttl`` check (every 5 minutes)
+drops it within twice that. The watch times each worker's silence itself (its
+``last_seen`` unchanged, on this machine's clock) and has a silent worker that runs a
+step removed after :func:`silence_s`, as the scheduler's ``worker-ttl`` would.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ _LOOK_EVERY_S = 2.0
 #: Seconds without a worker before saying that the steps wait (a nanny restarts a
 #: killed worker in about a second: not worth a line).
 _SAY_AFTER_S = 3.0
+#: The least silence that a --timeout allows a worker (a checkout of a huge tree may hold
+#: its event loop for a while): shorter, healthy workers would be lost.
+_SILENCE_FLOOR_S = 60.0
 #: The loggers to which ``distributed`` attaches its stderr handler.
 _DASK_LOGGERS = ("distributed", "tornado", "tornado.application", "bokeh")
 
@@ -54,6 +63,22 @@ def capacity(workers: Iterable[dict[str, Any]], resources: dict[str, float] | No
                for w in workers)
 
 
+def silence_s(worker_ttl: float | None, step_timeout: float | None) -> float | None:
+    """How long a worker running a step may send no heartbeat before the run has it
+    removed: ``distributed.scheduler.worker-ttl`` (as configured here), or ``--timeout``
+    (at least :data:`_SILENCE_FLOOR_S`) when shorter; None: no bound of the run's own."""
+    bounds = [b for b in (worker_ttl, step_timeout and max(step_timeout, _SILENCE_FLOOR_S))
+              if b]
+    return min(bounds) if bounds else None
+
+
+def _heartbeat_s(workers: int) -> float:
+    """Seconds between two heartbeats of a worker among ``workers`` (as
+    ``distributed.scheduler.heartbeat_interval``): a bound is never under ten of them."""
+    return 0.5 if workers <= 10 else 1.0 if workers < 50 else 2.0 if workers < 200 else \
+        workers / 200 + 1
+
+
 class ClusterWatch:
     """What a run knows of its cluster's health: notes to print, or the error that stops it.
 
@@ -61,7 +86,7 @@ class ClusterWatch:
     """
 
     def __init__(self, client: Any, address: str, resources: dict[str, float] | None,
-                 patience: float, answer_s: float) -> None:
+                 patience: float, answer_s: float, silence: float | None = None) -> None:
         self.client = client
         self.address = address
         self._resources = resources
@@ -80,6 +105,12 @@ class ClusterWatch:
         self._said = False
         #: Why the scheduler is lost (once it is, nothing more is asked of it).
         self._lost: str | None = None
+        #: How long a worker running a step may stay silent (:func:`silence_s`).
+        self._silence = silence
+        #: Worker address -> (its ``last_seen`` as last told, when that value was first told).
+        self._heard: dict[str, tuple[object, float]] = {}
+        #: Silent workers the scheduler was asked to remove -> when.
+        self._dropped: dict[str, float] = {}
 
     # -- steps in flight -------------------------------------------------------------
     def track(self, key: str, index: int, commit: str) -> None:
@@ -127,6 +158,7 @@ class ClusterWatch:
         if now - self._looked >= _LOOK_EVERY_S:
             self._looked = now
             self._count(now)
+            self._drop_silent(now)
         with self._lock:
             notes, self._notes = self._notes, []
             waiting = bool(self._steps)
@@ -141,7 +173,64 @@ class ClusterWatch:
         info = self.ask(self.client.scheduler.identity)  # every worker (older Dask: always)
         workers = dict(info.get("workers", {}))
         self._names.update({a: str(w.get("name", a)) for a, w in workers.items()})
+        now = time.monotonic()
+        told = {a: w.get("last_seen") for a, w in workers.items()}
+        self._heard = {a: self._heard[a] if a in self._heard and self._heard[a][0] == seen
+                       else (seen, now) for a, seen in told.items()}
+        self._dropped = {a: t for a, t in self._dropped.items() if a in told}
         return capacity(workers.values(), self._resources)
+
+    def _drop_silent(self, now: float) -> None:
+        """Have the scheduler remove each worker silent for the bound that runs a step of
+        this run (its steps then run again elsewhere, said by its ``remove-worker`` event)."""
+        if self._silence is None:
+            return
+        bound = max(self._silence, 10 * _heartbeat_s(len(self._heard)))
+        silent = [a for a, (_, since) in self._heard.items() if now - since > bound]
+        with self._lock:
+            ours = dict(self._steps)
+        if not silent or not ours:
+            return
+        try:
+            busy = self.ask(self.client.scheduler.processing, workers=silent)
+        except KeyError:
+            return  # one left meanwhile: looked at again next time
+        for address in silent:
+            keys = sorted(set(busy.get(address, ())) & set(ours))
+            if keys:
+                self._drop(address, [ours[k] for k in keys], now, bound)
+
+    def _drop(self, address: str, steps: list[tuple[int, str]], now: float,
+              bound: float) -> None:
+        name = self._names.get(address)
+        who = f"{name} ({address})" if name else address
+        running = ", ".join(f"step {i} ({c[:12]})" for i, c in steps)
+        gone = now - self._heard[address][1]
+        asked = self._dropped.get(address)
+        if asked is not None and now - asked > bound:
+            raise InfrastructureFailed(
+                f"worker {who} has sent no heartbeat for {gone:.0f} s while running {running}, "
+                "and the scheduler did not remove it when asked; no verdict was taken from it; "
+                "stop or restart that worker, then run again")
+        if asked is not None:
+            return
+        with self._lock:
+            self._notes.append(f"worker {who} has sent no heartbeat for {gone:.0f} s "
+                               f"(stopped, frozen or cut off?) while running {running}: the "
+                               "scheduler is asked to remove it")
+        self._dropped[address] = now
+        try:
+            self.ask(self.client.scheduler.restart_workers, workers=[address],
+                     wait_for_workers=False, on_error="return", timeout=self._answer_s / 2,
+                     stimulus_id=f"bisectkit-silent-worker-{time.time()}")
+        except SchedulerLost:
+            raise
+        except Exception as exc:  # an older scheduler: the run cannot go on waiting
+            raise InfrastructureFailed(
+                f"worker {who} has sent no heartbeat for {gone:.0f} s while running {running}, "
+                f"and the scheduler could not remove it ({type(exc).__name__}: {exc}); no "
+                "verdict was taken from it; stop or restart that worker, then run again"
+            ) from exc
 
     def _count(self, now: float) -> None:
         if self.count():

@@ -9,7 +9,6 @@ scheduling in :mod:`bisectkit.pipeline.parallel` is one code path for both.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import re
 import threading
@@ -22,7 +21,8 @@ from typing import Any, cast
 from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.model import Parallel
-from bisectkit.pipeline.cluster import ClusterWatch, SchedulerLost, quiet_dask, words
+from bisectkit.pipeline.cluster import ClusterWatch, SchedulerLost, quiet_dask, silence_s, words
+from bisectkit.pipeline.daskclient import answer_s, connect, dask, worker_ttl_s
 from bisectkit.steptask import Control, Recipe, StepResult, run_step
 from bisectkit.wsroot import foreign
 
@@ -150,18 +150,18 @@ class DaskControl:
         now = time.monotonic()
         if not self._said and now - self._checked >= _CANCEL_POLL_S:
             self._checked = now
-            event = _dask().Event(self.name)
+            event = dask().Event(self.name)
             self._said = bool(event.is_set())
             if self._said:
                 event.clear()  # seen: the scheduler forgets it (the client no longer can)
         return self._said
 
     def progress(self, index: int, where: str, phase: str, line: str) -> None:
-        _dask().get_worker().log_event(self.topic, {"index": index, "where": where, "phase": phase,
-                                            "line": line})
+        dask().get_worker().log_event(self.topic, {"index": index, "where": where,
+                                                   "phase": phase, "line": line})
 
     def where(self, root: str | None) -> tuple[str, Path]:
-        name = str(_dask().get_worker().name)
+        name = str(dask().get_worker().name)
         base = root or os.environ.get("BISECTKIT_WORKER_ROOT") or \
             str(Path.home() / ".cache" / "bisectkit" / "workspaces")
         # One folder per worker: two workers of one machine never share a workspace.
@@ -171,34 +171,35 @@ class DaskControl:
 class DaskPool(Pool):
     """``--scheduler ADDRESS``: steps as tasks of a Dask ``distributed`` cluster."""
 
-    def __init__(self, settings: Parallel, run_id: str) -> None:
+    def __init__(self, settings: Parallel, run_id: str, step_timeout: float | None = None
+                 ) -> None:
         super().__init__()
         try:
-            dask = _dask()
+            dask()
         except ImportError as exc:
             raise BadInput("--scheduler needs Dask: pip install 'bisectkit[dask]'") from exc
         self._loud = quiet_dask()
         try:
-            self.client: Any = dask.Client(settings.scheduler, timeout="20s")
-        except OSError as exc:
+            self.client: Any = connect(str(settings.scheduler))
+        except BadInput:
             self._loud()
-            raise BadInput(f"cannot reach the Dask scheduler at {settings.scheduler}: "
-                           f"{exc}") from exc
+            raise
         try:
-            self._start(settings, run_id)
+            self._start(settings, run_id, step_timeout)
         except BaseException:
-            self.client.close(timeout=_answer_s())
+            self.client.close(timeout=answer_s())
             self._loud()
             raise
 
-    def _start(self, settings: Parallel, run_id: str) -> None:
+    def _start(self, settings: Parallel, run_id: str, step_timeout: float | None) -> None:
         self._run = run_id
         self.topic = f"bisectkit-{run_id}"
         self.shared = False
         self.root = settings.workspace_root
         resources = dict(settings.resources) or None
         self.watch = ClusterWatch(self.client, str(settings.scheduler), resources,
-                                  settings.no_workers_timeout, _answer_s())
+                                  settings.no_workers_timeout, answer_s(),
+                                  silence_s(worker_ttl_s(), step_timeout))
         self.executor = self.client.get_executor(pure=False, resources=resources)
         threads = self.watch.count()
         # --jobs caps what one run asks of a shared cluster; by default, all it offers.
@@ -258,27 +259,17 @@ class DaskPool(Pool):
                     self.client.unsubscribe_topic("all")
         finally:
             try:  # a lost scheduler has nothing to say goodbye to
-                self.client.close(timeout=_answer_s() if self.watch.connected() else 5)
+                self.client.close(timeout=answer_s() if self.watch.connected() else 5)
             finally:
                 self._loud()
 
 
-def _answer_s() -> float:
-    """How long the scheduler may take to answer (distributed's TCP timeout, 30 s unless
-    configured): longer, and it is lost."""
-    dask = importlib.import_module("dask")
-    return float(dask.utils.parse_timedelta(dask.config.get("distributed.comm.timeouts.tcp")))
-
-
-def _dask() -> Any:
-    """The ``distributed`` module, imported when a cluster is used (an optional extra)."""
-    return importlib.import_module("distributed")
-
-
-def open_pool(settings: Parallel, default_root: Path, run_id: str) -> Pool:
-    """The pool ``settings`` ask for (``--scheduler``, else ``--jobs`` local workspaces)."""
+def open_pool(settings: Parallel, default_root: Path, run_id: str,
+              step_timeout: float | None = None) -> Pool:
+    """The pool ``settings`` ask for (``--scheduler``, else ``--jobs`` local workspaces);
+    ``step_timeout`` (``--timeout``) bounds how long a cluster worker may stay silent."""
     if settings.scheduler:
-        return DaskPool(settings, run_id)
+        return DaskPool(settings, run_id, step_timeout)
     root = Path(settings.workspace_root) if settings.workspace_root else default_root
     strangers = foreign(root) if root.is_dir() else []
     if strangers:
