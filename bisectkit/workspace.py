@@ -26,6 +26,7 @@ from bisectkit.errors import GitFailure, InfrastructureFailed
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT
 from bisectkit.patchstack import Stack, replay
+from bisectkit.processes import gits_working_in
 from bisectkit.promisor import NOTHING, Fetched
 from bisectkit.strategies.base import Replay
 from bisectkit.wsroot import MARKER, forget, number, ours, take
@@ -94,7 +95,7 @@ class Workspace:
         """Clone ``where`` from the first source that works, unless it is there."""
         top = where == self.path
         if (where / ".git").is_dir() and (ours(where) or not top):
-            _settle_index_lock(where)
+            _settle_locks(where)
             return
         if top and where.exists() and (where.is_file() or any(where.iterdir())):
             raise InfrastructureFailed(f"{where} is not a bisectkit workspace (bisectkit did "
@@ -201,14 +202,22 @@ def _fetch(where: Path, sources: Sequence[str], shas: Sequence[str]) -> None:
                                f"{', '.join(s[:12] for s in shas)} from any of {list(sources)}")
 
 
-def _settle_index_lock(where: Path) -> None:
-    """A git that a killed run left writing here: let it finish, or clear its lock."""
-    lock = where / ".git" / "index.lock"
+def _settle_locks(where: Path) -> None:
+    """A git that a killed run left writing here: let it finish, or clear its lock files
+    (``index.lock``, ``HEAD.lock``, a ref's or ``packed-refs.lock``: a git killed with
+    bisectkit leaves them, and every later git here would fail on them)."""
+    git_dir = where / ".git"
+
+    def locks() -> list[Path]:
+        found = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock"]
+        return [p for p in found if os.path.lexists(p)] + list((git_dir / "refs").rglob("*.lock"))
+
     deadline = time.monotonic() + _INDEX_LOCK_WAIT_S
-    while lock.exists() and time.monotonic() < deadline:
+    while locks() and gits_working_in([where]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    with contextlib.suppress(FileNotFoundError):
-        lock.unlink()  # we hold the workspace: nobody else of ours writes here
+    for lock in locks():
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()  # we hold the workspace: nobody else of ours writes here
 
 
 def _mirror_sparse(where: Path, sources: Sequence[str]) -> sparse.SparseCheckout | None:

@@ -17,6 +17,8 @@ import signal
 from pathlib import Path
 
 import pytest
+from conftest import SUBMODULE, World, cli
+from test_safety import run_argv
 from torture import Scenario, git_commands, parallel_round, scenarios, with_jobs
 
 
@@ -49,3 +51,27 @@ def test_kill_a_parallel_run(worlds: dict[str, Scenario], name: str, tmp_path: P
     missed = [r.describe() for r in rounds[:5] if not r.killed and
               not r.mode.startswith("signal")]
     assert not missed, f"never reached (a run of {total} git commands): {missed}"
+
+
+def test_lock_files_a_killed_git_left_in_a_workspace_are_cleared(world: World) -> None:
+    """A git killed together with bisectkit (a CI time limit kills the whole tree) leaves
+    HEAD.lock, a ref's lock or index.lock in the workspace it was checking out; the
+    workspaces are bisectkit's own: the next run clears them instead of failing on them."""
+    argv = run_argv(world, extra=("--jobs", "2", "--no-cache"))
+    first = cli(world, *argv)
+    assert first.returncode == 0, (first.stdout, first.stderr)
+    root = world.superproject / ".git" / "bisectkit" / "workspaces"
+    workspaces = sorted(p for p in root.glob("ws-*") if (p / ".git").is_dir())
+    assert workspaces
+    left = []
+    for ws in workspaces:
+        for repo in (ws, ws / SUBMODULE):
+            git_dir = repo / ".git"
+            for name in ("HEAD.lock", "index.lock", "refs/heads/main.lock"):
+                (git_dir / name).parent.mkdir(parents=True, exist_ok=True)
+                (git_dir / name).write_text("", encoding="utf-8")
+                left.append(git_dir / name)
+    again = cli(world, *argv)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert f"{world.sha(200)} is the first bad commit" in again.stdout.splitlines()
+    assert not [p for p in left if p.exists()]
