@@ -3,9 +3,9 @@
 The journal names every git it starts by pid and start time; a restore
 waits for one that outlived a killed bisectkit, and must not mistake an
 unrelated process that later got the same pid for it. The same identity
-names the builds and repros a killed bisectkit left running
-(:mod:`bisectkit.orphans`), and a live git working in a repository keeps its
-lock files (:mod:`bisectkit.gitlocks`).
+names the builds and repros a killed bisectkit left running, and finds what a
+command bisectkit kills started (:mod:`bisectkit.orphans`); a live git working
+in a repository keeps its lock files (:mod:`bisectkit.gitlocks`).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class Proc:
     started: str
     pgid: int
     sid: int
+    ppid: int = 0
 
 
 def running() -> Iterator[Proc]:
@@ -67,18 +68,36 @@ def running() -> Iterator[Proc]:
             continue
         fields = _stat_fields(int(name))
         if fields is not None and fields[0] != "Z":
-            yield Proc(int(name), fields[19], int(fields[2]), int(fields[3]))
+            yield Proc(int(name), fields[19], int(fields[2]), int(fields[3]), int(fields[1]))
 
 
-def environ_has(pid: int, entries: Collection[str]) -> bool:
-    """Does ``pid``'s environment hold one of ``entries`` (``NAME=value``)? False if it
-    cannot be read (another user's process)."""
+def descendants(root: int, procs: Collection[Proc]) -> list[Proc]:
+    """The processes of ``procs`` below ``root``: its children, theirs, and so on."""
+    children: dict[int, list[Proc]] = {}
+    for proc in procs:
+        children.setdefault(proc.ppid, []).append(proc)
+    found: dict[int, Proc] = {}
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child.pid not in found and child.pid != root:
+                found[child.pid] = child
+                todo.append(child.pid)
+    return list(found.values())
+
+
+def environ_value(pid: int, name: str) -> str | None:
+    """The value of ``name`` in ``pid``'s environment; None if it has none or it cannot
+    be read (another user's process)."""
     try:
         data = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
-        return False
-    wanted = {e.encode() for e in entries}
-    return any(item in wanted for item in data.split(b"\0"))
+        return None
+    prefix = os.fsencode(name) + b"="
+    for item in data.split(b"\0"):
+        if item.startswith(prefix):
+            return os.fsdecode(item[len(prefix):])
+    return None
 
 
 def gits_working_in(dirs: Sequence[Path]) -> list[tuple[int, str]]:

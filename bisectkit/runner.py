@@ -2,10 +2,11 @@
 
 The child gets a pty so compilers and test drivers keep their usual
 line-buffered, coloured output; it is streamed live to our stdout and kept
-as text for classification. The child runs in its own session, so a timeout
-or Ctrl-C kills its whole process group and nothing is left behind; it is
-recorded before it execs, so what it leaves running when bisectkit itself is
-killed is stopped by the next bisectkit command (:mod:`bisectkit.orphans`).
+as text for classification. The child runs in its own session, tagged, and
+adopts its descendants' orphans, so a timeout or Ctrl-C kills it with
+everything it started and nothing is left behind; it is recorded before it
+execs, so what it leaves running when bisectkit itself is killed is stopped by
+the next bisectkit command (:mod:`bisectkit.orphans`).
 
 Commands are argv lists, never split: a path with spaces is one word. What is
 kept of the output is bounded and cleaned by :mod:`bisectkit.keptoutput`.
@@ -13,7 +14,6 @@ kept of the output is bounded and cleaned by :mod:`bisectkit.keptoutput`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
@@ -58,21 +58,28 @@ def run(
 
     Everything is streamed to ``echo`` (default: stdout); at most ``keep``
     bytes are kept (see :class:`~bisectkit.keptoutput.Kept`), plus the dropped lines that
-    match a ``watch`` pattern. A ``KeyboardInterrupt`` while waiting kills
-    the child's process group before it propagates, as does ``cancelled()``
-    turning True (:class:`~bisectkit.errors.Cancelled`: a parallel step).
+    match a ``watch`` pattern. The timeout kills the child and everything it
+    started; so does a ``KeyboardInterrupt`` while waiting, before it
+    propagates, and ``cancelled()`` turning True (:class:`~bisectkit.errors.Cancelled`:
+    a parallel step). What a child that exits by itself leaves running is left alone.
 
     Plugins get this as :func:`bisectkit.run_command`.
     """
     echo = sys.stdout if echo is None else echo
     start = time.monotonic()
-    child = _spawn(argv, cwd, env)
+    tag = orphans.command_tag()
+    child = _spawn(argv, cwd, env, tag)
     kept = Kept(keep, watch)
     try:
         timed_out = _stream(child, kept, echo, start, timeout, cancelled)
     except BaseException:
-        _kill_group(child)
+        _kill(child, tag)
         raise
+    else:
+        if timed_out:
+            _kill(child, tag)
+        elif child.exitstatus is not None:  # exited by itself: what it left is a daemon
+            orphans.command_done(tag)
     finally:
         _close(child)
     duration = time.monotonic() - start
@@ -86,7 +93,8 @@ def run(
     )
 
 
-def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spawn[str]:
+def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str],
+           tag: str | None) -> pexpect.spawn[str]:
     """Start ``argv`` in ``cwd`` under a pty; a command that cannot start is an abort.
 
     The child changes to ``cwd`` itself, after the fork and before the exec; an
@@ -101,9 +109,9 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spa
     command, args = pexpect_command(argv)
     parent = os.getpid()
     try:
-        return pexpect.spawn(command, args, env={**env, **orphans.child_env()}, encoding="utf-8",
+        return pexpect.spawn(command, args, env={**env, **orphans.child_env(tag)}, encoding="utf-8",
                              codec_errors="replace", timeout=None, dimensions=(50, 200),
-                             preexec_fn=functools.partial(_enter, cwd))
+                             preexec_fn=functools.partial(_enter, cwd, tag))
     except (OSError, pexpect.ExceptionPexpect) as exc:  # the exec's, or not executable now
         raise Aborted(f"cannot run {shlex.join(argv)}: {exc}") from None
     finally:
@@ -111,26 +119,27 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> pexpect.spa
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _enter(cwd: str) -> None:
-    """In the child: change to ``cwd``, record itself (so that a later bisectkit can stop
-    it if this one is killed: :mod:`bisectkit.orphans`); an OSError's text reaches the
-    parent as is."""
+def _enter(cwd: str, tag: str | None) -> None:
+    """In the child: change to ``cwd``, adopt its descendants' orphans and record itself
+    (so that bisectkit can stop all it starts: :mod:`bisectkit.orphans`); an OSError's
+    text reaches the parent as is."""
     try:
         os.chdir(cwd)
     except OSError as exc:
         raise OSError(f"cannot enter its working directory {cwd}: {exc.strerror}") from None
+    orphans.adopt_orphans()
     try:
-        orphans.record_self()
+        orphans.record_self(tag)
     except OSError as exc:
         raise OSError(f"cannot record it in {exc.filename}: {exc.strerror}") from None
 
 
 def _stream(child: pexpect.spawn[str], kept: Kept, echo: TextIO, start: float,
             timeout: float | None, cancelled: Callable[[], bool] | None) -> bool:
-    """Copy the child's output to ``echo`` and ``kept`` until it exits; True on a timeout."""
+    """Copy the child's output to ``echo`` and ``kept`` until it exits; True on a timeout
+    (the child still runs)."""
     while True:
         if timeout is not None and time.monotonic() - start > timeout:
-            _kill_group(child)
             return True
         if cancelled is not None and cancelled():
             raise Cancelled(f"cancelled after {time.monotonic() - start:.1f} s")
@@ -155,18 +164,16 @@ def _close(child: pexpect.spawn[str]) -> None:
 
 
 def _wait_exit(child: pexpect.spawn[str], start: float, timeout: float | None) -> bool:
-    """Reap a child whose output has closed; True if it had to be killed for the timeout."""
+    """Reap a child whose output has closed; True if it is still running at the timeout."""
     while child.isalive():
         if timeout is not None and time.monotonic() - start > timeout:
-            _kill_group(child)
             return True
         time.sleep(0.002)
     return False
 
 
-def _kill_group(child: pexpect.spawn[str]) -> None:
-    # pexpect makes the child a session leader, so its pid is the group id.
+def _kill(child: pexpect.spawn[str], tag: str | None) -> None:
+    """Kill the child and everything it started (:func:`bisectkit.orphans.stop_command`)."""
     if child.pid is None:
         return  # never started: nothing to kill
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
+    orphans.stop_command(child.pid, tag)

@@ -1,11 +1,16 @@
-"""What a killed bisectkit's build left running is stopped before anything is restored.
+"""What a build or repro leaves running is stopped when bisectkit gives up on it, and
+before anything is restored; what a build that finished started on purpose is left.
 
 A build can start a process that leaves its session (``setsid``, a daemon): the
 pty's hang-up that takes the build down when bisectkit is SIGKILLed does not
 reach it, and it would go on writing into the tree ``reset`` restores. Each
-command bisectkit runs is recorded before it execs, and tags its environment;
-``reset`` and the next ``run``/``start`` stop what is left (never a process that
-only reuses a recorded pid).
+command bisectkit runs is recorded before it execs, tags its environment and
+adopts its descendants' orphans; a command bisectkit kills (``--timeout``) goes
+with everything it started, even what cleared its environment; ``reset`` and the
+next ``run``/``start`` stop what a killed bisectkit's unfinished commands left
+(never a process that only reuses a recorded pid). A daemon that a build which
+finished by itself started (a compiler cache server) is the user's: no stop, no
+abort, no ``reset`` after a kill touches it.
 """
 
 from __future__ import annotations
@@ -96,7 +101,8 @@ def test_the_next_run_stops_it_too(world: World, tmp_path: Path) -> None:
 def test_a_stopped_run_stops_what_its_build_left_before_it_restores(
         world: World, tmp_path: Path, command: str) -> None:
     """SIGTERM (a catchable stop: bisectkit ends by itself, no record left for the next
-    command): whatever its builds left running is stopped before anything is restored."""
+    command): whatever its builds left running is stopped before anything is restored
+    (with the build it interrupts, which it kills with everything it started)."""
     before = full_state(world)
     pid_file, marker = tmp_path / "writer.pid", tmp_path / "build-started"
     late = world.submodule / "late.txt"
@@ -115,7 +121,6 @@ def test_a_stopped_run_stops_what_its_build_left_before_it_restores(
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 143, out
-        assert "left running" in out
         assert_stopped(writer, late)
     finally:
         if proc.poll() is None:
@@ -131,6 +136,109 @@ def test_a_stopped_run_stops_what_its_build_left_before_it_restores(
 def test_a_finished_run_leaves_no_record(world: World) -> None:
     assert cli(world, *run_argv(world)).returncode == 0
     assert not (state_dir(world) / "children").exists()
+
+
+# -- a command bisectkit kills goes with everything it started ---------------------------
+#: Build #1 starts a process that writes a tracked file of the submodule 3 s later (``{how}``
+#: and the writer script), then hangs until ``--timeout`` kills it; the others build.
+TIMES_OUT_LEAVING = """\
+n=$(( $(cat "{count}" 2>/dev/null || echo 0) + 1 )); echo "$n" > "{count}"
+if [ "$n" -eq 1 ]; then
+  {how} </dev/null >/dev/null 2>&1 &
+  while [ ! -s "{pid}" ]; do sleep 0.01; done
+  sleep 60
+fi
+exec ./build.sh
+"""
+#: How the writer leaves the build: its own session, tagged; or its own session with a
+#: cleared environment (no tag) and its parent gone at once (it hangs below the build
+#: only because the build adopts its orphans).
+LEAVERS = {"setsid": "setsid {writer}",
+           "env-i": "sh -c 'setsid env -i {writer} &'"}
+WRITER_SLEEP = 3.0
+
+
+@pytest.mark.parametrize("how", sorted(LEAVERS))
+def test_a_timed_out_build_goes_with_what_it_started(world: World, tmp_path: Path,
+                                                     how: str) -> None:
+    before = full_state(world)
+    pid_file, target = tmp_path / "writer.pid", world.submodule / "lib" / "feature.txt"
+    writer = write_script(tmp_path / "writer.sh", f'echo $$ > "{pid_file}"; '
+                          f'sleep {WRITER_SLEEP}; echo late > "{target}"\n')
+    build = write_script(tmp_path / "build.sh", TIMES_OUT_LEAVING.format(
+        count=tmp_path / "count", pid=pid_file, how=LEAVERS[how].format(writer=writer)))
+    proc = cli(world, *run_argv(world, build=str(build), extra=("--timeout", "2")))
+    pid = int(pid_file.read_text(encoding="utf-8"))
+    try:
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        assert f"{world.sha(200)} is the first bad commit" in proc.stdout.splitlines()
+        assert not alive(pid)  # killed with the build, not left to write after the run
+        # Past the moment it would have written: the restored tree is intact.
+        time.sleep(max(0.0, pid_file.stat().st_mtime + WRITER_SLEEP + 0.5 - time.time()))
+        assert full_state(world) == before
+    finally:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+# -- a daemon a finished build started on purpose is the user's ---------------------------
+#: Build #1 starts a long-lived server on purpose (a compiler cache: ``setsid``) and
+#: finishes; with ``{stop}`` a kill, build #2 leaves a writer and hangs (LEAVES_A_WRITER).
+SERVER_THEN = """\
+n=$(( $(cat "{count}" 2>/dev/null || echo 0) + 1 )); echo "$n" > "{count}"
+if [ "$n" -eq 1 ]; then
+  setsid sh -c 'echo $$ > "{server}"; exec sleep 120' </dev/null >/dev/null 2>&1 &
+  while [ ! -s "{server}" ]; do sleep 0.01; done
+fi
+if [ "$n" -eq 2 ] && [ {stop} != abort ]; then
+{writer}fi
+exec ./build.sh
+"""
+#: The second repro aborts the run (exit 200) with ``{stop}`` abort.
+ABORTS_SECOND = """\
+n=$(( $(cat "{count}" 2>/dev/null || echo 0) + 1 )); echo "$n" > "{count}"
+if [ "$n" -eq 2 ] && [ {stop} = abort ]; then exit 200; fi
+exec ./repro.sh
+"""
+
+
+@pytest.mark.parametrize("stop", ["abort", "sigterm", "sigkill"])
+def test_a_stopped_run_leaves_the_daemon_a_finished_build_started(
+        world: World, tmp_path: Path, stop: str) -> None:
+    """The run stops later (a repro aborts; SIGTERM, or SIGKILL then ``reset``, while
+    build #2 runs): build #2's writer is stopped, build #1's server is left running."""
+    before = full_state(world)
+    server_file, pid_file, marker = (tmp_path / n for n in ("server.pid", "writer.pid",
+                                                            "build-started"))
+    late = world.submodule / "late.txt"
+    build = write_script(tmp_path / "build.sh", SERVER_THEN.format(
+        count=tmp_path / "builds", server=server_file, stop=stop,
+        writer=LEAVES_A_WRITER.format(pid=pid_file, late=late, marker=marker)))
+    repro = write_script(tmp_path / "repro.sh", ABORTS_SECOND.format(
+        count=tmp_path / "repros", stop=stop))
+    proc = spawn(world, "bisectkit", *run_argv(world, build=str(build), repro=(str(repro),)))
+    server = writer = 0
+    try:
+        if stop != "abort":
+            wait_for(lambda: marker.exists() or proc.poll() is not None, 60, "build #2")
+            writer = int(pid_file.read_text(encoding="utf-8"))
+            proc.send_signal(signal.SIGKILL if stop == "sigkill" else signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == {"abort": 3, "sigterm": 143, "sigkill": -9}[stop], (out, err)
+        if stop == "sigkill":
+            assert git_cli(world, "reset").returncode == 0
+        server = int(server_file.read_text(encoding="utf-8"))
+        assert alive(server)  # build #1 finished: its server is the user's
+        if writer:
+            assert_stopped(writer, late)  # build #2 did not: its writer is stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in (server, writer):
+            if pid and alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    late.unlink(missing_ok=True)
+    assert full_state(world) == before
 
 
 # -- in-process: which recorded processes are stopped ------------------------------------
@@ -155,3 +263,20 @@ def test_a_recorded_pid_now_another_process_is_never_signalled(tmp_path: Path) -
         if other.poll() is None:
             other.kill()
             other.wait()
+
+
+def test_what_a_finished_command_left_is_not_stopped_by_the_next(tmp_path: Path) -> None:
+    daemon = subprocess.Popen(["sleep", "30"], start_new_session=True,
+                              env={**os.environ, orphans.TAG_VARIABLE: "t1.1"})
+    try:
+        record = tmp_path / "children"
+        record.write_text('{"tag": "t1.1"}\n{"tag": "t1.1", "done": true}\n', encoding="utf-8")
+        assert orphans.stop_leftovers(record) == []
+        assert alive(daemon.pid)
+        record.write_text('{"tag": "t1.1"}\n', encoding="utf-8")  # not finished: stopped
+        assert len(orphans.stop_leftovers(record)) == 1
+        assert daemon.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
