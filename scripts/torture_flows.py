@@ -30,7 +30,7 @@ from torture_worlds import Scenario, diff_states, full_state, run_cli, workspace
 RESET_MODES = ("before", "during", "after", "together")
 #: How the orphan leaves the build's reach, and how long it sleeps before it writes.
 ORPHANS = ("setsid", "nohup")
-ORPHAN_SLEEP = 1.5
+ORPHAN_SLEEP = 4.0
 #: The tracked file the orphan appends to (relative to the work tree it runs in).
 ORPHAN_TARGET = "third_party/llvm-project/lib/build.txt"
 
