@@ -12,9 +12,10 @@ Records (``op``):
 
 - ``start``: the session's id and, per repository it may move (``"."`` is the
   superproject), the HEAD to restore and the length of HEAD's reflog then;
-- ``move`` (before) / ``git`` (the pid of the git doing it) / ``moved`` (after):
-  one move of a repository from one commit and tree to another (the times in
-  ``move`` and ``git`` tell a lock file such a git left from somebody else's);
+- ``move`` (before) / ``git`` (the pid of a git doing it, when it started, the lock
+  files it takes) / ``git-exit`` (its exit status) / ``moved`` (after): one move of a
+  repository from one commit and tree to another (the times in ``move`` and ``git``,
+  the lock files and the exit tell a lock file such a git left from somebody else's);
 - ``backup`` (before) / ``backed-up`` (after) / ``put-back``: an untracked or
   ignored file moved out of a checkout's way (``--force-ignored``) and back
   (these change records, :class:`Move` and :class:`Backup`, live in
@@ -158,14 +159,22 @@ class Journal:
         self._append(record)
         return n
 
-    def git(self, n: int, pid: int) -> None:
-        """The git doing move ``n`` runs as ``pid`` (a restore waits for it if it outlives us).
+    def git(self, n: int, pid: int, since: float | None = None,
+            takes: tuple[str, ...] = ()) -> None:
+        """The git doing move ``n`` runs as ``pid`` (a restore waits for it if it outlives us),
+        started at ``since`` (just before), taking the lock files ``takes``.
 
         Not fsynced: only a crash of the whole machine loses it, and that
         also ends the git it names.
         """
         self._append({"op": "git", "n": n, "pid": pid, "started": process_start(pid),
-                      "t": time.time()}, sync=False)
+                      "t": time.time() if since is None else since, "locks": list(takes)},
+                     sync=False)
+
+    def git_exit(self, n: int, pid: int, status: int) -> None:
+        """The git ``pid`` of move ``n`` ended with ``status`` (negative: killed by that
+        signal). Not fsynced: lost, the git is only suspected of leaving a lock file."""
+        self._append({"op": "git-exit", "n": n, "pid": pid, "status": status}, sync=False)
 
     def moved(self, n: int) -> None:
         self._append({"op": "moved", "n": n})

@@ -2,13 +2,15 @@
 
 A move of a repository is announced (``move``, with the time, so that a lock file
 left in that repository can be told from one older than the move), names the gits
-doing it (``git``) and is marked done (``moved``); a file set aside is announced
+doing it (``git``: pid, start, the lock files it takes) and their ends (``git-exit``)
+and is marked done (``moved``); a file set aside is announced
 (``backup``), marked done (``backed-up``) and returned (``put-back``).
 :func:`apply` reads one such record back into the records it updates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +35,16 @@ class Side:
 @dataclass(frozen=True)
 class Git:
     """A git command doing a move: its pid, its start (to tell it from a reused pid), and
-    the wall-clock time it was seen running (``None``: a journal from an older bisectkit)."""
+    the wall-clock time it was started (``None``: a journal from an older bisectkit)."""
 
     pid: int
     started: str | None
     t: float | None = None
+    #: The lock files it takes (``None``: a journal from an older bisectkit, which did not
+    #: say: any of a move's).
+    locks: tuple[str, ...] | None = None
+    #: Its exit status (negative: the signal that killed it); ``None``: no exit recorded.
+    status: int | None = None
 
 
 @dataclass
@@ -76,10 +83,14 @@ def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup
         moves[n] = Move(n, str(rec["repo"]), Side.from_json(rec["from"]),
                         Side.from_json(rec["to"]), t=_time(rec))
     elif op == "git" and int(rec["n"]) in moves:
-        started = rec.get("started")
-        moves[int(rec["n"])].gits.append(Git(int(rec["pid"]),
-                                             None if started is None else str(started),
-                                             _time(rec)))
+        started, locks = rec.get("started"), rec.get("locks")
+        moves[int(rec["n"])].gits.append(Git(
+            int(rec["pid"]), None if started is None else str(started), _time(rec),
+            tuple(str(x) for x in locks) if isinstance(locks, list) else None))
+    elif op == "git-exit" and int(rec["n"]) in moves:
+        gits = moves[int(rec["n"])].gits
+        gits[:] = [dataclasses.replace(g, status=int(rec["status"]))
+                   if g.pid == int(rec["pid"]) and g.status is None else g for g in gits]
     elif op == "moved" and int(rec["n"]) in moves:
         moves[int(rec["n"])].done = True
     elif op == "backup":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import bisectkit.gitfiles as gitfiles
 from bisectkit.errors import TreeMoved
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT
@@ -31,7 +32,9 @@ def how_moved(repo: Repo, commit: str) -> str | None:
     head = repo.head_state().sha
     if head != commit:
         return f"HEAD is now {head[:12]}, not {commit[:12]} as the step checked it out"
-    changed = repo.local_changes(untracked=False).modified
+    # Not a file git's filters make differ from its blob (a CRLF file under `text eol=lf`
+    # looks modified to git status right after its checkout): its bytes are the checkout's.
+    changed = gitfiles.really_changed(repo, commit, repo.local_changes(untracked=False).modified)
     if changed:
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
         return f"{changed[0]}{more} no longer as in {commit[:12]}, the commit checked out"
