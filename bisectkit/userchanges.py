@@ -13,6 +13,7 @@ nothing touched.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 import bisectkit.gitfiles as gitfiles
@@ -64,6 +65,8 @@ def _explained(repo: Repo, path: str, trees: tuple[str, str], moving: Move | Non
         return True
     if moving is None:
         return False
+    if not os.path.lexists(repo.workdir / path):
+        return True  # put back, it loses nothing (a checkout removes a file before writing)
     sides = [repo.entry_at(moving.old.tree, path), repo.entry_at(moving.new.tree, path)]
     return (gitfiles.trace_of if died else gitfiles.holds)(repo, path, sides)
 

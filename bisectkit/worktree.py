@@ -31,6 +31,7 @@ import bisectkit.sparse as sparse
 import bisectkit.userchanges as userchanges
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
+from bisectkit.gitcli import Watch
 from bisectkit.journal import Journal
 from bisectkit.journalrecords import Move, Side
 from bisectkit.model import HeadState
@@ -79,7 +80,7 @@ class Mover:
                 # Racily-clean index entries (file and index written in the same
                 # second) look modified to read-tree until the stat data is refreshed.
                 repo.refresh_index(watch)
-                repo.read_tree(base, target, watch)
+                _read_tree(repo, base, target, diff.paths, watch)
                 freshen_mtimes(repo.workdir, before)
             self.journal.moved(n)
         # A sparse checkout: git wrote only the paths its patterns cover.
@@ -218,6 +219,25 @@ class Mover:
         if origin is not None:
             came = f" from {origin.ref or 'detached'}"
         return f"bisectkit {self.journal.session_id}: {what}{came}"
+
+
+def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
+               watch: Watch) -> None:
+    """Move index and files from ``base`` to ``target``. git refuses to overwrite a file it
+    calls modified; one whose bytes are exactly the checkout of its index entry (a CRLF
+    file under `text eol=lf`, checked out in the second its index was written, stays
+    "modified" to git for good) loses nothing: removed, and git writes the target's."""
+    try:
+        repo.read_tree(base, target, watch)
+    except GitFailure:
+        moving = set(paths)
+        same = [p for p in repo.worktree_changes() if p in moving and
+                (e := repo.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
+        if not same:
+            raise
+        for path in same:
+            os.unlink(repo.workdir / path)
+        repo.read_tree(base, target, watch)
 
 
 def _prefetch(repo: Repo, old: str, new: str, shape: sparse.SparseCheckout | None,

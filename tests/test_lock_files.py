@@ -11,9 +11,12 @@ note. A lock file another git holds (an open ``git commit -a`` editor keeps
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +27,7 @@ from test_journal_lost import killed_at
 from test_reliability import full_state, state_dir
 from test_safety import assert_refused, run_argv, start_argv
 
-from bisectkit import gitlocks
+from bisectkit import gitlocks, processes
 from bisectkit.journalrecords import Git, Move, Side
 from bisectkit.model import HeadState
 from bisectkit.processes import process_start
@@ -198,3 +201,118 @@ def test_reset_run_through_git_removes_a_lock_a_killed_git_left_in_the_superproj
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
     assert f"removed {left}" in reset.stdout
     assert full_state(w) == before
+
+
+# -- another program's lock file, live, is never removed ----------------------------------
+HOLDER = """\
+import os, sys, time
+lock = sys.argv[1]
+fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+time.sleep(float(sys.argv[2]))
+os.close(fd)
+try:
+    os.unlink(lock)
+    print("released")
+except FileNotFoundError:
+    print("REMOVED BY SOMEBODY ELSE")
+"""
+
+
+@contextlib.contextmanager
+def held_by_another_program(lock: Path, seconds: float) -> Iterator[subprocess.Popen[str]]:
+    """A program git-unaware bisectkit cannot see as a git (a libgit2 tool, a git in another
+    pid namespace) holding ``lock`` for ``seconds``, working elsewhere; it says at the end
+    whether somebody removed its lock meanwhile."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(seconds)],
+                            cwd="/", stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not lock.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the holder ended"
+        time.sleep(0.01)
+    try:
+        yield proc
+    finally:
+        proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize(("mode", "lock"), [
+    # The move's update-ref exited by itself (journaled): HEAD.lock is not its.
+    ("holding-index.lock", "HEAD.lock"),
+    # Killed while its read-tree ran, which then finished (the index rewritten since it
+    # started): the index.lock found later is not its, though no exit was journaled.
+    ("during", "index.lock"),
+])
+def test_reset_never_removes_another_programs_lock(world: World, tmp_path: Path, mode: str,
+                                                   lock: str) -> None:
+    before = full_state(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    killed_at(world, tmp_path, "read-tree", mode, "good")
+    theirs = git_dir(world, world.submodule) / lock
+    deadline = time.monotonic() + 20
+    while theirs.exists():  # "during": the read-tree goes on, and finishes
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    with held_by_another_program(theirs, 2.0) as holder:
+        reset = git_cli(world, "reset")
+    assert holder.stdout is not None and holder.stdout.read().strip() == "released"
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert f"removed {theirs}" not in reset.stdout
+    assert full_state(world) == before
+
+
+def test_a_git_run_through_a_link_of_another_name_is_seen(world: World,
+                                                         tmp_path: Path) -> None:
+    """``g commit -a`` (``g`` a link to git: its process name is ``g``) working in the
+    submodule is a git at work there."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (bindir / "g").symlink_to(git)
+    (world.submodule / "README").write_text("edited\n", encoding="utf-8")
+    env = dict(world.env, GIT_EDITOR='sh -c "sleep 60"', PATH=f"{bindir}:{world.env['PATH']}")
+    proc = subprocess.Popen(["g", "commit", "-a"], cwd=world.submodule, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        lock = git_dir(world, world.submodule) / "index.lock"
+        deadline = time.monotonic() + 20
+        while not lock.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        found = processes.gits_working_in([world.submodule])
+        assert [pid for pid, _ in found] == [proc.pid], found
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_git_that_exited_by_itself_left_no_lock(tmp_path: Path) -> None:
+    """In-process: only a dead git with no journaled exit (or killed by a signal git cannot
+    catch), that takes the very lock, started before it appeared, and whose guarded file
+    was not replaced since it started, may have left it."""
+    (tmp_path / "index").write_text("", encoding="utf-8")
+    time.sleep(0.05)
+    t = time.time()
+    time.sleep(0.05)
+    lock = tmp_path / "index.lock"
+    lock.write_text("", encoding="utf-8")
+    dead = _dead_git()
+
+    def git(**kw: object) -> Git:
+        fields: dict[str, object] = {"t": t, "locks": ("index.lock",), **kw}
+        return dataclasses.replace(dead, **fields)  # type: ignore[arg-type]
+
+    def blamed(g: Git) -> bool:
+        return gitlocks._left_by(lock, _move(t - 1.0, [g]))
+
+    assert blamed(git())
+    assert blamed(git(status=-signal.SIGKILL))
+    assert not blamed(git(status=0))
+    assert not blamed(git(status=128))
+    assert not blamed(git(status=-signal.SIGTERM))  # git removes its locks on SIGTERM
+    assert not blamed(git(locks=("HEAD.lock",)))
+    assert not blamed(git(t=time.time() + 1.0))  # the lock is older than the git
+    (tmp_path / "index").write_text("rewritten", encoding="utf-8")  # the git finished
+    os.utime(tmp_path / "index")
+    assert not blamed(git())
