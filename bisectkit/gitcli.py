@@ -20,10 +20,13 @@ from bisectkit.errors import GitFailure
 
 
 class Watch(Protocol):
-    """Told about each git command that changes a repository: when it starts (``pid``; the
-    time just before it was started; the lock files it takes) and when it ends (its exit
-    status, negative for a signal), so that the journal can name a git that outlives
+    """Told about each git command that changes a repository: when it is about to start
+    (the time; the lock files it takes), its ``pid`` once it runs, and when it ends (its
+    exit status, negative for a signal), so that the journal can name a git that outlives
     bisectkit, and tell a lock file it left from somebody else's."""
+
+    def starting(self, since: float, takes: tuple[str, ...]) -> None:
+        """A git is about to start (killed before its pid is known, bisectkit leaves this)."""
 
     def spawned(self, pid: int, since: float, takes: tuple[str, ...]) -> None:
         """The git runs as ``pid``."""
@@ -112,6 +115,8 @@ def _once(cwd: Path, args: tuple[str, ...], watch: Watch | None, takes: tuple[st
     # surrogateescape: a path that is not UTF-8 (in an error, say) comes back as
     # os.fsdecode gives it, never as a UnicodeDecodeError.
     since = time.time()
+    if watch is not None:
+        watch.starting(since, takes)
     with subprocess.Popen(argv(*args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           errors="surrogateescape", start_new_session=True) as proc:

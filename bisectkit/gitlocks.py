@@ -96,7 +96,7 @@ def settle(repo: Repo, pending: Move | None, note: Callable[[str], None]) -> boo
     gits = pending.gits if pending is not None else []
     waited = set()
     for git in gits:
-        if alive(git.pid, git.started):
+        if git.pid is not None and alive(git.pid, git.started):
             note(f"waiting for git (pid {git.pid}) to finish changing {repo.workdir}")
             while alive(git.pid, git.started):
                 time.sleep(0.05)
@@ -125,6 +125,13 @@ def ref_locks(repo: Repo, refs: Iterable[str], index: bool = False) -> list[Path
     names = [repo.git_dir / "HEAD.lock", common / "packed-refs.lock"]
     names += [common / f"{ref}.lock" for ref in refs]
     return [*names, repo.git_dir / "index.lock"] if index else names
+
+
+def ref_write_locks(repo: Repo, ref: str) -> list[Path]:
+    """The lock files ``git update-ref`` takes to create ``ref``: the ref's, and HEAD's when
+    HEAD names that ref (HEAD's reflog is written too)."""
+    locks = [_common_dir(repo.git_dir) / f"{ref}.lock"]
+    return [*locks, repo.git_dir / "HEAD.lock"] if _head_ref(repo.git_dir) == ref else locks
 
 
 def unjournaled_free(repos: Iterable[Repo], locks: Sequence[Path]) -> float:
@@ -166,7 +173,9 @@ def _left_by(path: Path, move: Move | None, waited: Collection[int] = ()) -> boo
     ``path``? See the module's docstring."""
     if move is None or move.t is None or not move.gits or path.name not in _OURS:
         return False
-    if any(g.t is None or alive(g.pid, g.started) for g in move.gits):
+    # A git never named (pid None) is seen, if it runs, by the caller's check that no git
+    # works in the repository.
+    if any(g.t is None or g.pid is not None and alive(g.pid, g.started) for g in move.gits):
         return False
     try:
         made = os.lstat(path).st_ctime

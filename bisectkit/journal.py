@@ -37,7 +37,7 @@ from typing import Any
 import bisectkit.journalrecords as journalrecords
 from bisectkit.errors import WriteFailed
 from bisectkit.fileio import writing
-from bisectkit.journalrecords import Backup, Move, Side
+from bisectkit.journalrecords import Backup, Move, RefWrite, Side
 from bisectkit.model import HeadState
 from bisectkit.processes import process_start
 
@@ -61,6 +61,7 @@ class JournalState:
     repos: dict[str, Origin]
     moves: list[Move] = field(default_factory=list)
     backups: list[Backup] = field(default_factory=list)
+    ref_writes: list[RefWrite] = field(default_factory=list)
     #: Lines that could not be read (a torn last line is normal after a kill).
     unreadable: int = 0
     #: Where the start record came from: "session" (a session's own journal),
@@ -142,7 +143,8 @@ class Journal:
     def resume(self, state: JournalState) -> None:
         """Continue an existing journal (numbers go on from its last record)."""
         self.session_id = state.session_id
-        numbers = [m.n for m in state.moves] + [b.n for b in state.backups]
+        numbers = [m.n for m in state.moves] + [b.n for b in state.backups] + \
+            [r.n for r in state.ref_writes]
         self._next = max(numbers, default=0) + 1
 
     def move(self, repo: str, old: Side, new: Side, t: float | None = None) -> int:
@@ -171,13 +173,25 @@ class Journal:
                       "t": time.time() if since is None else since, "locks": list(takes)},
                      sync=False)
 
+    def git_start(self, n: int, since: float, takes: tuple[str, ...]) -> None:
+        """A git of move ``n`` taking ``takes`` is about to start (not fsynced, as :meth:`git`)."""
+        self._append({"op": "git-start", "n": n, "t": since, "locks": list(takes)}, sync=False)
+
     def git_exit(self, n: int, pid: int, status: int) -> None:
-        """The git ``pid`` of move ``n`` ended with ``status`` (negative: killed by that
-        signal). Not fsynced: lost, the git is only suspected of leaving a lock file."""
+        """The git ``pid`` of move ``n`` ended with ``status`` (negative: a signal); not fsynced."""
         self._append({"op": "git-exit", "n": n, "pid": pid, "status": status}, sync=False)
 
     def moved(self, n: int) -> None:
         self._append({"op": "moved", "n": n})
+
+    def refs(self, repo: str, locks: list[str], t: float) -> int:
+        """Announce ref writes taking ``locks``, seen absent at ``t`` (see :class:`RefWrite`)."""
+        n = self._take()
+        self._append({"op": "refs", "n": n, "repo": repo, "locks": locks, "t": t})
+        return n
+
+    def refs_written(self, n: int) -> None:
+        self._append({"op": "refs-done", "n": n})
 
     def backup(self, repo: str, path: str, stash: str) -> int:
         n = self._take()
@@ -238,6 +252,7 @@ def load(path: Path) -> JournalState | None:
     state: JournalState | None = None
     moves: dict[int, Move] = {}
     backups: dict[int, Backup] = {}
+    refs: dict[int, RefWrite] = {}
     unreadable = 0
     for line in raw.split(b"\n"):
         if not line.strip():
@@ -247,7 +262,7 @@ def load(path: Path) -> JournalState | None:
             if state is None:
                 state = _start(rec)
                 continue
-            journalrecords.apply(rec, moves, backups)
+            journalrecords.apply(rec, moves, backups, refs)
         except (ValueError, KeyError, TypeError, AttributeError):
             unreadable += 1
             if state is None:
@@ -256,6 +271,7 @@ def load(path: Path) -> JournalState | None:
         return None
     state.moves = [moves[n] for n in sorted(moves)]
     state.backups = [backups[n] for n in sorted(backups)]
+    state.ref_writes = [refs[n] for n in sorted(refs)]
     state.unreadable = unreadable
     return state
 

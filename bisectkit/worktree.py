@@ -263,13 +263,16 @@ def _safe(key: str) -> str:
 
 
 class _Watch:
-    """Journals the gits of move ``n``: pid, start and lock files taken, then exit status
+    """Journals the gits of move ``n``: start and lock files taken, pid, then exit status
     (:mod:`bisectkit.gitlocks` tells a lock file a killed one left from another's); a git
     failing on somebody else's lock file is tried again for a while (nothing was written)."""
 
     def __init__(self, journal: Journal, n: int) -> None:
         self.journal = journal
         self.n = n
+
+    def starting(self, since: float, takes: tuple[str, ...]) -> None:
+        self.journal.git_start(self.n, since, takes)
 
     def spawned(self, pid: int, since: float, takes: tuple[str, ...]) -> None:
         self.journal.git(self.n, pid, since, takes)
