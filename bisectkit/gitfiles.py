@@ -86,6 +86,16 @@ def really_changed(repo: Repo, commit: str, paths: Sequence[str]) -> list[str]:
     return found
 
 
+def flagged(repo: Repo) -> frozenset[tuple[str, str]]:
+    """(tag, path) of every index entry git status does not look at: marked skip-worktree
+    (tag ``S``, a sparse checkout's too) or assume-unchanged (a lower-case tag)."""
+    listing = gitcli.read_bytes(repo.workdir, f"cannot list the index of {repo.workdir}",
+                                "ls-files", "-v", "-z")
+    records = (r for r in listing.split(b"\0") if len(r) > 2)
+    return frozenset((r[:1].decode("ascii", "replace"), os.fsdecode(r[2:])) for r in records
+                     if r[:1] == b"S" or r[:1].islower())
+
+
 def compare(repo: Repo, path: str, entry: Entry) -> Held:
     """What ``path`` in the work tree holds compared with a checkout of ``entry``."""
     full = repo.workdir / path

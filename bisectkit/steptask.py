@@ -109,16 +109,21 @@ def run_step(recipe: Recipe, control: Control) -> StepResult:
         # A workspace is ours, but a build may still move it (one that updates its own
         # submodules): what ran must have tested the tree checked out, or no verdict.
         placed = _placed(ws, recipe.checkouts)
+        hidden = undertest.hidden(placed)
         if recipe.build and "build" in recipe.phases:
             result.build = _phase(recipe, control, where, ws, "build",
                                   ["/bin/sh", "-c", recipe.build], env)
             undertest.check(placed, recipe.index, "after the build", f"workspace {where}: ")
+            undertest.check_hidden(placed, hidden, recipe.index, "after the build",
+                                   f"workspace {where}: ")
             if not result.build.ok:
                 return result
         if recipe.repro and "repro" in recipe.phases:
             result.repro = _phase(recipe, control, where, ws, "repro",
                                   _in_workspace(recipe, ws), env)
             undertest.check(placed, recipe.index, "after the repro", f"workspace {where}: ")
+            undertest.check_hidden(placed, hidden, recipe.index, "after the repro",
+                                   f"workspace {where}: ")
         return result
 
 

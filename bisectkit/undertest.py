@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import bisectkit.gitcli as gitcli
 import bisectkit.gitfiles as gitfiles
 from bisectkit.errors import TreeMoved
 from bisectkit.git import Repo
@@ -57,3 +58,46 @@ def moved_message(key: str, step: int, when: str, how: str, where: str = "") -> 
     return (f"{where}{name} changed during step {step} (seen {when}: {how}): another process "
             "moved it (a git command elsewhere, an IDE, the build itself); nothing was "
             "recorded for that step, and the next run tests it again")
+
+
+#: What decides which tracked files a status looks at, per journal key: the sparse-checkout
+#: settings and patterns, and the index entries marked skip-worktree or assume-unchanged.
+Hidden = dict[str, tuple[bytes, frozenset[tuple[str, str]]]]
+
+
+def hidden(placed: Placed) -> Hidden:
+    """Taken when a step's build begins (compose with :func:`check`): a build that runs
+    ``git sparse-checkout set`` or ``git update-index --skip-worktree``/
+    ``--assume-unchanged`` hides a change from git status, so from :func:`check`;
+    :func:`check_hidden` compares with this."""
+    return {key: _hidden_in(repo) for key, (repo, _) in placed.items()}
+
+
+def check_hidden(placed: Placed, before: Hidden, step: int, when: str, where: str = "") -> None:
+    """Raise :class:`TreeMoved` unless each repository of ``placed`` hides what it hid in
+    ``before`` (see :func:`hidden`), no more and no less."""
+    for key, (repo, _) in placed.items():
+        if key not in before:
+            continue
+        (settings, marked), (settings_then, marked_then) = _hidden_in(repo), before[key]
+        if settings != settings_then:
+            how = "its sparse checkout (core.sparseCheckout or the patterns) changed"
+        elif marked != marked_then:
+            tag, path = min(marked ^ marked_then)
+            how = (f"{path} is {'now' if (tag, path) in marked else 'no longer'} marked "
+                   "skip-worktree or assume-unchanged (git status does not look at such a "
+                   "file)")
+        else:
+            continue
+        raise TreeMoved(moved_message(key, step, when, how, where))
+
+
+def _hidden_in(repo: Repo) -> tuple[bytes, frozenset[tuple[str, str]]]:
+    """(sparse-checkout config and patterns, the entries git status does not look at)."""
+    config = gitcli.run(repo.workdir, "config", "-z", "--get-regexp",
+                        r"^core\.sparsecheckout").stdout.encode("utf-8", "surrogateescape")
+    try:
+        patterns = (repo.git_dir / "info" / "sparse-checkout").read_bytes()
+    except OSError:
+        patterns = b""
+    return config + b"\0\0" + patterns, gitfiles.flagged(repo)

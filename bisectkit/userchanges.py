@@ -14,6 +14,7 @@ nothing touched.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable
 
 import bisectkit.gitfiles as gitfiles
@@ -55,12 +56,34 @@ def refuse(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
         raise GitFailure(_unexplained(key, repo, "has local changes",
                                       f"{edits[0]}{more} in {repo.workdir}",
                                       "move local edits out of the way", lost))
+    _refuse_hidden(key, repo, set(repo.diff_trees(index_tree, target).paths) | moving)
     return moved
+
+
+def _refuse_hidden(key: str, repo: Repo, touched: set[str]) -> None:
+    """Raise :class:`GitFailure` if a file the restore writes holds a change git status
+    does not show (its entry marked skip-worktree or assume-unchanged): git refuses to
+    write over it, and it may be the user's."""
+    if not touched:
+        return
+    hidden = sorted((p, tag) for tag, p in gitfiles.flagged(repo) if p in touched and
+                    os.path.lexists(repo.workdir / p) and
+                    not gitfiles.holds(repo, p, [repo.index_entry(p)]))
+    if hidden:
+        path, tag = hidden[0]
+        marks = [m for m, on in (("skip-worktree", tag in "Ss"),
+                                 ("assume-unchanged", tag.islower())) if on]
+        unmark = " && ".join(f"git -C {shlex.quote(str(repo.workdir))} update-index --no-{m} "
+                             f"-- {shlex.quote(path)}" for m in marks)
+        raise GitFailure(f"{name(key)} has a change git status does not show ({path} in "
+                         f"{repo.workdir} is marked {' and '.join(marks)} and differs from "
+                         f"the index); keep it if it is yours, then run '{unmark}' and "
+                         f"'{GIT_PROG} reset' again")
 
 
 def _explained(repo: Repo, path: str, trees: tuple[str, str], moving: Move | None,
                died: bool) -> bool:
-    """Is what ``path`` holds not the user's (see :func:`_refuse_user_changes`)?"""
+    """Is what ``path`` holds not the user's (see :func:`refuse`)?"""
     if gitfiles.holds(repo, path, [repo.entry_at(t, path) for t in trees]):
         return True
     if moving is None:

@@ -28,7 +28,7 @@ from test_journal_lost import killed_at
 from test_reliability import full_state, state_dir
 from test_safety import assert_refused, run_argv, start_argv
 
-from bisectkit import gitlocks, processes
+from bisectkit import gitlocks, journal, processes
 from bisectkit.journalrecords import Git, Move, Side
 from bisectkit.model import HeadState
 from bisectkit.processes import alive, process_start
@@ -319,6 +319,7 @@ def test_a_git_that_exited_by_itself_left_no_lock(tmp_path: Path) -> None:
 
     assert blamed(git())
     assert blamed(git(status=-signal.SIGKILL))
+    assert blamed(git(pid=None, started=None))  # announced, killed before it was named
     assert not blamed(git(status=0))
     assert not blamed(git(status=128))
     assert not blamed(git(status=-signal.SIGTERM))  # git removes its locks on SIGTERM
@@ -398,3 +399,22 @@ def test_a_reset_killed_writing_a_ref_leaves_a_lock_the_next_reset_removes(
     assert world.git(world.submodule, "rev-parse", ref) == mine
     assert world.git(world.submodule, "status", "--porcelain") == ""
     assert world.git(world.submodule, "symbolic-ref", "HEAD") == "refs/heads/main"
+
+
+def test_the_journal_names_a_git_announced_then_started_once(tmp_path: Path) -> None:
+    """In-process: a git is announced before it starts (its time, the locks it takes),
+    named once it runs, and its exit recorded; a kill between the first two leaves it
+    known by its time alone."""
+    j = journal.Journal(tmp_path / "journal")
+    here = Side(HeadState(None, "0" * 40), "0" * 40)
+    j.begin_session(str(tmp_path), {".": journal.Origin(here.head, 0)})
+    n = j.move(".", here, here, 1.0)
+    j.git_start(n, 2.0, ("index.lock",))
+    j.git(n, os.getpid(), 2.0, ("index.lock",))
+    j.git_exit(n, os.getpid(), 0)
+    j.git_start(n, 3.0, ("HEAD.lock",))
+    state = journal.load(j.path)
+    assert state is not None
+    gits = state.moves[0].gits
+    assert [(g.pid, g.t, g.locks, g.status) for g in gits] == [
+        (os.getpid(), 2.0, ("index.lock",), 0), (None, 3.0, ("HEAD.lock",), None)]

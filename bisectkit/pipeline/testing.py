@@ -82,25 +82,29 @@ class StepTester:
         index = b.session.next_step_index()
         step = b.new_step(index, commit, prep)
         b.call_step_hook(step, lambda: b.hooks.step_start(step))
+        hidden = undertest.hidden(b.strategy.under_test(prep))
         b.hooks.phase(index, "build")
         with b.tracer.span("build", index):
             built = self._build(step)
-        self._still_checked_out(prep, index, "after the build")
+        self._still_checked_out(prep, index, "after the build", hidden)
 
         def repro() -> Outcome | None:
             b.hooks.phase(index, "repro")
             with b.tracer.span("repro", index):
                 outcome = self._repro(step)
-            self._still_checked_out(prep, index, "after the repro")
+            self._still_checked_out(prep, index, "after the repro", hidden)
             return outcome
 
         return self.conclude(step, built, repro, details)
 
-    def _still_checked_out(self, prep: Prepared, index: int, when: str) -> None:
+    def _still_checked_out(self, prep: Prepared, index: int, when: str,
+                           hidden: undertest.Hidden) -> None:
         """Raise :class:`TreeMoved` (no verdict, the run stops) when a repository the step
-        checked out no longer holds it: what ran tested some other tree."""
+        checked out no longer holds it, or hides other files from git than when its build
+        began (``hidden``): what ran tested some other tree."""
         try:
             undertest.check(self.b.strategy.under_test(prep), index, when)
+            undertest.check_hidden(self.b.strategy.under_test(prep), hidden, index, when)
         except TreeMoved:
             # The disk no longer holds the commit under test: a mark with no revision
             # must not name it, and the next run checks it out again.
@@ -207,12 +211,14 @@ class StepTester:
         try:
             b.strategy.checkout(prep)
             at_good = b.new_step(step.index, good, prep)
+            hidden = undertest.hidden(b.strategy.under_test(prep))
             built = self._build(at_good)
-            self._still_checked_out(prep, step.index, "after the build at the good end")
+            self._still_checked_out(prep, step.index, "after the build at the good end", hidden)
             ran = None
             if phase == "repro" and (built is None or built.ok):
                 ran = self._repro(at_good)
-                self._still_checked_out(prep, step.index, "after the repro at the good end")
+                self._still_checked_out(prep, step.index, "after the repro at the good end",
+                                        hidden)
         finally:
             self._double_checking = False
         return built, ran
