@@ -101,7 +101,8 @@ def _unexplained(key: str, repo: Repo, what: str, where: str, fix: str, lost: bo
     # Without the journal they may be what a killed checkout wrote: not blamed on the
     # user, and kept either way.
     return (f"{name(key)} {what} ({where}) that bisectkit cannot account for (its journal "
-            f"is lost; they may be yours): keep them with 'git -C {repo.workdir} stash', "
+            f"is lost; they may be yours): keep them with "
+            f"'git -C {shlex.quote(str(repo.workdir))} stash', "
             f"then run '{GIT_PROG} reset' again")
 
 
