@@ -70,7 +70,7 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
                 usage.cmd_help(build_parser(git_mode), None, sys.stderr)
                 return EXIT_USAGE
             ctx, args = _prepare(argv, git_mode, console)
-            return _HANDLERS[args.handler](ctx, args)
+            return _output_kept(prog, console, _HANDLERS[args.handler](ctx, args))
     except BisectkitError as exc:
         # One line, always: messages from git or pluggy may span several.
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
@@ -92,6 +92,17 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug (ours or a plugin's): show it, but not as exit 1
         return _internal(prog, exc)
+
+
+def _output_kept(prog: str, console: Console, code: int) -> int:
+    """``code``, unless the command's output was lost to a full disk or a size limit
+    (``> file`` on a full file system): then one line and exit 4, never a silent 0."""
+    lost = console.lost()
+    if lost is None:
+        return code
+    _say(f"{prog}: error: output lost: {lost.strerror or lost}; free the space "
+         "(or write elsewhere) and run the command again")
+    return code or EXIT_GIT_FAILURE
 
 
 #: OS errors that are the machine's state, reported as one line (not as a bug): EFBIG is

@@ -4,6 +4,7 @@ control characters of what it is given (:mod:`bisectkit.safetext`), never sends 
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO, cast
@@ -39,40 +40,55 @@ _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
 
 
+#: Write errors that mean the reader is gone (a closed pipe, a terminal hung up): the
+#: output has nobody to reach, so it is dropped silently.
+_READER_GONE = (errno.EPIPE, errno.EIO, errno.ECONNRESET)
+
+
 class _Resilient:
-    """A text stream whose write errors are swallowed once the reader is gone.
+    """A text stream whose write errors never stop a command.
 
     After SIGHUP (terminal closed, ssh dropped) or with a closed pipe, every
     write fails; a restore must go on regardless, so output is dropped
-    instead of raised.
+    instead of raised. Any other failure (a full disk, a file size limit) drops
+    the output too, but is kept in :attr:`lost`: the command ends by saying
+    so (its output did not reach the file), not with a silent exit 0.
     """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._broken = False
+        self.lost: OSError | None = None
+
+    def _failed(self, exc: Exception) -> None:
+        self._broken = True
+        if isinstance(exc, OSError) and exc.errno not in _READER_GONE and self.lost is None:
+            self.lost = exc
 
     def write(self, text: str) -> int:
         if not self._broken:
             try:
                 return self._stream.write(text)
-            except (OSError, ValueError):
-                self._broken = True
+            except (OSError, ValueError) as exc:
+                self._failed(exc)
         return len(text)
 
     def flush(self) -> None:
         if not self._broken:
             try:
                 self._stream.flush()
-            except (OSError, ValueError):
-                self._broken = True
+            except (OSError, ValueError) as exc:
+                self._failed(exc)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
 
-def _rich(file: TextIO, width: int | None = None) -> RichConsole:
+def _rich(file: TextIO, streams: list[_Resilient],
+          width: int | None = None) -> RichConsole:
     # soft_wrap keeps long lines (full shas, commands) whole when piped.
-    return RichConsole(file=cast(TextIO, _Resilient(file)), soft_wrap=True, highlight=False,
+    streams.append(_Resilient(file))
+    return RichConsole(file=cast(TextIO, streams[-1]), soft_wrap=True, highlight=False,
                        width=width)
 
 
@@ -81,12 +97,18 @@ class Console:
 
     def __init__(self, file: TextIO | None = None, width: int | None = None) -> None:
         """``width``: the columns to fit (default: the terminal's, else $COLUMNS or 80)."""
-        self._c = _rich(file or sys.stdout, width)
+        self._streams: list[_Resilient] = []
+        self._c = _rich(file or sys.stdout, self._streams, width)
         self.panel = Panel(lambda: self._c)
 
     def to_stderr(self) -> None:
         """Write everything to stderr from now on: stdout carries a result (``--json -``)."""
-        self._c = _rich(sys.stderr)
+        self._c = _rich(sys.stderr, self._streams)
+
+    def lost(self) -> OSError | None:
+        """The first write error that lost output (not a reader gone): a full disk, a
+        file size limit; ``None`` when everything written reached its file."""
+        return next((s.lost for s in self._streams if s.lost is not None), None)
 
     @property
     def file(self) -> TextIO:

@@ -10,14 +10,38 @@ config says. Every git command bisectkit runs is built here (:func:`argv`).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
-from collections.abc import Callable
+import time
 from pathlib import Path
+from typing import Protocol
 
 from bisectkit.errors import GitFailure
 
-#: Told the pid of a git command as soon as it runs.
-Spawned = Callable[[int], None]
+
+class Watch(Protocol):
+    """Told about each git command that changes a repository: when it is about to start
+    (the time; the lock files it takes), its ``pid`` once it runs, and when it ends (its
+    exit status, negative for a signal), so that the journal can name a git that outlives
+    bisectkit, and tell a lock file it left from somebody else's."""
+
+    def starting(self, since: float, takes: tuple[str, ...]) -> None:
+        """A git is about to start (killed before its pid is known, bisectkit leaves this)."""
+
+    def spawned(self, pid: int, since: float, takes: tuple[str, ...]) -> None:
+        """The git runs as ``pid``."""
+
+    def exited(self, pid: int, status: int) -> None:
+        """The git that ran as ``pid`` ended."""
+
+    def patience(self) -> float:
+        """How long to keep starting the git again while it fails on another git's lock
+        file (0: never)."""
+
+
+#: git's words when a lock file it needs exists ("Unable to create '.../index.lock': File
+#: exists.", "cannot lock ref 'HEAD': Unable to create '.../HEAD.lock': File exists.").
+_LOCKED = re.compile(r"\.lock'?: File exists")
 
 #: Variables that would point git at another repository than ``cwd``'s.
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
@@ -49,6 +73,9 @@ PINNED: tuple[tuple[str, str], ...] = (
     ("maintenance.auto", "false"),
     # A full index stays full: libgit2 cannot read a sparse one (refused at the start).
     ("index.sparse", "false"),
+    # A split index (core.splitIndex, recommended for big repositories) is one libgit2
+    # cannot read: every index a git of bisectkit's writes is whole.
+    ("core.splitIndex", "false"),
 )
 
 _PINNED_ARGS = tuple(word for key, value in PINNED for word in ("-c", f"{key}={value}"))
@@ -60,30 +87,53 @@ def argv(*args: str) -> list[str]:
     return ["git", *_PINNED_ARGS, *args]
 
 
-def run(cwd: Path, *args: str, on_spawn: Spawned | None = None
+def run(cwd: Path, *args: str, watch: Watch | None = None, takes: tuple[str, ...] = ()
         ) -> subprocess.CompletedProcess[str]:
     """Run ``git args...`` in ``cwd``; its exit status is the caller's to judge.
 
-    ``on_spawn`` gets git's pid as soon as it runs, so that the journal can
-    name a git that outlives bisectkit.
+    ``watch`` is told when git starts (with ``takes``, the lock files it
+    takes) and ends, so that the journal can name a git that outlives
+    bisectkit; while git fails on a lock file another process holds (a
+    ``git status`` in another terminal), it is started again for up to
+    ``watch.patience()`` seconds: it failed before writing anything.
     """
+    deadline = time.monotonic() + (watch.patience() if watch is not None else 0.0)
+    pause = 0.05
+    while True:
+        proc = _once(cwd, args, watch, takes)
+        if proc.returncode == 0 or not _LOCKED.search(proc.stderr) or \
+                time.monotonic() + pause > deadline:
+            return proc
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
+def _once(cwd: Path, args: tuple[str, ...], watch: Watch | None, takes: tuple[str, ...]
+          ) -> subprocess.CompletedProcess[str]:
     # Its own session: a terminal Ctrl-C reaches bisectkit (which decides when
     # to stop), never a git halfway through writing the work tree or index.
     # surrogateescape: a path that is not UTF-8 (in an error, say) comes back as
     # os.fsdecode gives it, never as a UnicodeDecodeError.
+    since = time.time()
+    if watch is not None:
+        watch.starting(since, takes)
     with subprocess.Popen(argv(*args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           errors="surrogateescape", start_new_session=True) as proc:
-        if on_spawn is not None:
-            on_spawn(proc.pid)
+        if watch is not None:
+            watch.spawned(proc.pid, since, takes)
         out, err = proc.communicate()
+    if watch is not None:
+        # Exited by itself (any status) or by a signal it catches, git removed its lock
+        # files: the journal says so, and no lock file found later is blamed on it.
+        watch.exited(proc.pid, proc.returncode)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def checked(cwd: Path, what: str, *args: str, on_spawn: Spawned | None = None,
-            hint: str = "") -> subprocess.CompletedProcess[str]:
+def checked(cwd: Path, what: str, *args: str, watch: Watch | None = None,
+            takes: tuple[str, ...] = (), hint: str = "") -> subprocess.CompletedProcess[str]:
     """:func:`run` that raises :class:`GitFailure` (``what``, git's words on one line, ``hint``)."""
-    proc = run(cwd, *args, on_spawn=on_spawn)
+    proc = run(cwd, *args, watch=watch, takes=takes)
     if proc.returncode != 0:
         detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
         raise GitFailure(f"{what}: {detail}{hint}")

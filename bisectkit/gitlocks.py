@@ -8,27 +8,31 @@ every later git there fails on it.
 
 A lock file bisectkit did not create is never removed. One counts as left by
 a git of ours only when all of this holds: a move of that repository is
-journaled and not done, its gits are all recorded and all dead; the file is
-one those gits take (``index.lock``, ``HEAD.lock``); it appeared after the
-move was announced (the repository was seen free of lock files then: see
-:func:`free_since`; the move's journal record holds the time); and no live
-git process works in the repository now. Any other lock file is somebody
-else's: a restore waits a while for it to go, then stops with one line
-naming it (exit 4, the journal kept), and a new session refuses to start
-(exit 2, nothing touched).
+journaled and not done, its gits are all recorded and all dead; one of them
+has no recorded exit (or was killed by a signal git cannot catch), takes that
+very file (``index.lock`` for read-tree and update-index, ``HEAD.lock`` for
+update-ref and symbolic-ref of HEAD), started before the file appeared, and
+the file the lock guards (the index, HEAD) was not replaced since it started
+(then that git had let its lock go); the repository was seen free of lock
+files when the move was announced (see :func:`free_since`; the move's journal
+record holds the time); and no live git process works in the repository now.
+Any other lock file is somebody else's: a restore waits a while for it to go,
+then stops with one line naming it (exit 4, the journal kept), and a new
+session refuses to start (exit 2, nothing touched).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
-from bisectkit.journalrecords import Move
+from bisectkit.journalrecords import Git, Move
 from bisectkit.model import GIT_PROG
 from bisectkit.processes import alive, gits_working_in
 
@@ -42,6 +46,11 @@ _CLOCK_SLACK_S = 0.05
 #: The lock files the gits of a move (update-index, read-tree, update-ref/symbolic-ref
 #: of a detached or symbolic HEAD) take: the only ones that can be ours.
 _OURS = ("index.lock", "HEAD.lock")
+#: Signals git cannot catch (or dies of without cleaning up): a git ended by one of them
+#: may have left its lock files; one that exited any other way removed them.
+_UNCATCHABLE = frozenset({signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT,
+                          signal.SIGILL, signal.SIGFPE, signal.SIGSYS, signal.SIGTRAP,
+                          signal.SIGXCPU, signal.SIGXFSZ})
 
 
 def present(repo: Repo, branch: bool = False) -> list[Path]:
@@ -64,15 +73,19 @@ def refuse_locked(repo: Repo) -> None:
 
 def free_since(repo: Repo) -> float:
     """The time, then a check that ``repo`` holds none of the lock files a move takes
-    (:class:`GitFailure` naming one if it does): a lock file found later that is older
-    than this time is not the move's."""
-    _gone_within(present(repo), BRIEF_LOCK_WAIT_S)
-    t = time.time()
-    found = present(repo)
-    if found:
-        raise GitFailure(_held(found[0], repo, gits_working_in(_where(repo)),
-                               f"; then run the command again or '{GIT_PROG} reset'"))
-    return t
+    (:class:`GitFailure` naming one if it does, after a brief wait: a ``git status`` in a
+    loop elsewhere holds one now and then): a lock file found later that is older than
+    this time is not the move's."""
+    deadline = time.monotonic() + BRIEF_LOCK_WAIT_S
+    while True:
+        t = time.time()
+        found = present(repo)
+        if not found:
+            return t
+        if time.monotonic() >= deadline:
+            raise GitFailure(_held(found[0], repo, gits_working_in(_where(repo)),
+                                   f"; then run the command again or '{GIT_PROG} reset'"))
+        time.sleep(0.02)
 
 
 def settle(repo: Repo, pending: Move | None, note: Callable[[str], None]) -> bool:
@@ -81,22 +94,28 @@ def settle(repo: Repo, pending: Move | None, note: Callable[[str], None]) -> boo
     else's (then :class:`GitFailure`). True if a git of ours died holding the index:
     what it half wrote is ours to undo."""
     gits = pending.gits if pending is not None else []
+    waited = set()
     for git in gits:
-        if alive(git.pid, git.started):
+        if git.pid is not None and alive(git.pid, git.started):
             note(f"waiting for git (pid {git.pid}) to finish changing {repo.workdir}")
             while alive(git.pid, git.started):
                 time.sleep(0.05)
+            waited.add(git.pid)  # it ended by itself: it took its lock files with it
+    # Its lock file may be gone (an earlier restore removed it): the journal still says.
+    died = pending is not None and any(
+        _may_have_left(g, repo.git_dir / "index.lock", None)
+        for g in pending.gits if g.pid not in waited)
     found = present(repo)
     if not found:
-        return False
+        return died
     live = gits_working_in(_where(repo))
-    mine = [p for p in found if not live and _left_by(p, pending)]
+    mine = [p for p in found if not live and _left_by(p, pending, waited)]
     for path in mine:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         note(f"removed {path}, left by a git of bisectkit's that was killed mid-change")
     _wait_for([p for p in found if p not in mine], repo, live)
-    return repo.git_dir / "index.lock" in mine
+    return died or repo.git_dir / "index.lock" in mine
 
 
 def ref_locks(repo: Repo, refs: Iterable[str], index: bool = False) -> list[Path]:
@@ -106,6 +125,13 @@ def ref_locks(repo: Repo, refs: Iterable[str], index: bool = False) -> list[Path
     names = [repo.git_dir / "HEAD.lock", common / "packed-refs.lock"]
     names += [common / f"{ref}.lock" for ref in refs]
     return [*names, repo.git_dir / "index.lock"] if index else names
+
+
+def ref_write_locks(repo: Repo, ref: str) -> list[Path]:
+    """The lock files ``git update-ref`` takes to create ``ref``: the ref's, and HEAD's when
+    HEAD names that ref (HEAD's reflog is written too)."""
+    locks = [_common_dir(repo.git_dir) / f"{ref}.lock"]
+    return [*locks, repo.git_dir / "HEAD.lock"] if _head_ref(repo.git_dir) == ref else locks
 
 
 def unjournaled_free(repos: Iterable[Repo], locks: Sequence[Path]) -> float:
@@ -142,17 +168,39 @@ def clear_unjournaled(repos: Iterable[Repo], locks: Sequence[Path], since: float
                      "mid-write")
 
 
-def _left_by(path: Path, move: Move | None) -> bool:
-    """Did a git of ``move`` (all dead now) leave ``path``? See the module's docstring."""
+def _left_by(path: Path, move: Move | None, waited: Collection[int] = ()) -> bool:
+    """Did a git of ``move`` (all dead now; those in ``waited`` ended by themselves) leave
+    ``path``? See the module's docstring."""
     if move is None or move.t is None or not move.gits or path.name not in _OURS:
         return False
-    if any(g.t is None or alive(g.pid, g.started) for g in move.gits):
+    # A git never named (pid None) is seen, if it runs, by the caller's check that no git
+    # works in the repository.
+    if any(g.t is None or g.pid is not None and alive(g.pid, g.started) for g in move.gits):
         return False
     try:
         made = os.lstat(path).st_ctime
     except FileNotFoundError:
         return False
-    return made >= move.t - _CLOCK_SLACK_S
+    return made >= move.t - _CLOCK_SLACK_S and \
+        any(_may_have_left(g, path, made) for g in move.gits if g.pid not in waited)
+
+
+def _may_have_left(git: Git, path: Path, made: float | None) -> bool:
+    """Could ``git`` (dead) have left ``path``, a lock file made at ``made`` (``None``: the
+    file is gone now), killed while it held it?"""
+    if git.status is not None and -git.status not in _UNCATCHABLE:
+        return False  # it exited by itself, or by a signal it catches: its locks went too
+    if git.locks is None:  # an older journal: the move's time alone (checked by the caller)
+        return True
+    if path.name not in git.locks or git.t is None or \
+            made is not None and made < git.t - _CLOCK_SLACK_S:
+        return False
+    # The file the lock guards (index, HEAD) replaced after the git started: the git got
+    # its lock and let it go (nobody else can while it holds it), so this one is not its.
+    try:
+        return os.lstat(path.with_name(path.name.removesuffix(".lock"))).st_ctime <= git.t
+    except FileNotFoundError:
+        return True
 
 
 def _gone_within(paths: Iterable[Path], seconds: float) -> list[Path]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,12 @@ import bisectkit.gitcli as gitcli
 import bisectkit.gitobjects as gitobjects
 import bisectkit.sparse as sparse
 from bisectkit.errors import BadInput, GitFailure
-from bisectkit.gitcli import Spawned
+from bisectkit.gitcli import Watch
 from bisectkit.gitobjects import GITLINK_MODE
 from bisectkit.model import HeadState
 
+#: The lock files the gits that move a checkout take (read-tree, update-index; HEAD's).
+INDEX_LOCK, HEAD_LOCK = "index.lock", "HEAD.lock"
 
 @dataclass(frozen=True)
 class TreeDiff:
@@ -109,6 +112,11 @@ class WorkTreeOps:
             index: pygit2.Index = self._repo.index
             index.read(force)
         except pygit2.GitError as exc:
+            if "'link'" in str(exc):  # core.splitIndex: bisectkit's own gits never write one
+                raise BadInput(f"{self.workdir} has a split index (core.splitIndex), which "
+                               "bisectkit cannot read; make it whole: git -C "
+                               f"{shlex.quote(str(self.workdir))} update-index "
+                               "--no-split-index") from exc
             if "sdir" not in str(exc):
                 raise
             raise BadInput(f"{self.workdir} has a sparse index, which bisectkit cannot read; "
@@ -188,31 +196,33 @@ class WorkTreeOps:
         found = gitobjects.entry(self._tree(tree), path)
         return None if found is None else str(found[0])
 
+    def entry_at(self, tree: str, path: str) -> tuple[str, int] | None:
+        """(blob id, mode) of what ``tree`` holds at ``path`` (``None`` if nothing)."""
+        found = gitobjects.entry(self._tree(tree), path)
+        return None if found is None else (str(found[0]), found[1])
+
+    def index_entry(self, path: str) -> tuple[str, int] | None:
+        """(blob id, mode) of what the index holds at ``path`` (``None`` if nothing)."""
+        try:
+            found = self._index()[path]  # git itself may have rewritten the index
+        except KeyError:
+            return None
+        return str(found.id), found.mode
+
     def index_has(self, path: str) -> bool:
         """Is ``path`` (a file) in the index as it is on disk now?"""
         return path in self._index()
-
-    def hash_on_disk(self, path: str) -> str | None:
-        """Blob id of the file (or link) at ``path`` in the work tree; ``None`` if absent."""
-        full = self.workdir / path
-        try:
-            if full.is_symlink():
-                return str(pygit2.hash(os.fsencode(os.readlink(full))))
-            if full.is_file():
-                return str(pygit2.hashfile(str(full)))
-        except OSError:
-            return None
-        return None
 
     def _tree(self, oid: str) -> pygit2.Tree:
         return gitobjects.tree(self._repo, oid)
 
     # -- moving the work tree (journaled by bisectkit.worktree) -------------------
-    def refresh_index(self, on_spawn: Spawned | None = None) -> None:
+    def refresh_index(self, watch: Watch | None = None) -> None:
         """Refresh the index's stat data (racily-clean entries would look modified)."""
-        gitcli.run(self.workdir, "update-index", "-q", "--refresh", on_spawn=on_spawn)
+        gitcli.run(self.workdir, "update-index", "-q", "--refresh", watch=watch,
+                   takes=(INDEX_LOCK,))
 
-    def read_tree(self, base: str, target: str, on_spawn: Spawned | None = None) -> None:
+    def read_tree(self, base: str, target: str, watch: Watch | None = None) -> None:
         """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).
 
         git writes exactly the changed paths, refuses to overwrite local
@@ -220,11 +230,11 @@ class WorkTreeOps:
         several times slower on large trees).
         """
         gitcli.checked(self.workdir, f"cannot check out {target[:12]} in {self.workdir}",
-                       "read-tree", "-m", "-u", base, target, on_spawn=on_spawn,
+                       "read-tree", "-m", "-u", base, target, watch=watch, takes=(INDEX_LOCK,),
                        hint="; move local edits out of the way, then run the command again "
                             "or 'git bisect-patched reset'")
 
-    def reset_tree(self, target: str, on_spawn: Spawned | None = None) -> None:
+    def reset_tree(self, target: str, watch: Watch | None = None) -> None:
         """Make index and work tree exactly ``target``, whatever they hold now.
 
         ``read-tree --reset -u`` compares the index (and the files' stat data)
@@ -232,10 +242,9 @@ class WorkTreeOps:
         checkout left half-written, and nothing else.
         """
         gitcli.checked(self.workdir, f"cannot restore {self.workdir} to tree {target[:12]}",
-                       "read-tree", "--reset", "-u", target, on_spawn=on_spawn)
+                       "read-tree", "--reset", "-u", target, watch=watch, takes=(INDEX_LOCK,))
 
-    def point_head(self, state: HeadState, message: str,
-                   on_spawn: Spawned | None = None) -> None:
+    def point_head(self, state: HeadState, message: str, watch: Watch | None = None) -> None:
         """Point HEAD at a branch (``state.ref``) or detach it at ``state.sha``.
 
         Through git, with ``message`` in the reflog: the reflog is the last
@@ -246,7 +255,7 @@ class WorkTreeOps:
         else:
             args = ["update-ref", "--no-deref", "-m", message, "HEAD", state.sha]
         gitcli.checked(self.workdir, f"cannot move HEAD of {self.workdir}", *args,
-                       on_spawn=on_spawn)
+                       watch=watch, takes=(HEAD_LOCK,))
 
     # -- refs and reachability ---------------------------------------------------
     def create_ref(self, name: str, sha: str, message: str) -> None:

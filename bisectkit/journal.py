@@ -12,9 +12,10 @@ Records (``op``):
 
 - ``start``: the session's id and, per repository it may move (``"."`` is the
   superproject), the HEAD to restore and the length of HEAD's reflog then;
-- ``move`` (before) / ``git`` (the pid of the git doing it) / ``moved`` (after):
-  one move of a repository from one commit and tree to another (the times in
-  ``move`` and ``git`` tell a lock file such a git left from somebody else's);
+- ``move`` (before) / ``git`` (the pid of a git doing it, when it started, the lock
+  files it takes) / ``git-exit`` (its exit status) / ``moved`` (after): one move of a
+  repository from one commit and tree to another (the times in ``move`` and ``git``,
+  the lock files and the exit tell a lock file such a git left from somebody else's);
 - ``backup`` (before) / ``backed-up`` (after) / ``put-back``: an untracked or
   ignored file moved out of a checkout's way (``--force-ignored``) and back
   (these change records, :class:`Move` and :class:`Backup`, live in
@@ -36,7 +37,7 @@ from typing import Any
 import bisectkit.journalrecords as journalrecords
 from bisectkit.errors import WriteFailed
 from bisectkit.fileio import writing
-from bisectkit.journalrecords import Backup, Move, Side
+from bisectkit.journalrecords import Backup, Move, RefWrite, Side
 from bisectkit.model import HeadState
 from bisectkit.processes import process_start
 
@@ -60,6 +61,7 @@ class JournalState:
     repos: dict[str, Origin]
     moves: list[Move] = field(default_factory=list)
     backups: list[Backup] = field(default_factory=list)
+    ref_writes: list[RefWrite] = field(default_factory=list)
     #: Lines that could not be read (a torn last line is normal after a kill).
     unreadable: int = 0
     #: Where the start record came from: "session" (a session's own journal),
@@ -141,7 +143,8 @@ class Journal:
     def resume(self, state: JournalState) -> None:
         """Continue an existing journal (numbers go on from its last record)."""
         self.session_id = state.session_id
-        numbers = [m.n for m in state.moves] + [b.n for b in state.backups]
+        numbers = [m.n for m in state.moves] + [b.n for b in state.backups] + \
+            [r.n for r in state.ref_writes]
         self._next = max(numbers, default=0) + 1
 
     def move(self, repo: str, old: Side, new: Side, t: float | None = None) -> int:
@@ -158,17 +161,37 @@ class Journal:
         self._append(record)
         return n
 
-    def git(self, n: int, pid: int) -> None:
-        """The git doing move ``n`` runs as ``pid`` (a restore waits for it if it outlives us).
+    def git(self, n: int, pid: int, since: float | None = None,
+            takes: tuple[str, ...] = ()) -> None:
+        """The git doing move ``n`` runs as ``pid`` (a restore waits for it if it outlives us),
+        started at ``since`` (just before), taking the lock files ``takes``.
 
         Not fsynced: only a crash of the whole machine loses it, and that
         also ends the git it names.
         """
         self._append({"op": "git", "n": n, "pid": pid, "started": process_start(pid),
-                      "t": time.time()}, sync=False)
+                      "t": time.time() if since is None else since, "locks": list(takes)},
+                     sync=False)
+
+    def git_start(self, n: int, since: float, takes: tuple[str, ...]) -> None:
+        """A git of move ``n`` taking ``takes`` is about to start (not fsynced, as :meth:`git`)."""
+        self._append({"op": "git-start", "n": n, "t": since, "locks": list(takes)}, sync=False)
+
+    def git_exit(self, n: int, pid: int, status: int) -> None:
+        """The git ``pid`` of move ``n`` ended with ``status`` (negative: a signal); not fsynced."""
+        self._append({"op": "git-exit", "n": n, "pid": pid, "status": status}, sync=False)
 
     def moved(self, n: int) -> None:
         self._append({"op": "moved", "n": n})
+
+    def refs(self, repo: str, locks: list[str], t: float) -> int:
+        """Announce ref writes taking ``locks``, seen absent at ``t`` (see :class:`RefWrite`)."""
+        n = self._take()
+        self._append({"op": "refs", "n": n, "repo": repo, "locks": locks, "t": t})
+        return n
+
+    def refs_written(self, n: int) -> None:
+        self._append({"op": "refs-done", "n": n})
 
     def backup(self, repo: str, path: str, stash: str) -> int:
         n = self._take()
@@ -229,6 +252,7 @@ def load(path: Path) -> JournalState | None:
     state: JournalState | None = None
     moves: dict[int, Move] = {}
     backups: dict[int, Backup] = {}
+    refs: dict[int, RefWrite] = {}
     unreadable = 0
     for line in raw.split(b"\n"):
         if not line.strip():
@@ -238,7 +262,7 @@ def load(path: Path) -> JournalState | None:
             if state is None:
                 state = _start(rec)
                 continue
-            journalrecords.apply(rec, moves, backups)
+            journalrecords.apply(rec, moves, backups, refs)
         except (ValueError, KeyError, TypeError, AttributeError):
             unreadable += 1
             if state is None:
@@ -247,6 +271,7 @@ def load(path: Path) -> JournalState | None:
         return None
     state.moves = [moves[n] for n in sorted(moves)]
     state.backups = [backups[n] for n in sorted(backups)]
+    state.ref_writes = [refs[n] for n in sorted(refs)]
     state.unreadable = unreadable
     return state
 

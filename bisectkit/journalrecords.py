@@ -2,13 +2,17 @@
 
 A move of a repository is announced (``move``, with the time, so that a lock file
 left in that repository can be told from one older than the move), names the gits
-doing it (``git``) and is marked done (``moved``); a file set aside is announced
+doing it (``git``: pid, start, the lock files it takes) and their ends (``git-exit``)
+and is marked done (``moved``); refs a restore creates are announced (``refs``: the
+lock files their gits take, when those were seen absent) and marked done
+(``refs-done``); a file set aside is announced
 (``backup``), marked done (``backed-up``) and returned (``put-back``).
 :func:`apply` reads one such record back into the records it updates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +37,17 @@ class Side:
 @dataclass(frozen=True)
 class Git:
     """A git command doing a move: its pid, its start (to tell it from a reused pid), and
-    the wall-clock time it was seen running (``None``: a journal from an older bisectkit)."""
+    the wall-clock time it was started (``None``: a journal from an older bisectkit)."""
 
-    pid: int
+    #: ``None``: about to start, never named (bisectkit was killed before it could).
+    pid: int | None
     started: str | None
     t: float | None = None
+    #: The lock files it takes (``None``: a journal from an older bisectkit, which did not
+    #: say: any of a move's).
+    locks: tuple[str, ...] | None = None
+    #: Its exit status (negative: the signal that killed it); ``None``: no exit recorded.
+    status: int | None = None
 
 
 @dataclass
@@ -68,18 +78,45 @@ class Backup:
     put_back: bool = False
 
 
-def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup]) -> None:
-    """Update ``moves`` and ``backups`` (by number) with one journal record after the start."""
+@dataclass
+class RefWrite:
+    """Refs a restore creates through git (a kept commit, a recreated branch), whose gits
+    no move names: the lock files they take, and when those were seen absent (a lock file
+    newer than that, with no git left there, was left by one of them, killed)."""
+
+    n: int
+    repo: str
+    locks: list[str]
+    t: float
+    done: bool = False
+
+
+def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup],
+          refs: dict[int, RefWrite] | None = None) -> None:
+    """Update ``moves``, ``backups`` and ``refs`` (by number) with one journal record after
+    the start."""
     op = rec["op"]
-    if op == "move":
+    if refs is not None and op == "refs":
+        refs[int(rec["n"])] = RefWrite(int(rec["n"]), str(rec["repo"]),
+                                       [str(x) for x in rec["locks"]], float(rec["t"]))
+    elif refs is not None and op == "refs-done" and int(rec["n"]) in refs:
+        refs[int(rec["n"])].done = True
+    elif op == "move":
         n = int(rec["n"])
         moves[n] = Move(n, str(rec["repo"]), Side.from_json(rec["from"]),
                         Side.from_json(rec["to"]), t=_time(rec))
-    elif op == "git" and int(rec["n"]) in moves:
-        started = rec.get("started")
-        moves[int(rec["n"])].gits.append(Git(int(rec["pid"]),
-                                             None if started is None else str(started),
-                                             _time(rec)))
+    elif op in ("git", "git-start") and int(rec["n"]) in moves:
+        started, locks, gits = rec.get("started"), rec.get("locks"), moves[int(rec["n"])].gits
+        git = Git(int(rec["pid"]) if op == "git" else None,
+                  None if started is None else str(started), _time(rec),
+                  tuple(str(x) for x in locks) if isinstance(locks, list) else None)
+        # The git announced (same time, no pid yet) is now named.
+        gits[:] = [g for g in gits if not (g.pid is None and g.t == git.t)]
+        gits.append(git)
+    elif op == "git-exit" and int(rec["n"]) in moves:
+        gits = moves[int(rec["n"])].gits
+        gits[:] = [dataclasses.replace(g, status=int(rec["status"]))
+                   if g.pid == int(rec["pid"]) and g.status is None else g for g in gits]
     elif op == "moved" and int(rec["n"]) in moves:
         moves[int(rec["n"])].done = True
     elif op == "backup":

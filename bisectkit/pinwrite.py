@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,12 @@ class _Record:
             data = json.loads(record.read_text(encoding="utf-8"))
             sub = HeadState.from_json(data["sub"]) if data.get("sub") else None
             t = data.get("t")
+            texts = [data[k] for k in ("path", "old", "new", "tip")]
+            if not all(isinstance(x, str) and x for x in texts) or \
+                    not isinstance(data["staged"], str | None) or \
+                    not isinstance(data["branches"], list) or not data["branches"] or \
+                    not isinstance(t, int | float | None) or isinstance(t, bool):
+                raise TypeError("a value of the wrong type")
             return cls(data["path"], data["old"], data["new"], data["staged"], data["tip"],
                        [(str(n), str(s)) for n, s in data["branches"]], sub,
                        float(t) if t is not None else None)
@@ -209,7 +216,7 @@ def _finish_checkout(superproject: Repo, rec: _Record, mover: Mover) -> list[str
             state.repos[rec.path].head == rec.target:
         return [*_check_out(superproject, rec, mover, state),
                 f"checked out {rec.path} on branch {branch}"]
-    hint = f"'git -C {rec.path} checkout {branch}' puts the new pin on disk"
+    hint = f"'{shlex.join(['git', '-C', rec.path, 'checkout', branch])}' puts the new pin on disk"
     if mover.journal.path.exists():
         return [f"{rec.path} was not checked out on {branch}: an interrupted bisection's "
                 f"journal is in the way ('git bisect-patched reset' first); then {hint}"]

@@ -104,15 +104,16 @@ def gits_working_in(dirs: Sequence[Path]) -> list[tuple[int, str]]:
     """Live git processes, other than this one and its parents, working in one of
     ``dirs`` (their working directory is inside it): ``(pid, command line)`` each.
 
-    A git that holds a lock file while an editor is open (``git commit -a``) is one.
-    Processes whose working directory cannot be read (another user's) are not seen.
+    A git that holds a lock file while an editor is open (``git commit -a``) is one, by
+    its name or by its program (a git run through a link of another name). Processes
+    whose working directory cannot be read (another user's) are not seen.
     """
     roots = [str(d.resolve()) for d in dirs]
     # Not the git that runs this bisectkit (``git bisect-patched``: git waits for it).
     mine = _ancestors(os.getpid())
     found = []
     for proc in running():
-        if proc.pid in mine or _comm(proc.pid) != "git":
+        if proc.pid in mine or not _is_git(proc.pid):
             continue
         try:
             cwd = os.readlink(f"/proc/{proc.pid}/cwd")
@@ -136,6 +137,16 @@ def _ancestors(pid: int) -> set[int]:
         pid = int(fields[1])
         found.add(pid)
     return found
+
+
+def _is_git(pid: int) -> bool:
+    """Is ``pid`` a git, by its name or by the program it runs?"""
+    if _comm(pid) == "git":
+        return True
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "git"
+    except OSError:
+        return False
 
 
 def _comm(pid: int) -> str:

@@ -15,6 +15,7 @@ every call returns :data:`NOTHING` at once.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -134,9 +135,11 @@ class Prefetcher:
         (every diff, every walk by path), and fetching them one by one is no remedy."""
         odd = [r for r in self.remotes if r.filter and not r.filter.startswith("blob:")]
         if odd:
-            fix = " && ".join(f"git -C {self.workdir} config remote.{r.name}.partialclonefilter "
-                              f"blob:none && git -C {self.workdir} fetch --refetch {r.name}"
-                              for r in odd)
+            here = str(self.workdir)
+            fix = " && ".join(
+                shlex.join(["git", "-C", here, "config", f"remote.{r.name}.partialclonefilter",
+                            "blob:none"]) + " && " +
+                shlex.join(["git", "-C", here, "fetch", "--refetch", r.name]) for r in odd)
             raise PromisorUnreachable(
                 f"{self.workdir} is a partial clone without trees (--filter="
                 f"{odd[0].filter} from {', '.join(r.name for r in odd)}): bisectkit needs "
@@ -205,7 +208,8 @@ class Prefetcher:
         raise PromisorUnreachable(
             f"cannot fetch object {oids[0]} that {self.workdir} (a partial clone) needs: "
             f"{'; '.join(problems)}; make a promisor remote reachable again ('git -C "
-            f"{self.workdir} remote set-url <remote> <url>') and run the command again")
+            f"{shlex.quote(str(self.workdir))} remote set-url <remote> <url>') and run the "
+            "command again")
 
     def _fetch(self, remote: Promisor, oids: Sequence[str]) -> str | None:
         """One ``git fetch`` of ``oids`` by id, as git's own lazy fetch runs it; git's

@@ -22,9 +22,10 @@ import json
 import re
 from pathlib import Path
 
+import bisectkit.gitlocks as gitlocks
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
-from bisectkit.journal import JournalState, Origin
+from bisectkit.journal import Journal, JournalState, Origin
 from bisectkit.journalrecords import Move, Side
 from bisectkit.model import HeadState
 from bisectkit.shallow import ShallowCut
@@ -142,14 +143,21 @@ def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
             continue
         repo = open_repo(superproject, key)
         origin = plan.repos[key]
-        target = _target(repo, key, origin.head, lines)
+        # A ref write of an earlier restore, killed, may have left its lock file.
+        for w in plan.ref_writes:
+            if w.repo == key and not w.done:
+                gitlocks.clear_unjournaled([repo], [Path(p) for p in w.locks], w.t,
+                                           lines.append)
+        target = _target(repo, key, origin.head, lines, mover.journal)
         if plan.knows_user_commits:
-            lines += keep_user_commits(repo, key, origin, plan.placed(key))
+            lines += keep_user_commits(repo, key, origin, plan.placed(key), mover.journal)
         before = repo.head_state()
         ignore = repo.gitlinks() if key == SUPERPROJECT else {}
         written = mover.reconcile(key, repo, target, pending, ignore=ignore)
         if before != target or written:
             lines.append(f"restored {_name(key)} to {target.describe()}")
+        if plan.knows_user_commits:  # one made while the restore waited for a lock file
+            lines += keep_user_commits(repo, key, origin, plan.placed(key), mover.journal)
     backups = [(b.n, b.repo, b.path, b.stash) for b in plan.backups if not b.put_back]
     # Files the restore itself set aside sit where the restored tree has a file:
     # they cannot go back, so put_back reports where they are.
@@ -174,15 +182,16 @@ def _unjournaled(superproject: Repo, key: str, plan: JournalState, mover: Mover)
     return Move(mover.journal.move(key, *torn), key, *torn)
 
 
-def _target(repo: Repo, key: str, start: HeadState, lines: list[str]) -> HeadState:
+def _target(repo: Repo, key: str, start: HeadState, lines: list[str],
+            journal: Journal) -> HeadState:
     """Where to put HEAD back: the starting branch at its tip now (the user may have
     committed on it meanwhile), or the starting detached commit."""
     if start.ref is None:
         return start
     tip = repo.try_resolve(start.ref)
     if tip is None:
-        repo.create_ref(start.ref, start.sha, "bisectkit: recreate the branch the bisection "
-                        "started on")
+        _create_ref(repo, key, start.ref, start.sha, "bisectkit: recreate the branch the "
+                    "bisection started on", journal)
         lines.append(f"{_name(key)}: recreated branch {_short(start.ref)} at {start.sha[:12]}")
         return start
     if tip != start.sha:
@@ -191,7 +200,8 @@ def _target(repo: Repo, key: str, start: HeadState, lines: list[str]) -> HeadSta
     return HeadState(start.ref, tip)
 
 
-def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str]) -> list[str]:
+def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str],
+                      journal: Journal) -> list[str]:
     """Give a ref to every commit made during the session that no ref contains."""
     entries = repo.head_reflog()
     if origin.reflog < 0:
@@ -209,11 +219,22 @@ def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str]) ->
         while repo.ref_exists(f"{KEPT_PREFIX}{n}"):
             n += 1
         name = f"{KEPT_PREFIX}{n}"
-        repo.create_ref(name, sha, "bisectkit: keep a commit made during the bisection")
+        _create_ref(repo, key, name, sha, "bisectkit: keep a commit made during the bisection",
+                    journal)
         subject = repo.commit_info(sha).subject
         lines.append(f"{_name(key)}: your commit {sha[:12]} ({subject}) is on no branch; "
                      f"kept as {name}")
     return lines
+
+
+def _create_ref(repo: Repo, key: str, name: str, sha: str, message: str,
+                journal: Journal) -> None:
+    """Create ref ``name`` through git, its lock files journaled first (with when they were
+    seen absent): killed holding one, its git leaves a lock the next restore removes."""
+    locks = gitlocks.ref_write_locks(repo, name)
+    n = journal.refs(key, [str(p) for p in locks], gitlocks.unjournaled_free([repo], locks))
+    repo.create_ref(name, sha, message)
+    journal.refs_written(n)
 
 
 def _name(key: str) -> str:

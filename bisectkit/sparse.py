@@ -14,6 +14,7 @@ tell "not on disk by design" from "deleted by the user".
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +98,8 @@ def uses_sparse_index(repo: _Configured) -> bool:
 
 def sparse_index_fix(workdir: Path) -> str:
     """The one command that makes git keep a full index, patterns unchanged."""
-    return f"git -C {workdir} sparse-checkout init --cone --no-sparse-index"
+    return shlex.join(["git", "-C", str(workdir), "sparse-checkout", "init", "--cone",
+                       "--no-sparse-index"])
 
 
 def parse(text: str, cone_config: bool) -> SparseCheckout:

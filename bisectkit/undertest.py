@@ -15,7 +15,14 @@ files a sparse checkout leaves out, nor the submodules of a repository (each
 moved one is checked on its own: the superproject's gitlink of a moved
 submodule differs by design). The cost is one ``git status`` per repository
 (no untracked scan, no index write): git compares stat data and reads only
-the files whose stat changed.
+the files whose stat changed. A file git's filters make differ from its blob
+(CRLF under ``text eol=lf``, a smudge filter) is judged by its checked-out
+bytes, not by git status, which calls it modified right after its checkout.
+
+A build that runs ``git sparse-checkout set`` or ``git update-index
+--skip-worktree``/``--assume-unchanged`` hides a change from git status; the
+watch also remembers the sparse-checkout settings and patterns and the index
+entries so marked, and any change of them stops the step.
 
 A move undone before the check (the build checks the pin out, reads it,
 checks the step's commit out again) leaves the end state right, but not
@@ -39,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import bisectkit.gitcli as gitcli
+import bisectkit.gitfiles as gitfiles
 from bisectkit.errors import TreeMoved
 from bisectkit.git import Repo
 from bisectkit.model import SUPERPROJECT
@@ -70,8 +79,9 @@ Placed = Mapping[str, Held]
 def as_found(repo: Repo) -> Held:
     """``repo`` as it is now, its tracked edits included: what a run that never moves it
     holds it to (the superproject of ``--submodule``, ``--stack``, ``advance``)."""
-    edited = repo.local_changes(untracked=False).modified
-    return Held(repo, repo.head_state().sha, {p: repo.hash_on_disk(p) for p in edited},
+    sha = repo.head_state().sha
+    edited = gitfiles.really_changed(repo, sha, repo.local_changes(untracked=False).modified)
+    return Held(repo, sha, {p: gitfiles.hash_on_disk(repo, p) for p in edited},
                 checked_out=False)
 
 
@@ -82,8 +92,11 @@ def how_moved(held: Held) -> str | None:
     if head != commit:
         since = "the step checked it out" if held.checked_out else "when the run began"
         return f"HEAD is now {head[:12]}, not {commit[:12]} as {since}"
-    now = repo.local_changes(untracked=False).modified
-    changed = [p for p in now if p not in held.edits or repo.hash_on_disk(p) != held.edits[p]]
+    # Not a file git's filters make differ from its blob (a CRLF file under `text eol=lf`
+    # looks modified to git status right after its checkout): its bytes are the checkout's.
+    now = gitfiles.really_changed(repo, commit, repo.local_changes(untracked=False).modified)
+    changed = [p for p in now
+               if p not in held.edits or gitfiles.hash_on_disk(repo, p) != held.edits[p]]
     changed += [p for p in held.edits if p not in now]  # an edit undone is a change too
     if not changed:
         return None
@@ -102,12 +115,14 @@ class Watch:
         self.placed = placed
         self.where = where
         self._marks = {key: _mark(_reflog(held.repo)) for key, held in placed.items()}
+        self._hidden = {key: _hidden_in(held.repo) for key, held in placed.items()}
 
     def check(self, step: int, when: str) -> None:
         """Raise :class:`TreeMoved` unless every repository still holds what it must and
         none moved since the step began; ``when`` says at which point (``after the build``)."""
         for key, held in self.placed.items():
-            how = how_moved(held) or _came_back(held, self._marks[key])
+            how = (how_moved(held) or _came_back(held, self._marks[key])
+                   or _how_hidden(held.repo, self._hidden[key]))
             if how is not None:
                 raise TreeMoved(moved_message(key, step, when, how, self.where))
 
@@ -118,6 +133,34 @@ def moved_message(key: str, step: int, when: str, how: str, where: str = "") -> 
     return (f"{where}{name} changed during step {step} (seen {when}: {how}): another process "
             "changed it (a git command elsewhere, an editor, an IDE, the build itself); "
             "nothing was recorded for that step, and the next run tests it again")
+
+
+# -- what git status does not look at ---------------------------------------------------
+#: The sparse-checkout config and patterns, and the index entries marked skip-worktree or
+#: assume-unchanged ((tag, path), see :func:`gitfiles.flagged`).
+_Hidden = tuple[bytes, frozenset[tuple[str, str]]]
+
+
+def _hidden_in(repo: Repo) -> _Hidden:
+    config = gitcli.run(repo.workdir, "config", "-z", "--get-regexp",
+                        r"^core\.sparsecheckout").stdout.encode("utf-8", "surrogateescape")
+    try:
+        patterns = (repo.git_dir / "info" / "sparse-checkout").read_bytes()
+    except OSError:
+        patterns = b""
+    return config + b"\0\0" + patterns, gitfiles.flagged(repo)
+
+
+def _how_hidden(repo: Repo, then: _Hidden) -> str | None:
+    """How ``repo`` hides other files from git status than it did (None: it does not)."""
+    (settings, marked), (settings_then, marked_then) = _hidden_in(repo), then
+    if settings != settings_then:
+        return "its sparse checkout (core.sparseCheckout or the patterns) changed"
+    if marked != marked_then:
+        tag, path = min(marked ^ marked_then)
+        return (f"{path} is {'now' if (tag, path) in marked else 'no longer'} marked "
+                "skip-worktree or assume-unchanged (git status does not look at such a file)")
+    return None
 
 
 # -- HEAD's reflog: a move undone leaves its lines -----------------------------------------

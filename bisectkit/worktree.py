@@ -24,15 +24,18 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import bisectkit.gitfiles as gitfiles
 import bisectkit.gitlocks as gitlocks
 import bisectkit.signals as signals
 import bisectkit.sparse as sparse
+import bisectkit.userchanges as userchanges
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git import Repo
-from bisectkit.gitstate import TreeDiff
+from bisectkit.gitcli import Watch
 from bisectkit.journal import Journal
 from bisectkit.journalrecords import Move, Side
-from bisectkit.model import GIT_PROG, HeadState
+from bisectkit.model import HeadState
+from bisectkit.userchanges import name as _name
 from bisectkit.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
 
 
@@ -67,17 +70,17 @@ class Mover:
             new = HeadState(None, sha)
             n = self.journal.move(key, Side(head, base), Side(new, target),
                                   gitlocks.free_since(repo))
-            spawned = self._spawned(n)
+            watch = self._watch(n)
             # HEAD first: its tagged reflog line says where HEAD came from and goes to
             # before index and files change, so a reset can tell what a checkout cut
             # short wrote even when the journal is lost (see recovery.from_reflogs).
-            repo.point_head(new, self._message(f"checkout {sha}", head), spawned)
+            repo.point_head(new, self._message(f"checkout {sha}", head), watch)
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
                 # Racily-clean index entries (file and index written in the same
                 # second) look modified to read-tree until the stat data is refreshed.
-                repo.refresh_index(spawned)
-                repo.read_tree(base, target, spawned)
+                repo.refresh_index(watch)
+                _read_tree(repo, base, target, diff.paths, watch)
                 freshen_mtimes(repo.workdir, before)
             self.journal.moved(n)
         # A sparse checkout: git wrote only the paths its patterns cover.
@@ -99,8 +102,8 @@ class Mover:
             self._refresh(key, repo, pending)
             index_tree = repo.index_tree()
             tree = repo.tree_of(target.sha)
-            moved = _refuse_user_changes(key, repo, (index_tree, tree), pending, died, ignore,
-                                         self.records_lost)
+            moved = userchanges.refuse(key, repo, (index_tree, tree), pending, died, ignore,
+                                       self.records_lost)
             if pending is not None and moved is not None:
                 self._remove_leftovers(repo, pending, moved.added, died)
             diff = repo.diff_trees(index_tree, tree)
@@ -112,11 +115,11 @@ class Mover:
             _prefetch(repo, index_tree, tree, shape, bits)
             n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree),
                                   gitlocks.free_since(repo))
-            spawned = self._spawned(n)
+            watch = self._watch(n)
             before = recently_written(repo.workdir, diff.modified)
-            repo.reset_tree(tree, spawned)
+            repo.reset_tree(tree, watch)
             freshen_mtimes(repo.workdir, before)
-            repo.point_head(target, self._message("restore", None), spawned)
+            repo.point_head(target, self._message("restore", None), watch)
             self.journal.moved(n)
             if pending is not None:
                 self.journal.moved(pending.n)
@@ -127,13 +130,15 @@ class Mover:
         killed holding ``index.lock``, it must leave a lock the next restore knows is its
         own. Its pid goes with the move a kill cut short (whose traces this restore
         undoes: that move must stay the pending one), else with a move that changes
-        nothing."""
+        nothing: from HEAD's tree to HEAD's tree, never the index's (a kill here must not
+        make staged changes look like a tree of bisectkit's to the next restore), read
+        before any index (git, pinned, leaves a split index whole for libgit2)."""
         if pending is not None:
-            repo.refresh_index(self._spawned(pending.n))
+            repo.refresh_index(self._watch(pending.n))
             return
-        here = Side(repo.head_state(), repo.index_tree())
+        here = Side(repo.head_state(), repo.head_tree())
         n = self.journal.move(key, here, here, gitlocks.free_since(repo))
-        repo.refresh_index(self._spawned(n))
+        repo.refresh_index(self._watch(n))
         self.journal.moved(n)
 
     def _remove_leftovers(self, repo: Repo, pending: Move, added: Sequence[str],
@@ -141,12 +146,15 @@ class Mover:
         """Files a killed checkout created that no index knows about: not the user's.
 
         A checkout only ever starts once nothing untracked sits where it will
-        write (see :meth:`_clear_way`), so such a file came from that git.
+        write (see :meth:`_clear_way`), so such a file came from that git: it
+        holds what the git wrote there (or, the git killed, the beginning of
+        it). A file holding anything else is somebody's since: left alone.
         """
         for path in added:
             if repo.index_has(path):
                 continue
-            if died or repo.hash_on_disk(path) == repo.blob_at(pending.new.tree, path):
+            new = repo.entry_at(pending.new.tree, path)
+            if (gitfiles.trace_of if died else gitfiles.holds)(repo, path, [new]):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(repo.workdir / path)
                 prune_empty_dirs(repo.workdir, path)
@@ -202,8 +210,8 @@ class Mover:
         return lines
 
     # -- helpers ---------------------------------------------------------------------
-    def _spawned(self, n: int) -> Callable[[int], None]:
-        return lambda pid: self.journal.git(n, pid)
+    def _watch(self, n: int) -> _Watch:
+        return _Watch(self.journal, n)
 
     def _message(self, what: str, origin: HeadState | None) -> str:
         """Reflog message: tagged with the session id, the origin in the first of them."""
@@ -211,6 +219,25 @@ class Mover:
         if origin is not None:
             came = f" from {origin.ref or 'detached'}"
         return f"bisectkit {self.journal.session_id}: {what}{came}"
+
+
+def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
+               watch: Watch) -> None:
+    """Move index and files from ``base`` to ``target``. git refuses to overwrite a file it
+    calls modified; one whose bytes are exactly the checkout of its index entry (a CRLF
+    file under `text eol=lf`, checked out in the second its index was written, stays
+    "modified" to git for good) loses nothing: removed, and git writes the target's."""
+    try:
+        repo.read_tree(base, target, watch)
+    except GitFailure:
+        moving = set(paths)
+        same = [p for p in repo.worktree_changes() if p in moving and
+                (e := repo.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
+        if not same:
+            raise
+        for path in same:
+            os.unlink(repo.workdir / path)
+        repo.read_tree(base, target, watch)
 
 
 def _prefetch(repo: Repo, old: str, new: str, shape: sparse.SparseCheckout | None,
@@ -231,61 +258,27 @@ def _prefetch(repo: Repo, old: str, new: str, shape: sparse.SparseCheckout | Non
     repo.promisor.ensure(repo.changed_blobs(old, new, wanted))
 
 
-def _refuse_user_changes(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
-                         died: bool, ignore: Iterable[str], lost: bool) -> TreeDiff | None:
-    """Raise :class:`GitFailure` if index or files hold a change of the user's.
-
-    ``trees``: what the index holds now, and the restore's target. What
-    ``pending`` (a move a kill cut short) was writing is not the user's, nor
-    is what the target holds already (writing it again loses nothing).
-    ``lost``: the journal was lost, so a change left unexplained may still
-    be bisectkit's: the line says how to keep it either way. Returns
-    ``pending``'s diff (``None`` without one).
-    """
-    index_tree, target = trees
-    explained = {repo.head_tree(), target}
-    if pending is not None:
-        explained |= {pending.old.tree, pending.new.tree}
-    if index_tree not in explained:
-        raise GitFailure(_unexplained(key, repo, "has staged changes", str(repo.workdir),
-                                      "commit or unstage them", lost))
-    moved = repo.diff_trees(pending.old.tree, pending.new.tree) if pending is not None else None
-    moving = set(moved.paths) if moved is not None else set()
-    # Only a path the interrupted move was writing can be its trace; a
-    # dead git may have left one half written (any content), a live one
-    # left it exactly on one side of the move.
-    edits = [p for p in repo.worktree_changes(ignore=set(ignore))
-             if not (pending is not None and p in moving
-                     and (died or _from_move(repo, p, pending)))
-             and repo.hash_on_disk(p) != repo.blob_at(target, p)]
-    if edits:
-        more = f" and {len(edits) - 1} more" if len(edits) > 1 else ""
-        raise GitFailure(_unexplained(key, repo, "has local changes",
-                                      f"{edits[0]}{more} in {repo.workdir}",
-                                      "move local edits out of the way", lost))
-    return moved
-
-
-def _unexplained(key: str, repo: Repo, what: str, where: str, fix: str, lost: bool) -> str:
-    """One line: a change a restore will not overwrite, and what to do about it."""
-    if not lost:
-        return f"{_name(key)} {what} ({where}); {fix}, then run '{GIT_PROG} reset' again"
-    # Without the journal they may be what a killed checkout wrote: not blamed on the
-    # user, and kept either way.
-    return (f"{_name(key)} {what} ({where}) that bisectkit cannot account for (its journal "
-            f"is lost; they may be yours): keep them with 'git -C {repo.workdir} stash', "
-            f"then run '{GIT_PROG} reset' again")
-
-
-def _from_move(repo: Repo, path: str, move: Move) -> bool:
-    """Is ``path`` on disk exactly one side of ``move`` (written, or not yet, by its git)?"""
-    have = repo.hash_on_disk(path)
-    return have in (repo.blob_at(move.old.tree, path), repo.blob_at(move.new.tree, path))
-
-
-def _name(key: str) -> str:
-    return "superproject" if key == "." else f"submodule {key}"
-
-
 def _safe(key: str) -> str:
     return "superproject" if key == "." else key.replace("/", "%")
+
+
+class _Watch:
+    """Journals the gits of move ``n``: start and lock files taken, pid, then exit status
+    (:mod:`bisectkit.gitlocks` tells a lock file a killed one left from another's); a git
+    failing on somebody else's lock file is tried again for a while (nothing was written)."""
+
+    def __init__(self, journal: Journal, n: int) -> None:
+        self.journal = journal
+        self.n = n
+
+    def starting(self, since: float, takes: tuple[str, ...]) -> None:
+        self.journal.git_start(self.n, since, takes)
+
+    def spawned(self, pid: int, since: float, takes: tuple[str, ...]) -> None:
+        self.journal.git(self.n, pid, since, takes)
+
+    def exited(self, pid: int, status: int) -> None:
+        self.journal.git_exit(self.n, pid, status)
+
+    def patience(self) -> float:
+        return gitlocks.FOREIGN_LOCK_WAIT_S

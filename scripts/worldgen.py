@@ -115,6 +115,9 @@ class WorldSpec:
     #: generated ones, by commit number.
     messages: dict[int, bytes] = field(default_factory=dict)
     authors: dict[int, bytes] = field(default_factory=dict)
+    #: more files upstream commits write (commit number -> path -> content), beside the
+    #: events above (e.g. a ``.gitattributes`` and a file it filters).
+    writes: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,6 +164,9 @@ def _events(spec: WorldSpec) -> dict[int, dict[str, str]]:
     put(spec.pick_by_patch_id, "lib/fix2.txt", "fixed by patch-id pick\n")
     put(spec.local_conflict, "lib/local.txt", "upstream rewrote this line\n")
     put(spec.local_conflict_until, "lib/local.txt", "upstream line\n")
+    for n, files in spec.writes.items():
+        for path, content in files.items():
+            put(n, path, content)
     return ev
 
 

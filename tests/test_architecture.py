@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "execution",
                "session", "journal", "journalrecords", "processes", "orphans", "gitlocks", "lock",
                "cache", "cachekey", "cachefile", "commandinputs", "envscan", "keydiff", "pathglobs",
-               "fingerprint", "workfiles", "waitstate", "undertest")),
+               "fingerprint", "workfiles", "waitstate", "undertest", "gitfiles", "userchanges")),
     ("hooks", ("hooks", "plugins", "classify")),
     ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
                    "report.*", "steplog")),
@@ -49,7 +49,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "search", "session",
           "pinning", "pinwrite")
 #: Third-party libraries confined to their own modules.
-CONFINED = {"pygit2": ("git", "gitstate", "gitdiffs", "gitobjects", "merge"),
+CONFINED = {"pygit2": ("git", "gitstate", "gitdiffs", "gitobjects", "gitfiles", "merge"),
             "pexpect": ("runner",),
             "rich": ("console", "livestatus"),
             "argparse": ("cli", "parser", "options", "about", "manpage", "requests",

@@ -443,3 +443,94 @@ def test_outputs_apart_from_inputs(tmp_path: Path) -> None:
             outputs.apart_from_inputs({"--json": str(path)}, opts, tmp_path, ())
     outputs.apart_from_inputs({"--json": str(tmp_path / "r.json"),
                                "--report": str(tmp_path / "r.md")}, opts, tmp_path, ())
+
+
+# -- output that cannot be written ------------------------------------------------------------
+def to_full_disk(world: World, *words: str, git: bool = False) -> subprocess.CompletedProcess[str]:
+    """The CLI with its stdout on ``/dev/full`` (``> file`` on a full file system)."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    exe = shutil.which("git-bisect-patched" if git else "bisectkit")
+    assert exe is not None
+    with open("/dev/full", "w") as full:
+        return subprocess.run([exe, *words], cwd=world.superproject, env=world.env, text=True,
+                              stdout=full, stderr=subprocess.PIPE, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+
+def test_a_result_lost_to_a_full_disk_is_said_never_a_silent_exit_0(world: World) -> None:
+    before = snapshot(world)
+    r = to_full_disk(world, *run_words(world, "--json", "-"))
+    assert r.returncode == 4, r.stderr
+    assert r.stderr.splitlines()[-1].startswith(
+        "bisectkit: error: cannot write standard output: No space left on device"), r.stderr
+    assert snapshot(world) == before  # the run itself ended and restored everything
+    assert git_cli(world, "start", *target(world), world.sha(300), world.sha(0)).returncode == 0
+    for words, git in ((["log"], True), (["status", "--json"], False)):
+        r = to_full_disk(world, *words, git=git)
+        prog = "git bisect-patched" if git else "bisectkit"
+        one_error(r, 4, "output lost: No space left on device", prog=prog)
+    # A reader gone (a closed pipe) is not a failure: nobody is left to read the output.
+    p = subprocess.Popen(["bisectkit", "status"], cwd=world.superproject, env=world.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    p.stdout.close()
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and err == "", (p.returncode, err)
+    assert git_cli(world, "reset").returncode == 0
+
+
+# -- damaged state files ----------------------------------------------------------------------
+def damage_json(path: Path, key: str | None, value: object) -> None:
+    """``path``'s JSON with ``key`` set to ``value`` (``None`` key: the whole document)."""
+    import json
+    if key is None:
+        path.write_text(json.dumps(value))
+        return
+    data = json.loads(path.read_text())
+    data[key] = value
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(("name", "key", "value"), [
+    ("session.json", "params", {}),  # the strategy's own parameters gone
+    ("session.json", "bad", {"a": 1}),
+    ("session.json", "good", ["not a commit"]),
+    ("session.json", "current", -1),
+    ("session.json", "terms", {"old": 5, "new": None}),
+    ("candidates.json", None, []),
+    ("candidates.json", None, "x"),
+    ("candidates.json", None, {"a": 1}),
+])
+def test_a_damaged_session_of_the_right_shape_is_one_line_and_reset_restores(
+        world: World, name: str, key: str | None, value: object) -> None:
+    before = snapshot(world)
+    assert git_cli(world, "start", *target(world), world.sha(300), world.sha(0)).returncode == 0
+    assert git_cli(world, "good").returncode == 0  # a candidate is checked out
+    damage_json(state_dir(world) / name, key, value)
+    for words in (["status"], ["good"], ["log"]):
+        one_error(git_cli(world, *words), 2, "damaged", "reset", prog="git bisect-patched")
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+
+
+# -- commands bisectkit suggests ---------------------------------------------------------------
+def test_a_suggested_command_does_what_it_says_when_pasted_whatever_the_path(
+        world_factory: Any, tmp_path: Path) -> None:
+    # A folder name with a space and a command substitution: pasted unquoted, the hint
+    # would run 'touch PWNED' and name another folder.
+    where = tmp_path / "my proj $(touch PWNED)"
+    where.mkdir()
+    w = world_factory(where)
+    sub = w.superproject / SUBMODULE
+    w.git(sub, "branch", "taken")
+    r = cli(w, "advance", *target(w), "--build", "./build.sh", "--apply", "--branch", "taken",
+            "--", "./repro.sh")
+    line = one_error(r, 2, "already exists")
+    hint = re.search(r"delete it \('(.*)'\)$", line)
+    assert hint is not None, line
+    pasted = subprocess.run(["sh", "-c", hint.group(1)], cwd=tmp_path, env=w.env,
+                            capture_output=True, text=True)
+    assert pasted.returncode == 0, pasted.stderr
+    assert w.git(sub, "branch", "--list", "taken") == ""
+    assert not list(tmp_path.rglob("PWNED"))

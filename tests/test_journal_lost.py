@@ -46,7 +46,7 @@ def killed_at(world: World, tmp_path: Path, subcommand: str, mode: str, *args: s
               exe: str = "git-bisect-patched", only_in: Path | None = None) -> None:
     """Run ``exe args``, SIGKILLed at its first ``git subcommand`` (run in ``only_in``, if
     given; ``mode``: see :data:`KILL_AT`)."""
-    shim = tmp_path / f"shim-{subcommand}-{mode}"
+    shim = tmp_path / f"shim-{subcommand}-{mode}".replace("/", "%")
     shim.mkdir()
     write_script(shim / "git", KILL_AT.format(
         subcommand=subcommand, mode=mode, git=shutil.which("git"), fired=shim / "fired",

@@ -11,9 +11,13 @@ note. A lock file another git holds (an open ``git commit -a`` editor keeps
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,14 +28,26 @@ from test_journal_lost import killed_at
 from test_reliability import full_state, state_dir
 from test_safety import assert_refused, run_argv, start_argv
 
-from bisectkit import gitlocks
+from bisectkit import gitlocks, journal, processes
 from bisectkit.journalrecords import Git, Move, Side
 from bisectkit.model import HeadState
-from bisectkit.processes import process_start
+from bisectkit.processes import alive, process_start
 
 
 def git_dir(world: World, repo: Path) -> Path:
     return Path(world.git(repo, "rev-parse", "--absolute-git-dir"))
+
+
+def journaled_gits_done(world: World) -> None:
+    """Wait until every git the journal names has ended (one a kill left running goes on
+    in its own session)."""
+    records = [json.loads(line) for line in
+               (state_dir(world) / "journal").read_text(encoding="utf-8").splitlines()]
+    deadline = time.monotonic() + 20
+    for rec in records:
+        while rec.get("op") == "git" and alive(rec["pid"], rec["started"]):
+            assert time.monotonic() < deadline, rec
+            time.sleep(0.02)
 
 
 @contextlib.contextmanager
@@ -133,6 +149,7 @@ def test_reset_never_removes_the_lock_of_a_git_started_after_the_kill(world: Wor
     before = full_state(world)
     assert git_cli(world, *start_argv(world)).returncode == 0
     killed_at(world, tmp_path, "read-tree", "during", "good")
+    journaled_gits_done(world)  # the read-tree goes on, and finishes
     with commit_in_progress(world) as lock:
         refused = git_cli(world, "reset")
         assert refused.returncode == 4, (refused.stdout, refused.stderr)
@@ -198,3 +215,206 @@ def test_reset_run_through_git_removes_a_lock_a_killed_git_left_in_the_superproj
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
     assert f"removed {left}" in reset.stdout
     assert full_state(w) == before
+
+
+# -- another program's lock file, live, is never removed ----------------------------------
+HOLDER = """\
+import os, sys, time
+lock = sys.argv[1]
+fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+time.sleep(float(sys.argv[2]))
+os.close(fd)
+try:
+    os.unlink(lock)
+    print("released")
+except FileNotFoundError:
+    print("REMOVED BY SOMEBODY ELSE")
+"""
+
+
+@contextlib.contextmanager
+def held_by_another_program(lock: Path, seconds: float) -> Iterator[subprocess.Popen[str]]:
+    """A program git-unaware bisectkit cannot see as a git (a libgit2 tool, a git in another
+    pid namespace) holding ``lock`` for ``seconds``, working elsewhere; it says at the end
+    whether somebody removed its lock meanwhile."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(seconds)],
+                            cwd="/", stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not lock.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the holder ended"
+        time.sleep(0.01)
+    try:
+        yield proc
+    finally:
+        proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize(("mode", "lock"), [
+    # The move's update-ref exited by itself (journaled): HEAD.lock is not its.
+    ("holding-index.lock", "HEAD.lock"),
+    # Killed while its read-tree ran, which then finished (the index rewritten since it
+    # started): the index.lock found later is not its, though no exit was journaled.
+    ("during", "index.lock"),
+])
+def test_reset_never_removes_another_programs_lock(world: World, tmp_path: Path, mode: str,
+                                                   lock: str) -> None:
+    before = full_state(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    killed_at(world, tmp_path, "read-tree", mode, "good")
+    theirs = git_dir(world, world.submodule) / lock
+    journaled_gits_done(world)  # "during": the read-tree goes on, and finishes
+    with held_by_another_program(theirs, 2.0) as holder:
+        reset = git_cli(world, "reset")
+    assert holder.stdout is not None and holder.stdout.read().strip() == "released"
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert f"removed {theirs}" not in reset.stdout
+    assert full_state(world) == before
+
+
+def test_a_git_run_through_a_link_of_another_name_is_seen(world: World,
+                                                         tmp_path: Path) -> None:
+    """``g commit -a`` (``g`` a link to git: its process name is ``g``) working in the
+    submodule is a git at work there."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (bindir / "g").symlink_to(git)
+    (world.submodule / "README").write_text("edited\n", encoding="utf-8")
+    env = dict(world.env, GIT_EDITOR='sh -c "sleep 60"', PATH=f"{bindir}:{world.env['PATH']}")
+    proc = subprocess.Popen(["g", "commit", "-a"], cwd=world.submodule, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        lock = git_dir(world, world.submodule) / "index.lock"
+        deadline = time.monotonic() + 20
+        while not lock.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        found = processes.gits_working_in([world.submodule])
+        assert proc.pid in [pid for pid, _ in found], found  # (and its fork for the editor)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_git_that_exited_by_itself_left_no_lock(tmp_path: Path) -> None:
+    """In-process: only a dead git with no journaled exit (or killed by a signal git cannot
+    catch), that takes the very lock, started before it appeared, and whose guarded file
+    was not replaced since it started, may have left it."""
+    (tmp_path / "index").write_text("", encoding="utf-8")
+    time.sleep(0.05)
+    t = time.time()
+    time.sleep(0.05)
+    lock = tmp_path / "index.lock"
+    lock.write_text("", encoding="utf-8")
+    dead = _dead_git()
+
+    def git(**kw: object) -> Git:
+        fields: dict[str, object] = {"t": t, "locks": ("index.lock",), **kw}
+        return dataclasses.replace(dead, **fields)  # type: ignore[arg-type]
+
+    def blamed(g: Git) -> bool:
+        return gitlocks._left_by(lock, _move(t - 1.0, [g]))
+
+    assert blamed(git())
+    assert blamed(git(status=-signal.SIGKILL))
+    assert blamed(git(pid=None, started=None))  # announced, killed before it was named
+    assert not blamed(git(status=0))
+    assert not blamed(git(status=128))
+    assert not blamed(git(status=-signal.SIGTERM))  # git removes its locks on SIGTERM
+    assert not blamed(git(locks=("HEAD.lock",)))
+    assert not blamed(git(t=time.time() + 1.0))  # the lock is older than the git
+    (tmp_path / "index").write_text("rewritten", encoding="utf-8")  # the git finished
+    os.utime(tmp_path / "index")
+    assert not blamed(git())
+
+
+# -- a brief lock of another git's is waited for ----------------------------------------
+BRIEF_HOLDER = """\
+import os, sys, time
+watched, lock, seconds, word = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+first = open(watched, "rb").read()
+def changed():
+    now = open(watched, "rb").read()
+    return now.count(word.encode()) >= first.count(word.encode()) + 2 if word else now != first
+deadline = time.monotonic() + 60
+while not changed() and time.monotonic() < deadline:
+    time.sleep(0.0005)
+fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+time.sleep(seconds)
+os.close(fd)
+os.unlink(lock)
+"""
+
+
+@pytest.mark.parametrize("command", ["good", "reset"])
+def test_a_brief_lock_of_another_git_is_waited_for(world: World, command: str) -> None:
+    """A ``git status`` elsewhere takes index.lock for a moment (on LLVM, about a second)
+    just as bisectkit's checkout (HEAD moved: index next) or restore (its move journaled,
+    after the one of its index refresh: read-tree next) needs it: the git that meets it
+    is started again until the lock goes."""
+    before = full_state(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    watched, word = (git_dir(world, world.submodule) / "HEAD", "") if command == "good" else \
+        (state_dir(world) / "journal", '"op":"move"')
+    lock = git_dir(world, world.submodule) / "index.lock"
+    holder = subprocess.Popen([sys.executable, "-c", BRIEF_HOLDER, str(watched), str(lock),
+                               "1.0", word], cwd="/")
+    time.sleep(0.2)  # it has read the file as it is before the command
+    proc = git_cli(world, command)
+    assert holder.wait(timeout=60) == 0
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    if command == "reset":
+        assert full_state(world) == before
+    else:
+        assert world.git(world.submodule, "status", "--porcelain") == ""
+        assert git_cli(world, "reset").returncode == 0
+
+
+@pytest.mark.parametrize("ref", ["refs/bisectkit/kept/1", "refs/heads/main"])
+def test_a_reset_killed_writing_a_ref_leaves_a_lock_the_next_reset_removes(
+        world: World, tmp_path: Path, ref: str) -> None:
+    """``reset`` gives a commit of the user's on no branch a ref, or recreates the branch the
+    session started on (deleted meanwhile), through ``git update-ref``: killed together with
+    that git (it holds ``<ref>.lock``), the next reset removes the lock and finishes."""
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    if ref.startswith("refs/bisectkit/"):
+        (world.submodule / "mine.txt").write_text("my work\n", encoding="utf-8")
+        world.git(world.submodule, "add", "mine.txt")
+        world.git(world.submodule, "commit", "-q", "-m", "my work on the candidate")
+        mine = world.git(world.submodule, "rev-parse", "HEAD")
+        assert git_cli(world, "good").returncode == 0  # moves away: the commit on no branch
+    else:
+        mine = world.git(world.submodule, "rev-parse", "main")
+        world.git(world.submodule, "branch", "-D", "main")
+    lock = git_dir(world, world.submodule) / f"{ref}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    killed_at(world, tmp_path, "update-ref", f"holding-{ref}.lock", "reset",
+              only_in=world.submodule)
+    assert lock.exists()
+    reset = git_cli(world, "reset")
+    assert reset.returncode == 0, (reset.stdout, reset.stderr)
+    assert f"removed {lock}, left by a git of bisectkit's" in reset.stdout
+    assert world.git(world.submodule, "rev-parse", ref) == mine
+    assert world.git(world.submodule, "status", "--porcelain") == ""
+    assert world.git(world.submodule, "symbolic-ref", "HEAD") == "refs/heads/main"
+
+
+def test_the_journal_names_a_git_announced_then_started_once(tmp_path: Path) -> None:
+    """In-process: a git is announced before it starts (its time, the locks it takes),
+    named once it runs, and its exit recorded; a kill between the first two leaves it
+    known by its time alone."""
+    j = journal.Journal(tmp_path / "journal")
+    here = Side(HeadState(None, "0" * 40), "0" * 40)
+    j.begin_session(str(tmp_path), {".": journal.Origin(here.head, 0)})
+    n = j.move(".", here, here, 1.0)
+    j.git_start(n, 2.0, ("index.lock",))
+    j.git(n, os.getpid(), 2.0, ("index.lock",))
+    j.git_exit(n, os.getpid(), 0)
+    j.git_start(n, 3.0, ("HEAD.lock",))
+    state = journal.load(j.path)
+    assert state is not None
+    gits = state.moves[0].gits
+    assert [(g.pid, g.t, g.locks, g.status) for g in gits] == [
+        (os.getpid(), 2.0, ("index.lock",), 0), (None, 3.0, ("HEAD.lock",), None)]

@@ -176,3 +176,36 @@ def test_every_git_command_is_built_by_gitcli() -> None:
     assert found == []
     assert ("submodule.recurse", "false") in gitcli.PINNED
     assert gitcli.argv("status")[:3] == ["git", "-c", "submodule.recurse=false"]
+
+
+def test_split_index_in_the_config_leaves_every_index_whole(world: World) -> None:
+    """core.splitIndex=true (advised for big repositories): the indexes bisectkit's gits
+    write stay whole, which libgit2 can read; the run ends with its answer, restored."""
+    before = snapshot(world)
+    config = Path(world.env["HOME"]) / ".gitconfig"
+    original = config.read_text(encoding="utf-8")
+    config.write_text(original + "[core]\n\tsplitIndex = true\n", encoding="utf-8")
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            world.sha(0), "--bad", world.sha(300), "--build", "./build.sh", "--good-if",
+            GOOD_IF, "--", "./repro.sh")
+    config.write_text(original, encoding="utf-8")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{world.sha(200)} is the first bad commit\n" in r.stdout
+    assert snapshot(world) == before
+
+
+def test_a_split_index_is_refused_with_the_command_that_makes_it_whole(world: World) -> None:
+    world.git(world.submodule, "update-index", "--split-index")
+    before = snapshot(world)
+    argv = ("run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            world.sha(0), "--bad", world.sha(300), "--build", "./build.sh", "--good-if",
+            GOOD_IF, "--", "./repro.sh")
+    r = cli(world, *argv)
+    assert r.returncode == 2, r.stderr + r.stdout
+    lines = r.stderr.splitlines()
+    fix = f"git -C {world.submodule} update-index --no-split-index"
+    assert len(lines) == 1 and "split index" in lines[0] and fix in lines[0], r.stderr
+    assert snapshot(world) == before
+    world.git(world.submodule, *fix.split()[3:])
+    r = cli(world, *argv)
+    assert r.returncode == 0, r.stderr + r.stdout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import json
 import sys
 from collections.abc import Sequence
@@ -13,6 +13,7 @@ from bisectkit import engine, report, requests, results
 from bisectkit.commands import cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
+from bisectkit.errors import WriteFailed
 from bisectkit.fileio import write_json_atomic, write_text_atomic
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
@@ -87,9 +88,14 @@ def write_result(ctx: Context, target: str, result: dict[str, Any]) -> None:
         write_json_atomic(Path(target), result)
         cachenotes.remember_output(ctx, target)
         return
-    with contextlib.suppress(OSError, ValueError):  # a reader gone: nothing to tell it
+    try:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         sys.stdout.flush()
+    except ValueError:  # stdout closed: nobody to tell
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EPIPE, errno.EIO, errno.ECONNRESET):  # not a reader gone
+            raise WriteFailed("standard output", exc) from exc
 
 
 def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:

@@ -48,7 +48,14 @@ def make_strategy(superproject: Repo, session: Session, mover: Mover | None = No
     except KeyError:
         raise BadInput(f"the session uses an unknown strategy {session.strategy!r}; run "
                        "'git bisect-patched reset'") from None
-    return kind(superproject, session, mover)
+    try:
+        return kind(superproject, session, mover)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # A session file of the right shape whose strategy parameters are missing or of
+        # the wrong type (damaged, or hand-edited): one line, never a traceback.
+        raise BadInput(f"the session's {session.strategy} parameters are damaged "
+                       f"({type(exc).__name__}: {exc}); run 'git bisect-patched reset'"
+                       ) from exc
 
 
 def start(superproject: Repo, request: StartRequest) -> Session:

@@ -1,0 +1,56 @@
+"""A step whose build hides files from git (sparse checkout, skip-worktree, assume-unchanged).
+
+git status does not look at a file the sparse checkout leaves out, nor at one
+marked skip-worktree or assume-unchanged: a build that runs ``git sparse-checkout
+set`` or ``git update-index --skip-worktree`` and edits the file changes the tree
+under test out of the status's sight. What a step's repositories hide is taken
+when its build begins and must be the same after the build and after the repro:
+otherwise the run stops (exit 3, one line), nothing recorded, everything
+restored; the bad commit is never recorded good.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import SUBMODULE, World, git_cli, snapshot
+from test_tree_under_test import assert_stopped, once, submodule_run
+
+SPARSE = f"git -C {SUBMODULE} sparse-checkout set --no-cone '/*' '!/lib/bug.txt'"
+
+
+@pytest.mark.parametrize("phase", ["build", "repro"])
+def test_a_step_that_changes_the_sparse_checkout_records_nothing(world: World, tmp_path: Path,
+                                                                 phase: str) -> None:
+    before = snapshot(world)
+    command = once(tmp_path, SPARSE, f"./{phase}.sh")
+    r, result = submodule_run(world, tmp_path, **{phase: str(command)})
+    assert_stopped(r, result, SUBMODULE, f"after the {phase}")
+    assert "its sparse checkout (core.sparseCheckout or the patterns) changed" in \
+        r.stderr.splitlines()[-1]
+    world.git(world.submodule, "sparse-checkout", "disable")
+    assert snapshot(world) == before
+
+
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+@pytest.mark.parametrize("phase", ["build", "repro"])
+def test_a_step_that_hides_an_edit_from_git_records_nothing(world: World, tmp_path: Path,
+                                                            flag: str, phase: str) -> None:
+    """The edit stays (git will not write over a file so marked, and it may be the user's):
+    the line says how to let the restore finish."""
+    before = snapshot(world)
+    hide = f"git -C {SUBMODULE} update-index {flag} lib/bug.txt && " \
+           f"echo ok > {SUBMODULE}/lib/bug.txt"
+    r, result = submodule_run(world, tmp_path, **{phase: str(once(tmp_path, hide,
+                                                                   f"./{phase}.sh"))})
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert result["status"] == "aborted" and not result.get("steps"), result
+    line = r.stderr.splitlines()[-1]
+    fix = f"git -C {world.submodule} update-index --no{flag[1:]} -- lib/bug.txt"
+    assert "lib/bug.txt" in line and "git status does not show" in line and fix in line, line
+    world.git(world.submodule, *fix.split()[3:])
+    world.git(world.submodule, "checkout", "--", "lib/bug.txt")  # not mine: dropped
+    reset = git_cli(world, "reset")
+    assert reset.returncode == 0, reset.stdout + reset.stderr
+    assert snapshot(world) == before
