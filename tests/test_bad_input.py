@@ -199,6 +199,26 @@ def test_outputs_that_collide_with_inputs_or_each_other_are_refused(world: World
     assert not out.exists()
 
 
+@pytest.mark.parametrize("loaded_by", ["git config", "BISECTKIT_PLUGINS", "-p"])
+def test_an_output_over_a_loaded_plugin_is_refused(world: World, tmp_path: Path,
+                                                   loaded_by: str) -> None:
+    plugin = tmp_path / "team_plugin.py"
+    source = "def bisectkit_configure(config):\n    pass\n"
+    plugin.write_text(source, encoding="utf-8")
+    env: dict[str, str] = {}
+    extra: list[str] = []
+    if loaded_by == "git config":
+        world.git(world.superproject, "config", "bisectkit.plugins", str(plugin))
+    elif loaded_by == "BISECTKIT_PLUGINS":
+        env["BISECTKIT_PLUGINS"] = str(plugin)
+    else:
+        extra = ["-p", str(plugin)]
+    for flag in ("--json", "--report", "--trace"):
+        r = cli(world, *run_words(world, *extra, flag, str(plugin)), extra_env=env)
+        refused(world, r, f"{flag} {plugin}", "plugin team_plugin", "an input of the run")
+        assert plugin.read_text(encoding="utf-8") == source
+
+
 def test_git_run_and_advance_refuse_outputs_in_the_submodule(world: World) -> None:
     r = cli(world, "advance", *target(world), "--json", f"{SUBMODULE}/advance.json", "--",
             "./repro.sh")
@@ -440,6 +460,6 @@ def test_outputs_apart_from_inputs(tmp_path: Path) -> None:
                        (tmp_path / "data" / "x.json", "inside --cache-input"),
                        (tmp_path / "ws" / "x.json", "inside --workspace-root")]:
         with pytest.raises(BadInput, match=re.escape(said)):
-            outputs.apart_from_inputs({"--json": str(path)}, opts, tmp_path, ())
+            outputs.apart_from_inputs({"--json": str(path)}, opts, tmp_path, {})
     outputs.apart_from_inputs({"--json": str(tmp_path / "r.json"),
-                               "--report": str(tmp_path / "r.md")}, opts, tmp_path, ())
+                               "--report": str(tmp_path / "r.md")}, opts, tmp_path, {})
