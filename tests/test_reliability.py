@@ -20,7 +20,7 @@ import pytest
 from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
 
-from bisectkit.keptoutput import Kept
+from bisectkit.keptoutput import Kept, unmarked
 from bisectkit.runner import pexpect_command
 
 STATE = Path(".git") / "bisectkit"
@@ -330,6 +330,42 @@ def test_a_rule_matches_inside_a_long_line_in_the_dropped_middle(world: World,
             str(repro))
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["first_bad"] == world.sha(200)
+
+
+CHATTY = """\
+i=0; while [ $i -lt 400 ]; do echo "compiling unit $i"; i=$((i+1)); done
+if grep -q miscompile third_party/llvm-project/lib/bug.txt; then echo miscompiled; exit 1; fi
+"""
+
+
+def test_the_rules_never_match_bisectkits_own_output_dropped_line(world: World,
+                                                                   tmp_path: Path) -> None:
+    """8 KB of output, 4K kept: "[bisectkit: N bytes of output dropped here ...]" is in
+    the step log, but a --skip-if 'dropped' (the user's, for "connection dropped") never
+    sees it: the exit status decides."""
+    repro = write_script(tmp_path / "chatty.sh", CHATTY)
+    out = tmp_path / "r.json"
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(198), "--bad", world.sha(202), "--no-cache",
+            "--keep-output", "4K", "--skip-if", "dropped", "--skip-if", "end of the",
+            "--json", str(out), "--", str(repro))
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == world.sha(200)
+    assert {s["verdict"] for s in result["steps"]} == {"good", "bad"}
+    assert "bytes of output dropped here" in Path(result["steps"][0]["log"]).read_text()
+
+
+def test_unmarked_output_is_what_the_command_printed() -> None:
+    kept = Kept(200, [re.compile("needle")])
+    for i in range(100):
+        kept.add(f"line {i}\n" if i != 50 else "a needle\n")
+    text = kept.text()
+    assert "[bisectkit: " in text
+    bare = unmarked(text)
+    assert "bisectkit" not in bare and "a needle\n" in bare
+    assert bare.startswith("line 0\n") and bare.endswith("line 99\n")
+    assert unmarked("[bisectkit: the repro's own words]\n") == "[bisectkit: the repro's own words]\n"
 
 
 def test_kept_output_is_head_tail_and_matching_lines() -> None:

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 from bisectkit import undertest
 from bisectkit.errors import Aborted, BadInput, TreeMoved
 from bisectkit.hooks import Hooks
-from bisectkit.keptoutput import clean_output
+from bisectkit.keptoutput import clean_output, unmarked
 from bisectkit.model import Outcome, Step, Verdict
 from bisectkit.session import Session, SessionStore
 from bisectkit.strategies.base import Prepared, Strategy
@@ -139,8 +139,11 @@ class StepTester:
                 step.environment = "a command cannot run"
                 return step, "skip", f"{outcome.describe()}, a command cannot run: {line!r}", \
                     details
+        # The rules and classifiers judge what the command printed, never bisectkit's
+        # "output dropped here" lines (a --skip-if 'dropped' would match them).
+        judged = dataclasses.replace(outcome, output=unmarked(outcome.output))
         with self.b.tracer.span("classify", step.index):
-            verdict = self.b.call_step_hook(step, lambda: self.b.hooks.classify(step, outcome))
+            verdict = self.b.call_step_hook(step, lambda: self.b.hooks.classify(step, judged))
         if verdict is None:
             raise Aborted(f"repro {outcome.describe()} at {step.commit[:12]}: exit codes >= 128 "
                           "and signals abort the bisection")
