@@ -126,11 +126,23 @@ def nonempty(text: str) -> str:
     return text
 
 
+#: Words a term cannot be: git bisect's own commands (git refuses them as terms) and
+#: bisectkit's, whichever mode (a term is a word the user may type after the command).
+COMMAND_WORDS = frozenset({
+    "help", "start", "skip", "next", "reset", "visualize", "view", "replay", "log", "run",
+    "terms", "status", "show-step", "advance", "plugins", "workspaces"})
+
+
 def term(text: str) -> str:
-    """``--term-old``/``--term-new``: one word, shown in every message and written in the
-    replay log's comments (a space or a newline would break both)."""
+    """A term: one word, shown in every message and written in the replay log's comments
+    (a space or a newline would break both), never an option or a command's name."""
     if not text or any(c.isspace() or not c.isprintable() for c in text):
         raise argparse.ArgumentTypeError(f"not a single word: {text!r}")
+    if text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text!r} starts with '-': a term cannot look "
+                                         "like an option")
+    if text in COMMAND_WORDS:
+        raise argparse.ArgumentTypeError(f"can't use the command '{text}' as a term")
     return text
 
 

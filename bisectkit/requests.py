@@ -206,9 +206,19 @@ def start_request(args: Namespace, default_submodule: Callable[[], str | None]) 
 
 def _terms(args: Namespace) -> Terms:
     terms = Terms.of(bool(args.find_fix), args.term_old, args.term_new)
-    if terms.old == terms.new or "skip" in (terms.old, terms.new):
-        raise BadInput(f"--term-old and --term-new must differ and not be 'skip' "
-                       f"({terms.old}/{terms.new})")
+    # A term may be a mark word of its own side, never one of the other side's (git: "can't
+    # change the meaning of the term"): ``good`` marks the old side, or with --find-fix
+    # (the repro passes) the new one, as ``fixed`` does.
+    default = Terms.of(terms.find_fix)
+    sides = {"old": "old", "new": "new", default.old: "old", default.new: "new",
+             "good": "new" if terms.find_fix else "old", "bad": "old" if terms.find_fix else "new"}
+    for flag, word, side in (("--term-old", args.term_old, "old"),
+                             ("--term-new", args.term_new, "new")):
+        if sides.get(word, side) != side:
+            raise BadInput(f"{flag} {word}: can't change the meaning of the term '{word}' "
+                           f"(it names the {sides[word]} side)")
+    if terms.old == terms.new:
+        raise BadInput(f"--term-old and --term-new must differ ({terms.old}/{terms.new})")
     return terms
 
 

@@ -141,6 +141,35 @@ def test_bad_values_are_refused_when_parsed(world: World, words: list[str], said
     assert snapshot(world) == before
 
 
+@pytest.mark.parametrize(("words", "said"), [
+    (["--term-old", "bad", "--term-new", "good"], "--term-old bad: can't change the meaning of "
+                                                  "the term 'bad' (it names the new side)"),
+    (["--term-old", "new", "--term-new", "old"], "--term-old new: can't change the meaning of "
+                                                 "the term 'new'"),
+    (["--term-old", "fast", "--term-new", "good"], "--term-new good: can't change the meaning"),
+    (["--find-fix", "--term-old", "good"], "--term-old good: can't change the meaning of the "
+                                           "term 'good' (it names the new side)"),
+    (["--term-old", "reset"], "--term-old: can't use the command 'reset' as a term"),
+    (["--term-new", "help"], "--term-new: can't use the command 'help' as a term"),
+    (["--term-new", "log"], "can't use the command 'log'"),
+    (["--term-old", "skip"], "can't use the command 'skip'"),
+    (["--term-old=-x"], "--term-old: '-x' starts with '-'"),
+])
+def test_terms_that_are_commands_or_the_other_sides_words_are_refused(
+        world: World, words: list[str], said: str) -> None:
+    before = snapshot(world)
+    r = git_cli(world, "start", *target(world), *words, world.sha(300), world.sha(0))
+    refused(world, r, said, prog="git bisect-patched")
+    refused(world, cli(world, *run_words(world, *words)), said)
+    assert snapshot(world) == before
+
+
+def test_every_subcommand_name_is_refused_as_a_term() -> None:
+    names = {name for git_mode in (True, False) for action in build_parser(git_mode)._actions
+             if isinstance(action, argparse._SubParsersAction) for name in action.choices}
+    assert names - {"good", "bad", "old", "new"} <= argtypes.COMMAND_WORDS
+
+
 @pytest.mark.parametrize(("key", "value", "said"), [
     ("bisectkit.jobs", "100000", "git config bisectkit.jobs is '100000': at most 64"),
     ("bisectkit.scheduler", "not a url", "git config bisectkit.scheduler is 'not a url'"),
@@ -427,6 +456,8 @@ def test_validators_take_good_values(parse: Any, text: str, value: object) -> No
     (argtypes.nonempty, "", "empty"),
     (argtypes.term, "", "not a single word"),
     (argtypes.term, "a\nb", "not a single word"),
+    (argtypes.term, "-x", "starts with '-'"),
+    (argtypes.term, "reset", "can't use the command 'reset' as a term"),
 ])
 def test_validators_refuse_bad_values(parse: Any, text: str, said: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=re.escape(said)):
