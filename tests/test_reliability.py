@@ -293,8 +293,8 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)
 def test_fifty_megabytes_per_step_keep_memory_and_logs_flat(world: World, tmp_path: Path,
                                                             noise: str, good: int,
                                                             bad: int) -> None:
-    """50 MB of output per step, text (long lines or short) or binary: RSS stays flat, logs stay under
-    --keep-output, and a --bad-if match in the dropped middle still decides the verdict.
+    """50 MB of output per step, text (long lines or short) or binary: RSS stays flat, logs
+    stay under --keep-output, and a --bad-if match in the dropped middle still decides the verdict.
     (Binary output crosses a pty slower: two steps, not three.)"""
     repro = write_script(tmp_path / "noisy.sh", noise)
     out = tmp_path / "r.json"
@@ -377,7 +377,8 @@ def test_unmarked_output_is_what_the_command_printed() -> None:
     bare = unmarked(text)
     assert "bisectkit" not in bare and "a needle\n" in bare
     assert bare.startswith("line 0\n") and bare.endswith("line 99\n")
-    assert unmarked("[bisectkit: the repro's own words]\n") == "[bisectkit: the repro's own words]\n"
+    own = "[bisectkit: the repro's own words]\n"
+    assert unmarked(own) == own
 
 
 def test_kept_output_is_head_tail_and_matching_lines() -> None:
