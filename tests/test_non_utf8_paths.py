@@ -206,3 +206,23 @@ def _mktree(repo: Path, listing: str) -> str:
     proc = subprocess.run(["git", "mktree"], cwd=repo, input=os.fsencode(listing),
                           capture_output=True, check=True)
     return proc.stdout.decode().strip()
+
+
+def test_a_latin1_word_in_the_repro_and_the_build_reaches_them_as_typed(world: World,
+                                                                        tmp_path: Path):
+    """The command line is bytes: a Latin-1 file name given to the repro and the build is
+    the same bytes for them (it was exit 70, UnicodeEncodeError, at the first step)."""
+    name = os.fsdecode(b"input-caf\xe9.mlir")
+    (world.superproject / name).write_text("module {}\n", encoding="utf-8")
+    check = tmp_path / "check.sh"
+    check.write_text('#!/bin/sh\n[ -f "$1" ] || { echo "no file $1"; exit 200; }\n'
+                     'exec ./repro.sh\n', encoding="utf-8")
+    check.chmod(0o755)
+    out = tmp_path / "r.json"
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            world.sha(196), "--bad", world.sha(204), "--build", f"./build.sh && test -f {name}",
+            "--good-if", GOOD_IF, "--json", str(out), "--", str(check), name)
+    assert r.returncode == 0, r.stderr + r.stdout
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == world.sha(200)
+    assert all(s["verdict"] != "skip" for s in result["steps"]), result["steps"]
