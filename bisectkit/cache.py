@@ -104,7 +104,7 @@ class VerdictCache:
     def key(self, trees: tuple[str, ...]) -> str:
         h = hashlib.sha256(self._key_material.encode("utf-8", "surrogateescape"))
         for t in trees:
-            h.update(b"\0" + t.encode())
+            h.update(b"\0" + t.encode("utf-8", "surrogateescape"))  # a Latin-1 path
         return h.hexdigest()
 
     def get(self, trees: tuple[str, ...]) -> dict[str, Any] | None:
@@ -164,7 +164,7 @@ class VerdictCache:
 
 
 def _trees_digest(trees: tuple[str, ...]) -> str:
-    return hashlib.sha256("\0".join(trees).encode()).hexdigest()[:16]
+    return hashlib.sha256("\0".join(trees).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
