@@ -9,12 +9,12 @@ again (follow-up commands, the replay log). Nothing else sees argparse.
 from __future__ import annotations
 
 import shlex
-from argparse import Action, Namespace
+from argparse import Action, ArgumentTypeError, Namespace
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit import parallelopts, precheck
+from bisectkit import argtypes, parallelopts, precheck
 from bisectkit.advancing import advance_request
 from bisectkit.errors import BadInput
 from bisectkit.model import (
@@ -171,7 +171,7 @@ def start_request(args: Namespace, default_submodule: Callable[[], str | None]) 
     """What ``start``/``bisectkit run`` asks to bisect; bad option combinations refused.
     ``default_submodule()``: the submodule when none is named (it may refuse)."""
     terms, all_parents = _terms(args), bool(getattr(args, "all_parents", False))
-    pathspec = tuple(getattr(args, "pathspec", ()))
+    pathspec = _pathspec(getattr(args, "pathspec", ()))
     if getattr(args, "advance", False):
         return advance_request(args, default_submodule, pathspec, terms)
     if args.on_conflict is not None and (args.stack or args.integrate):
@@ -202,6 +202,15 @@ def start_request(args: Namespace, default_submodule: Callable[[], str | None]) 
                        "git config bisectkit.submodule PATH")
     return SubmoduleRequest(path, args.bad, tuple(args.good), args.upstream, pathspec,
                             args.on_conflict or "skip", terms, all_parents)
+
+
+def _pathspec(words: Sequence[str]) -> tuple[str, ...]:
+    """``start``'s ``-- PATHSPEC...`` (after argparse: the CLI splits it off), checked as
+    ``--pathspec`` is."""
+    try:
+        return tuple(argtypes.pathspec(word) for word in words)
+    except ArgumentTypeError as exc:
+        raise BadInput(f"pathspec: {exc}") from None
 
 
 def _terms(args: Namespace) -> Terms:

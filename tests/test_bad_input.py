@@ -133,6 +133,17 @@ def test_no_command_prints_what_to_type(world: World) -> None:
     (["--json", ""], "--json: give a file name"),
     (["--trace", "/proc/x"], "--trace /proc/x: names a stream"),
     (["--jobs", "2", "--workspace-root", "/proc/ws"], "--workspace-root /proc/ws: cannot create"),
+    # An empty value (an unset shell variable) is refused, never read as "the default".
+    (["--cache-input", ""], "argument --cache-input: empty"),  # not the whole superproject
+    (["--build", ""], "argument --build: empty: give a shell command"),  # not "no build"
+    (["--jobs", "2", "--workspace-root", ""], "argument --workspace-root: empty"),
+    (["--report", "-"], "--report -: only --json writes to stdout"),  # not a file named '-'
+    (["--trace", "-"], "--trace -: only --json writes to stdout"),
+    # Numbers in ASCII digits; a time limit no step could meet is refused.
+    (["--jobs", "\u0661"], "argument --jobs/-j: not a whole number: '\u0661'"),
+    (["--timeout", "1_0"], "argument --timeout: not a number: '1_0'"),
+    (["--timeout", "1e-320"], "argument --timeout: must be at least 0.001 seconds"),
+    (["--keep-output", "1_0M"], "argument --keep-output: not a size"),
 ])
 def test_bad_values_are_refused_when_parsed(world: World, words: list[str], said: str) -> None:
     before = snapshot(world)
@@ -168,6 +179,29 @@ def test_every_subcommand_name_is_refused_as_a_term() -> None:
     names = {name for git_mode in (True, False) for action in build_parser(git_mode)._actions
              if isinstance(action, argparse._SubParsersAction) for name in action.choices}
     assert names - {"good", "bad", "old", "new"} <= argtypes.COMMAND_WORDS
+
+
+def test_a_pathspec_that_is_empty_outside_or_matches_nothing_is_refused(world: World) -> None:
+    """Never an untested "first bad commit" (the bad end, the only candidate left)."""
+    before = snapshot(world)
+    ends = [world.sha(300), world.sha(0)]
+    for words, said in [(["--", ""], "pathspec: empty"),
+                        (["--", "../../etc"], "pathspec: '../../etc' is outside the repository"),
+                        (["--", "/etc"], "pathspec: '/etc' is outside the repository"),
+                        (["--", "no/such/dir"], f"no commit between {world.sha(0)[:12]} and "
+                         f"{world.sha(300)[:12]} changes no/such/dir (paths in submodule "
+                         f"{SUBMODULE}, from its root)")]:
+        r = git_cli(world, "start", *target(world), *ends, *words)
+        refused(world, r, said, prog="git bisect-patched")
+    r = cli(world, "advance", *target(world), "--pathspec", "", "--", "./repro.sh")
+    refused(world, r, "argument --pathspec: empty")
+    r = cli(world, "status", *target(world), "--", "../x")
+    one_error(r, 2, "argument PATHSPEC: '../x' is outside the repository")
+    assert snapshot(world) == before
+    # A path some commit changes is taken, as before.
+    r = git_cli(world, "start", *target(world), *ends, "--", "lib/bug.txt")
+    assert r.returncode == 0, r.stderr
+    assert git_cli(world, "reset").returncode == 0
 
 
 @pytest.mark.parametrize(("key", "value", "said"), [
@@ -419,8 +453,10 @@ def test_every_option_is_taken_when_written_in_full(prog: str,
 
 
 @pytest.mark.parametrize(("parse", "text", "value"), [
-    (argtypes.positive_float, "2.5", 2.5),
-    (argtypes.positive_float, "1e-3", 0.001),
+    (argtypes.seconds, "2.5", 2.5),
+    (argtypes.seconds, "1e-3", 0.001),
+    (argtypes.pathspec, "lib/x", "lib/x"),
+    (argtypes.pathspec, "lib/../x", "lib/../x"),
     (argtypes.byte_size, "8M", 8 << 20),
     (argtypes.byte_size, "1KiB", 1024),
     (argtypes.resource, "GPU=0.5", ("GPU", 0.5)),
@@ -437,10 +473,17 @@ def test_validators_take_good_values(parse: Any, text: str, value: object) -> No
 
 
 @pytest.mark.parametrize(("parse", "text", "said"), [
-    (argtypes.positive_float, "nan", "not a finite number"),
-    (argtypes.positive_float, "-inf", "not a finite number"),
-    (argtypes.positive_float, "-1", "must be positive"),
-    (argtypes.positive_float, "soon", "not a number"),
+    (argtypes.seconds, "nan", "not a finite number"),
+    (argtypes.seconds, "-inf", "not a finite number"),
+    (argtypes.seconds, "-1", "must be positive"),
+    (argtypes.seconds, "soon", "not a number"),
+    (argtypes.seconds, "\u0661", "not a number"),
+    (argtypes.seconds, "1e400", "not a finite number"),
+    (argtypes.seconds, "0.0005", "at least 0.001 seconds"),
+    (argtypes.whole_number(0), "1_0", "not a whole number"),
+    (argtypes.resource, "GPU=1_0", "not NAME=AMOUNT"),
+    (argtypes.pathspec, "a/../../b", "outside the repository"),
+    (argtypes.command, " ", "empty"),
     (argtypes.byte_size, "inf", "not a size"),
     (argtypes.byte_size, "1e400K", "not a size"),
     (argtypes.byte_size, "512", "at least 1K"),
