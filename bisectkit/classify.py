@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bisectkit.keptoutput import unmarked
 from bisectkit.model import Outcome, Rules, Step, Verdict, hookimpl
+from bisectkit.model.dropped import unmarked
 
 if TYPE_CHECKING:
     from bisectkit.model import Config

@@ -7,7 +7,7 @@ patterns (the ``--*-if`` rules) are kept under the marker, so a rule still sees
 them. What the rules, the classifiers and the step logs get is the text a reader
 sees (:func:`clean_output`): no escapes, no ``\\r`` rewrites, no control characters.
 The marker is bisectkit's, not the command's: the rules and the classifiers get the
-text without it (:func:`unmarked`), the step logs with it.
+text without it (:func:`bisectkit.model.dropped.unmarked`), the step logs with it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Sequence
+
+from bisectkit.model import dropped
 
 #: At most this many lines of the dropped middle are kept for matching the rules.
 _MAX_KEPT_LINES = 200
@@ -33,20 +35,6 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"
                       r"|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
                       r"|\x1b[ -/]*[0-Z\\-~]"
                       r"|\x9b[0-?]*[ -/]*[@-~]")
-
-
-#: The lines :meth:`Kept.text` puts where the middle was dropped (each a whole line).
-_DROPPED = "[bisectkit: {n} bytes of output dropped here (--keep-output)"
-_MARKERS = re.compile(r"^\[bisectkit: (?:\d+ bytes of output dropped here \(--keep-output\)"
-                      r"(?:; the \d+ line\(s\) of them that match the rules:)?"
-                      r"|end of the dropped output)\]\n", re.MULTILINE)
-
-
-def unmarked(text: str) -> str:
-    """``text`` without the lines :meth:`Kept.text` added where output was dropped: what
-    the command printed (its head, the dropped lines a rule matches, its tail), for the
-    rules and the classifiers, which must judge the command's output, never bisectkit's."""
-    return _MARKERS.sub("", text) if "[bisectkit: " in text else text
 
 
 def clean_output(text: str) -> str:
@@ -191,11 +179,11 @@ class Kept:
             return "".join(out)
         _clean_lines(self._take(head=True), out)
         self._look(clean_output(self._partial))
-        out.append("\n" + _DROPPED.format(n=self.dropped))
+        out.append("\n" + dropped.DROPPED.format(n=self.dropped))
         if self._matched:
-            out.append(f"; the {len(self._matched)} line(s) of them that match the rules:]\n")
+            out.append(dropped.MATCHED.format(n=len(self._matched)) + "\n")
             out += [line + "\n" for line in self._matched]
-            out.append("[bisectkit: end of the dropped output]\n")
+            out.append(dropped.END + "\n")
         else:
             out.append("]\n")
         _clean_lines(self._take(), out)

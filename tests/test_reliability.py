@@ -20,7 +20,8 @@ import pytest
 from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
 
-from bisectkit.keptoutput import Kept, unmarked
+from bisectkit.keptoutput import Kept
+from bisectkit.model.dropped import unmarked
 from bisectkit.runner import pexpect_command
 
 STATE = Path(".git") / "bisectkit"

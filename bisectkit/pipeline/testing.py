@@ -15,8 +15,9 @@ from typing import Any, Protocol, TypeVar
 from bisectkit import undertest
 from bisectkit.errors import Aborted, BadInput, TreeMoved
 from bisectkit.hooks import Hooks
-from bisectkit.keptoutput import clean_output, unmarked
+from bisectkit.keptoutput import clean_output
 from bisectkit.model import Outcome, Step, Verdict
+from bisectkit.model.dropped import unmarked
 from bisectkit.session import Session, SessionStore
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.trace import Tracer
