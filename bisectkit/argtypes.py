@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import posixpath
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -19,15 +20,22 @@ from bisectkit.errors import BadInput
 _T = TypeVar("_T")
 
 
+#: Numbers as written in ASCII: Python's int() and float() also take other scripts' digits
+#: (``--jobs ١``) and underscores (``--timeout 1_0``), which no shell user means.
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: The shortest time limit taken (``--timeout 1e-320`` would time every step out).
+MIN_SECONDS = 0.001
+
+
 def whole_number(minimum: int, note: str = "") -> Callable[[str], int]:
-    """A ``type=`` for a whole number >= ``minimum``; ``note`` ends the too-small message
-    (``whole_number(0, " (0: no limit)")``)."""
+    """A ``type=`` for a whole number >= ``minimum``, in ASCII digits; ``note`` ends the
+    too-small message (``whole_number(0, " (0: no limit)")``)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not _WHOLE.fullmatch(text):
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+        value = int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more{note}")
         return value
@@ -35,17 +43,26 @@ def whole_number(minimum: int, note: str = "") -> Callable[[str], int]:
     return parse
 
 
-def positive_float(text: str) -> float:
-    """A number of seconds (or any quantity) > 0 and finite: ``nan`` and ``inf`` would turn a
-    limit off without saying so (no comparison with ``nan`` is ever true)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
+def _decimal(text: str) -> float:
+    """``text`` as a finite number in ASCII (``2.5``, ``1e-3``): ``nan`` and ``inf`` would
+    turn a limit off without saying so (no comparison with ``nan`` is ever true)."""
+    if text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
         raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    if not _DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+    value = float(text)
+    if not math.isfinite(value):  # 1e400
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A time limit in seconds: a finite number, at least :data:`MIN_SECONDS`."""
+    value = _decimal(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
+    if value < MIN_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_SECONDS:g} seconds")
     return value
 
 
@@ -54,9 +71,12 @@ def byte_size(text: str) -> int:
     units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     body = text.strip().lower().removesuffix("ib").removesuffix("b")
     unit = body[-1:] if body[-1:] in units else ""
+    number = body[:len(body) - len(unit)]
     try:
-        value = int(float(body[:len(body) - len(unit)]) * units[unit])
-    except (ValueError, OverflowError):  # OverflowError: inf
+        if not _DECIMAL.fullmatch(number):
+            raise ValueError(number)
+        value = int(float(number) * units[unit])
+    except (ValueError, OverflowError):  # OverflowError: 1e400K
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8M)") from None
     if value < 1024:
         raise argparse.ArgumentTypeError("must be at least 1K")
@@ -66,10 +86,9 @@ def byte_size(text: str) -> int:
 def resource(text: str) -> tuple[str, float]:
     """``GPU=1``: a Dask worker resource a step needs, and how much of it."""
     name, sep, amount = text.partition("=")
-    try:
-        value = float(amount) if sep else 1.0
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not NAME=AMOUNT: {text!r} (e.g. GPU=1)") from None
+    if not sep:
+        amount = "1"
+    value = float(amount) if _DECIMAL.fullmatch(amount) else math.nan
     if not name.strip() or not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"not NAME=AMOUNT: {text!r} (e.g. GPU=1)")
     return name.strip(), value
@@ -118,6 +137,28 @@ def scheduler_address(text: str) -> str:
     return text
 
 
+def pathspec(text: str) -> str:
+    """A pathspec: a path inside the repository, from its root (as git stores it); empty
+    (git refuses it), absolute or climbing out with ``..``, it could match nothing."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty: give a path, or leave the pathspec out")
+    if text.startswith("/") or posixpath.normpath(text).split("/")[0] == "..":
+        raise argparse.ArgumentTypeError(f"{text!r} is outside the repository (give a path "
+                                         "from its root, e.g. mlir/lib)")
+    return text
+
+
+def command(text: str) -> str:
+    """``--build``: a shell command. An empty one (an unset shell variable) is refused, not
+    read as "no build": git config bisectkit.build would still apply to the follow-up
+    commands the run prints, and a reader could not tell."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: give a shell command (to run no build "
+                                         "where git config bisectkit.build sets one: "
+                                         "--build true)")
+    return text
+
+
 def nonempty(text: str) -> str:
     """A path or a revision: an empty one (an unset shell variable) would silently mean
     "the default" instead."""
@@ -126,11 +167,23 @@ def nonempty(text: str) -> str:
     return text
 
 
+#: Words a term cannot be: git bisect's own commands (git refuses them as terms) and
+#: bisectkit's, whichever mode (a term is a word the user may type after the command).
+COMMAND_WORDS = frozenset({
+    "help", "start", "skip", "next", "reset", "visualize", "view", "replay", "log", "run",
+    "terms", "status", "show-step", "advance", "plugins", "workspaces"})
+
+
 def term(text: str) -> str:
-    """``--term-old``/``--term-new``: one word, shown in every message and written in the
-    replay log's comments (a space or a newline would break both)."""
+    """A term: one word, shown in every message and written in the replay log's comments
+    (a space or a newline would break both), never an option or a command's name."""
     if not text or any(c.isspace() or not c.isprintable() for c in text):
         raise argparse.ArgumentTypeError(f"not a single word: {text!r}")
+    if text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text!r} starts with '-': a term cannot look "
+                                         "like an option")
+    if text in COMMAND_WORDS:
+        raise argparse.ArgumentTypeError(f"can't use the command '{text}' as a term")
     return text
 
 

@@ -41,7 +41,8 @@ class VerdictCache:
         self._store = store
         self.identity = identity
         self._key_material = identity.text()
-        self._inputs = hashlib.sha256(self._key_material.encode()).hexdigest()[:16]
+        self._inputs = hashlib.sha256(
+            self._key_material.encode("utf-8", "surrogateescape")).hexdigest()[:16]
         self._summary = keydiff.summary(identity.parts)
         self._data = store.load_cache()
         self._notify = notify
@@ -73,7 +74,7 @@ class VerdictCache:
     def key(self, trees: tuple[str, ...]) -> str:
         h = hashlib.sha256(self._key_material.encode("utf-8", "surrogateescape"))
         for t in trees:
-            h.update(b"\0" + t.encode())
+            h.update(b"\0" + t.encode("utf-8", "surrogateescape"))  # a Latin-1 path
         return h.hexdigest()
 
     def get(self, trees: tuple[str, ...]) -> dict[str, Any] | None:
@@ -168,4 +169,4 @@ class VerdictCache:
 
 
 def _trees_digest(trees: tuple[str, ...]) -> str:
-    return hashlib.sha256("\0".join(trees).encode()).hexdigest()[:16]
+    return hashlib.sha256("\0".join(trees).encode("utf-8", "surrogateescape")).hexdigest()[:16]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bisectkit.model import Outcome, Rules, Step, Verdict, hookimpl
+from bisectkit.model.dropped import unmarked
 
 if TYPE_CHECKING:
     from bisectkit.model import Config
@@ -38,9 +39,12 @@ class RulesPlugin:
             if self._timeout_verdict == "skip":
                 step.environment = "timeout"
             return self._timeout_verdict
+        # What the command printed, never bisectkit's "output dropped here" lines (the
+        # pipeline removes them too; a plugin such as flaky calls the rules directly).
+        output = unmarked(outcome.output)
         for verdict in _PRECEDENCE:
             for pattern in self._patterns[verdict]:
-                match = pattern.search(outcome.output)
+                match = pattern.search(output)
                 if match:
                     step.reason = (f"{outcome.describe()}, "
                                    f"matched --{verdict}-if {pattern.pattern!r}")

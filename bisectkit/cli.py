@@ -161,7 +161,7 @@ def _prepare(argv: list[str], git_mode: bool,
     flags = requests.run_flags(args) if is_run else requests.RunFlags()
     if run is not None:
         outputs.apart_from_inputs(flags.outputs(), run, sp.workdir if sp else Path.cwd(),
-                                  args.plugin)
+                                  plugins.source_files(pm, origins))
     config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
                     console=console, run=run, origins=origins)
     Hooks(pm).configure(config)
@@ -208,8 +208,7 @@ def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginMan
 
 def _source_digest(plugin: object) -> str:
     """Hash of a plugin's source file, so editing a plugin invalidates cached verdicts."""
-    path = getattr(plugin, "__file__", None) or getattr(
-        sys.modules.get(type(plugin).__module__), "__file__", None)
+    path = plugins.source_file(plugin)
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
     except OSError:

@@ -26,6 +26,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
+import bisectkit.gitcli as gitcli
 import bisectkit.gitobjects as gitobjects
 from bisectkit.errors import BadInput
 from bisectkit.gitdiffs import CommitDiffs
@@ -211,11 +212,14 @@ class Repo(WorkTreeOps, CommitDiffs):
         return {r.name: r.url for r in self._repo.remotes if r.name and r.url}
 
     def submodule_urls(self, path: str) -> list[str]:
-        """Where the superproject fetches submodule ``path`` from: its config, then .gitmodules."""
-        sub = self._repo.submodules.get(path)
-        if sub is None:
-            return []
-        urls = [self.config_get(f"submodule.{sub.name}.url"), sub.url]
+        """Where the superproject fetches submodule ``path`` from: its config, then
+        .gitmodules. Read by git: libgit2's lookup refuses a path that is not UTF-8."""
+        gitmodules = ("--file", str(self.workdir / ".gitmodules"))
+        listed = _git_config(self.workdir, *gitmodules, "--get-regexp", r"^submodule\..*\.path$")
+        names = [key[len("submodule."):-len(".path")] for key, _, value in
+                 (entry.partition("\n") for entry in listed.split("\0")) if value == path]
+        urls = [_git_config(self.workdir, *where, "--get", f"submodule.{names[0]}.url")
+                for where in ((), gitmodules)] if names else []
         return [u for u in dict.fromkeys(urls) if u]
 
     def first_parent_log(self, tip: str, limit: int) -> list[str]:
@@ -278,3 +282,7 @@ def find_superproject(start: str | Path) -> Repo:
         repo = parent
 
 
+def _git_config(cwd: Path, *args: str) -> str:
+    """``git config -z args...``'s values (NUL-ended), "" when it finds none."""
+    proc = gitcli.run(cwd, "config", "-z", *args)
+    return proc.stdout.rstrip("\0") if proc.returncode == 0 else ""

@@ -148,7 +148,7 @@ def promisor_remotes(repo: pygit2.Repository) -> list[tuple[str, str, str | None
     names: list[str] = []
     with contextlib.suppress(KeyError):
         names.append(str(config["extensions.partialclone"]))
-    for entry in config:
+    for entry in _entries(config):
         key = entry.name.lower()
         if key.startswith("remote.") and key.endswith(".promisor") and entry.value and \
                 entry.value.lower() in ("true", "yes", "on", "1"):
@@ -159,6 +159,20 @@ def promisor_remotes(repo: pygit2.Repository) -> list[tuple[str, str, str | None
         if url is not None:
             found.append((name, url, _config_str(config, f"remote.{name}.partialclonefilter")))
     return found
+
+
+def _entries(config: pygit2.Config) -> Iterator[pygit2.config.ConfigEntry]:
+    """The entries of ``config`` whose names are UTF-8: pygit2 cannot decode another (the
+    ``submodule.<path>.url`` of a submodule at a Latin-1 path), and its iterator has
+    moved past that entry when it says so."""
+    entries = iter(config)
+    while True:
+        try:
+            yield next(entries)
+        except StopIteration:
+            return
+        except UnicodeDecodeError:
+            continue
 
 
 def _config_str(config: pygit2.Config, key: str) -> str | None:

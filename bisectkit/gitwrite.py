@@ -1,8 +1,9 @@
 """Writing commits and refs the way git does, for ``advance --apply`` (the git CLI only).
 
-Commits are made with ``git commit-tree``, so the committer is the user's own
-identity (git config, ``GIT_COMMITTER_*``) and a rebased patch keeps its
-author, author date and message byte for byte, as ``git rebase`` does.
+Commits are made by git (``commit-tree``, or ``hash-object`` for a rebased
+patch), the committer the user's own identity (git config, ``GIT_COMMITTER_*``);
+a rebased patch keeps its author line, message and ``encoding`` header byte for
+byte, as ``git rebase`` does.
 Refs move with ``git update-ref`` given the value they must still have, so a
 branch moved by someone else meanwhile is never overwritten.
 """
@@ -38,31 +39,36 @@ def branch_problem(cwd: Path, name: str) -> str | None:
 
 
 def commit_like(cwd: Path, tree: str, parent: str, like: str) -> str:
-    """A new commit of ``tree`` on ``parent`` with ``like``'s author, date and message,
-    committed by the user (no ref moved)."""
+    """A new commit of ``tree`` on ``parent`` with ``like``'s author line, ``encoding``
+    header and message byte for byte (as ``git rebase`` keeps them), committed by the
+    user (no ref moved)."""
     raw = gitcli.read_bytes(cwd, f"cannot read commit {like[:12]}", "cat-file", "commit", like)
     headers, _, message = raw.partition(b"\n\n")
-    env = dict(gitcli.git_env())
-    for line in headers.split(b"\n"):
-        if line.startswith(b"author "):
-            who, _, when = line[len(b"author "):].decode("utf-8", "replace").rpartition("> ")
-            name, _, email = who.partition(" <")
-            env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_AUTHOR_DATE=f"@{when}")
-    return _commit_tree(cwd, tree, [parent], message, env)
+    kept = {line.partition(b" ")[0]: line + b"\n" for line in headers.split(b"\n")
+            if line.startswith((b"author ", b"encoding "))}
+    # Written whole (git hash-object checks it): commit-tree would take the author through
+    # GIT_AUTHOR_* (text, with a name's trailing '.' trimmed) and label the message with
+    # the user's i18n.commitEncoding rather than the encoding its bytes are in.
+    committer = gitcli.read_bytes(cwd, f"cannot make a commit in {cwd}", "var",
+                                  "GIT_COMMITTER_IDENT").strip()
+    body = (b"tree %s\nparent %s\n" % (tree.encode(), parent.encode()) + kept[b"author"]
+            + b"committer " + committer + b"\n" + kept.get(b"encoding", b"") + b"\n" + message)
+    return _git_input(cwd, ["hash-object", "-t", "commit", "-w", "--stdin"], body)
 
 
 def commit(cwd: Path, tree: str, parent: str, message: str) -> str:
-    """A new commit of ``tree`` on ``parent`` by the user (no ref moved)."""
-    return _commit_tree(cwd, tree, [parent], message.encode(), dict(gitcli.git_env()))
+    """A new commit of ``tree`` on ``parent`` by the user (no ref moved), its message in
+    UTF-8 and labelled so, whatever the user's ``i18n.commitEncoding`` says."""
+    args = ["-c", "i18n.commitEncoding=UTF-8", "commit-tree", tree, "-p", parent]
+    return _git_input(cwd, args, message.encode())
 
 
-def _commit_tree(cwd: Path, tree: str, parents: list[str], message: bytes,
-                 env: dict[str, str]) -> str:
-    args = gitcli.argv("commit-tree", tree, *(w for p in parents for w in ("-p", p)))
+def _git_input(cwd: Path, args: list[str], data: bytes) -> str:
+    """The object id ``git args...`` prints when fed ``data``; GitFailure if it fails."""
     # Its own session and settings, as every git bisectkit runs (gitcli): a terminal
     # Ctrl-C reaches bisectkit, which decides when to stop.
-    proc = subprocess.run(args, cwd=cwd, env=env, input=message, capture_output=True,
-                          check=False, start_new_session=True)
+    proc = subprocess.run(gitcli.argv(*args), cwd=cwd, env=gitcli.git_env(), input=data,
+                          capture_output=True, check=False, start_new_session=True)
     if proc.returncode != 0:
         detail = " ".join(os.fsdecode(proc.stderr).split()) or f"exit {proc.returncode}"
         raise GitFailure(f"cannot make a commit in {cwd}: {detail}")

@@ -6,6 +6,8 @@ disk, binary output included; lines of the dropped middle that match ``watch``
 patterns (the ``--*-if`` rules) are kept under the marker, so a rule still sees
 them. What the rules, the classifiers and the step logs get is the text a reader
 sees (:func:`clean_output`): no escapes, no ``\\r`` rewrites, no control characters.
+The marker is bisectkit's, not the command's: the rules and the classifiers get the
+text without it (:func:`bisectkit.model.dropped.unmarked`), the step logs with it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Sequence
+
+from bisectkit.model import dropped
 
 #: At most this many lines of the dropped middle are kept for matching the rules.
 _MAX_KEPT_LINES = 200
@@ -49,18 +53,27 @@ def clean_output(text: str) -> str:
     return text if _CONTROLS.search(text) is None else _CONTROLS.sub("", text)
 
 
+#: Kept output is decoded and cleaned this many bytes at a time (up to a line's end).
+_BLOCK = 65536
+
+
 def _clean_lines(data: bytes, out: list[str]) -> None:
-    """Append to ``out`` the :func:`clean_output` of UTF-8 ``data``, decoded and cleaned a
-    line at a time (its line feeds as separate items).
+    """Append to ``out`` the :func:`clean_output` of UTF-8 ``data``, decoded and cleaned
+    in blocks of whole lines (about :data:`_BLOCK` bytes, or one longer line).
 
     A string is as wide as its widest character (one emoji makes it four bytes a
-    character), so each copy made while cleaning is one line, never the whole output.
+    character), so each copy made while cleaning is one block, never the whole output;
+    and a block, not a line, is one item of ``out`` (8 MiB of 3-byte lines would be
+    millions of strings). No escape sequence spans a line feed and ``\\r`` rewrites only
+    its own line, so cleaning whole lines together is cleaning each alone.
     """
     start = 0
-    while (end := data.find(b"\n", start)) >= 0:
-        out += (clean_output(data[start:end].decode("utf-8", "replace")), "\n")
-        start = end + 1
-    out.append(clean_output(data[start:].decode("utf-8", "replace")))
+    while start < len(data):
+        end = data.rfind(b"\n", start, start + _BLOCK) + 1 or data.find(b"\n", start) + 1
+        if not end:
+            end = len(data)
+        out.append(clean_output(data[start:end].decode("utf-8", "replace")))
+        start = end
 
 
 def _fold_cr(line: str) -> str:
@@ -119,9 +132,17 @@ class Kept:
         self.dropped += len(data)
         if not self._watch:
             return
-        *lines, partial = (self._partial + data.decode("utf-8", "replace")).split("\n")
-        for line in lines:
-            self._look(clean_output(line))
+        text = self._partial + data.decode("utf-8", "replace")
+        cut = text.rfind("\n")
+        partial = text[cut + 1:]
+        # The whole lines cleaned at once (the same as each alone: see _clean_lines), and
+        # only a line some rule matches looked at closely: millions of short lines cost
+        # one search each.
+        for line in clean_output(text[:cut]).split("\n") if cut >= 0 else ():
+            for pattern in self._watch:
+                if pattern.search(line) is not None:
+                    self._look(line)
+                    break
         self._partial = self._cut_long(partial) if len(partial) > 2 * _MAX_LINE else partial
 
     def _cut_long(self, partial: str) -> str:
@@ -158,11 +179,11 @@ class Kept:
             return "".join(out)
         _clean_lines(self._take(head=True), out)
         self._look(clean_output(self._partial))
-        out.append(f"\n[bisectkit: {self.dropped} bytes of output dropped here (--keep-output)")
+        out.append("\n" + dropped.DROPPED.format(n=self.dropped))
         if self._matched:
-            out.append(f"; the {len(self._matched)} line(s) of them that match the rules:]\n")
+            out.append(dropped.MATCHED.format(n=len(self._matched)) + "\n")
             out += [line + "\n" for line in self._matched]
-            out.append("[bisectkit: end of the dropped output]\n")
+            out.append(dropped.END + "\n")
         else:
             out.append("]\n")
         _clean_lines(self._take(), out)

@@ -101,13 +101,14 @@ class Merger:
     def make_commit(self, tree: str, parent: str, like: str) -> str:
         """Create (no ref moved) a commit of ``tree`` on ``parent`` with ``like``'s metadata.
 
-        Author, committer and message are copied so that the same patched
-        tree always yields the same commit id.
+        Author, committer and message are copied byte for byte, with the message's
+        ``encoding`` header (a Latin-1 commit stays Latin-1, never re-encoded), so that
+        the same patched tree always yields the same commit id.
         """
         src = gitobjects.commit(self._repo, like)
         oid = self._repo.create_commit(
-            None, src.author, src.committer, src.message, pygit2.Oid(hex=tree),
-            [pygit2.Oid(hex=parent)],
+            None, src.author, src.committer, src.raw_message, pygit2.Oid(hex=tree),
+            [pygit2.Oid(hex=parent)], *([src.message_encoding] if src.message_encoding else []),
         )
         return str(oid)
 

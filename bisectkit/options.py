@@ -14,10 +14,12 @@ import pluggy
 from bisectkit.argtypes import (
     MAX_JOBS,
     byte_size,
+    command,
     jobs,
-    positive_float,
+    nonempty,
     resource,
     scheduler_address,
+    seconds,
     whole_number,
 )
 from bisectkit.hooks import Hooks
@@ -45,10 +47,10 @@ def add_force_ignored(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> N
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run options")
-    g.add_argument("--build", metavar="CMD",
+    g.add_argument("--build", metavar="CMD", type=command,
                    help="shell command run in the superproject root before the repro at every "
                         "step; a failing build marks the step skip (default: git config "
-                        "bisectkit.build)")
+                        "bisectkit.build; where that is set, --build true runs none)")
     g.add_argument("--good-if", action="append", default=[], metavar="REGEX",
                    help="mark good when REGEX matches the repro's output "
                         "(overrides the exit status)")
@@ -56,7 +58,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="mark bad when REGEX matches (beats --skip-if and --good-if)")
     g.add_argument("--skip-if", action="append", default=[], metavar="REGEX",
                    help="mark skip when REGEX matches (beats --good-if)")
-    g.add_argument("--timeout", type=positive_float, metavar="SECONDS",
+    g.add_argument("--timeout", type=seconds, metavar="SECONDS",
                    help="kill a build or repro running longer than this (its process group)")
     g.add_argument("--timeout-verdict", choices=VERDICTS, default="skip",
                    help="verdict of a repro that timed out (default: skip); a timed-out "
@@ -94,6 +96,7 @@ def _add_cache_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--no-cache", action="store_true",
                    help="do not reuse verdicts of trees already tested with the same commands")
     g.add_argument("--cache-input", action="append", default=[], metavar="PATH",
+                   type=nonempty,
                    help="a file or directory (hashed recursively) the verdict depends on that "
                         "no command names: changing it invalidates cached verdicts "
                         "(repeatable)")
@@ -120,7 +123,7 @@ def add_parallel_options(p: argparse.ArgumentParser) -> None:
                    metavar="NAME=N",
                    help="with --scheduler: what a step needs of a worker, e.g. GPU=1 routes "
                         "steps to workers started with --resources GPU=1 (repeatable)")
-    g.add_argument("--no-workers-timeout", type=positive_float, metavar="SECONDS",
+    g.add_argument("--no-workers-timeout", type=seconds, metavar="SECONDS",
                    help="with --scheduler: stop (exit 3) when steps have waited SECONDS with "
                         "no worker able to run them (default: git config "
                         "bisectkit.no-workers-timeout, else "
@@ -128,7 +131,7 @@ def add_parallel_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_workspace_root(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument("--workspace-root", metavar="DIR",
+    p.add_argument("--workspace-root", metavar="DIR", type=nonempty,
                    help="where the workspaces live (default: git config "
                         "bisectkit.workspace-root, else .git/bisectkit/workspaces locally and "
                         "~/.cache/bisectkit/workspaces/WORKER on a Dask worker)")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from bisectkit.errors import BadInput
@@ -27,9 +27,10 @@ from bisectkit.session import Session, state_dir
 
 
 def apart_from_inputs(outputs: Mapping[str, str], opts: RunOptions, root: Path,
-                      plugin_specs: Sequence[str]) -> None:
-    """``outputs`` (flag -> path) name no input of the run and no other output."""
-    inputs = _named_files(opts, root, plugin_specs)
+                      plugin_files: Mapping[str, str]) -> None:
+    """``outputs`` (flag -> path) name no input of the run and no other output.
+    ``plugin_files``: the loaded plugins' source files (real path -> what it is)."""
+    inputs = {**plugin_files, **_named_files(opts, root)}
     seen: dict[str, str] = {}
     for flag, value in outputs.items():
         real = os.path.realpath(value)
@@ -51,7 +52,7 @@ def apart_from_inputs(outputs: Mapping[str, str], opts: RunOptions, root: Path,
                            "whose workspaces the run checks out; choose a file outside it")
 
 
-def _named_files(opts: RunOptions, root: Path, plugin_specs: Sequence[str]) -> dict[str, str]:
+def _named_files(opts: RunOptions, root: Path) -> dict[str, str]:
     """Every existing file the run reads by name (real path -> what it is)."""
     named: dict[str, str] = {}
     words = [(w, "a word of the repro") for w in opts.repro[1:]]
@@ -60,7 +61,6 @@ def _named_files(opts: RunOptions, root: Path, plugin_specs: Sequence[str]) -> d
     with contextlib.suppress(ValueError):  # not shell words: refused by precheck already
         words += [(w, "a word of --build") for w in shlex.split(opts.build or "")]
     words += [(p, "a --cache-input") for p in opts.cache_inputs]
-    words += [(p, "a plugin (-p)") for p in plugin_specs]
     for word, what in words:
         for text in {word, word.partition("=")[2]} - {""}:  # ``--input=FILE`` too
             for base in (Path.cwd(), root):

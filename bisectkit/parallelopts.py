@@ -29,7 +29,7 @@ def defaults(args: Namespace, config_get: Callable[[str], str | None]) -> None:
         args.workspace_root = config_get("bisectkit.workspace-root")
     if args.scheduler and getattr(args, "no_workers_timeout", None) is None:
         args.no_workers_timeout = argtypes.from_config(
-            config_get, "bisectkit.no-workers-timeout", argtypes.positive_float)
+            config_get, "bisectkit.no-workers-timeout", argtypes.seconds)
 
 
 def settings(args: Namespace) -> Parallel:

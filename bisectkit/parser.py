@@ -126,7 +126,7 @@ def _add_bisectkit_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--json", action="store_true", help="print JSON instead")
     p.add_argument("--limit", type=argtypes.whole_number(0), default=20, metavar="N",
                    help="show the newest N affecting upstream commits (0: all; default 20)")
-    p.add_argument("pathspec", nargs="*", metavar="PATHSPEC",
+    p.add_argument("pathspec", nargs="*", metavar="PATHSPEC", type=argtypes.pathspec,
                    help="count only upstream commits touching these path prefixes")
     p.set_defaults(handler="stack_status")
     _add_advance(sub, pm)
@@ -241,6 +241,7 @@ def _add_advance(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     _add_advance_target(p)
     p.add_argument("--pathspec", action="append", default=[], metavar="PREFIX",
+                   type=argtypes.pathspec,
                    help="only upstream commits that change these path prefixes are "
                         "candidates (repeatable), like 'bisectkit status -- PREFIX'")
     _add_deepen(p)

@@ -174,6 +174,24 @@ def _import(spec: str) -> tuple[ModuleType, str]:
         raise BadInput(f"plugin '{spec}' failed to import: {type(exc).__name__}: {exc}") from exc
 
 
+def source_file(plugin: object) -> str | None:
+    """The file a plugin (a module, or an object of a class) was loaded from."""
+    path = getattr(plugin, "__file__", None) or getattr(
+        sys.modules.get(type(plugin).__module__), "__file__", None)
+    return path if isinstance(path, str) else None
+
+
+def source_files(pm: pluggy.PluginManager, origins: dict[str, str]) -> dict[str, str]:
+    """The source file of every loaded plugin that is not bisectkit itself (real path ->
+    what it is), whatever loaded it: ``-p``, BISECTKIT_PLUGINS, git config, entry points."""
+    files: dict[str, str] = {}
+    for name, plugin in pm.list_name_plugin():
+        path = source_file(plugin) if plugin is not None else None
+        if path and origins.get(name) != BUILTIN_ORIGIN:
+            files.setdefault(os.path.realpath(path), f"plugin {name} ({origins.get(name)})")
+    return files
+
+
 def describe(pm: pluggy.PluginManager, origins: dict[str, str]) -> list[tuple[str, str, str]]:
     """(name, origin, hooks) of every loaded plugin, in load order."""
     rows = []

@@ -79,6 +79,9 @@ def output_path(flag: str, value: str) -> None:
     replaced by the rename)."""
     if not value:
         raise BadInput(f"{flag}: give a file name")
+    if value == "-":  # only --json writes to stdout (the caller lets its '-' through)
+        raise BadInput(f"{flag} -: only --json writes to stdout; give a file name "
+                       "(./- for a file named '-')")
     if os.path.abspath(value).startswith(_STREAMS):
         raise BadInput(f"{flag} {value}: names a stream or a process's file, not a file; "
                        "give a file name" + (" ('-' for stdout)" if flag == "--json" else ""))

@@ -86,11 +86,17 @@ class ReplayLog:
 def parse_log(text: str, path: Path) -> ReplayLog:
     """The commands of a log; one line naming the file and line for anything else."""
     commands: list[list[str]] = []
-    for n, raw in enumerate(text.splitlines(), 1):
+    # Lines end at a line feed only, as for git: a vertical tab, a form feed or U+2028 in
+    # a line (str.splitlines would break there) never makes one line two commands.
+    for n, raw in enumerate(text.split("\n"), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        words = shlex.split(line)
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:  # an unbalanced quote
+            raise BadInput(f"{path}:{n}: cannot read the line: {exc}: "
+                           f"{safetext.one_line(line)}") from None
         if words[:2] == _PROG:
             words = words[2:]
         elif words[:1] == ["git-bisect-patched"]:

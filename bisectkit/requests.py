@@ -9,12 +9,12 @@ again (follow-up commands, the replay log). Nothing else sees argparse.
 from __future__ import annotations
 
 import shlex
-from argparse import Action, Namespace
+from argparse import Action, ArgumentTypeError, Namespace
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit import parallelopts, precheck
+from bisectkit import argtypes, parallelopts, precheck
 from bisectkit.advancing import advance_request
 from bisectkit.errors import BadInput
 from bisectkit.model import (
@@ -171,7 +171,7 @@ def start_request(args: Namespace, default_submodule: Callable[[], str | None]) 
     """What ``start``/``bisectkit run`` asks to bisect; bad option combinations refused.
     ``default_submodule()``: the submodule when none is named (it may refuse)."""
     terms, all_parents = _terms(args), bool(getattr(args, "all_parents", False))
-    pathspec = tuple(getattr(args, "pathspec", ()))
+    pathspec = _pathspec(getattr(args, "pathspec", ()))
     if getattr(args, "advance", False):
         return advance_request(args, default_submodule, pathspec, terms)
     if args.on_conflict is not None and (args.stack or args.integrate):
@@ -204,11 +204,30 @@ def start_request(args: Namespace, default_submodule: Callable[[], str | None]) 
                             args.on_conflict or "skip", terms, all_parents)
 
 
+def _pathspec(words: Sequence[str]) -> tuple[str, ...]:
+    """``start``'s ``-- PATHSPEC...`` (after argparse: the CLI splits it off), checked as
+    ``--pathspec`` is."""
+    try:
+        return tuple(argtypes.pathspec(word) for word in words)
+    except ArgumentTypeError as exc:
+        raise BadInput(f"pathspec: {exc}") from None
+
+
 def _terms(args: Namespace) -> Terms:
     terms = Terms.of(bool(args.find_fix), args.term_old, args.term_new)
-    if terms.old == terms.new or "skip" in (terms.old, terms.new):
-        raise BadInput(f"--term-old and --term-new must differ and not be 'skip' "
-                       f"({terms.old}/{terms.new})")
+    # A term may be a mark word of its own side, never one of the other side's (git: "can't
+    # change the meaning of the term"): ``good`` marks the old side, or with --find-fix
+    # (the repro passes) the new one, as ``fixed`` does.
+    default = Terms.of(terms.find_fix)
+    sides = {"old": "old", "new": "new", default.old: "old", default.new: "new",
+             "good": "new" if terms.find_fix else "old", "bad": "old" if terms.find_fix else "new"}
+    for flag, word, side in (("--term-old", args.term_old, "old"),
+                             ("--term-new", args.term_new, "new")):
+        if sides.get(word, side) != side:
+            raise BadInput(f"{flag} {word}: can't change the meaning of the term '{word}' "
+                           f"(it names the {sides[word]} side)")
+    if terms.old == terms.new:
+        raise BadInput(f"--term-old and --term-new must differ ({terms.old}/{terms.new})")
     return terms
 
 

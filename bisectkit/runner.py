@@ -14,6 +14,7 @@ kept of the output is bounded and cleaned by :mod:`bisectkit.keptoutput`.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import os
 import re
@@ -32,6 +33,8 @@ from bisectkit.keptoutput import Kept
 from bisectkit.model import DEFAULT_KEEP, Outcome
 
 _CHUNK = 65536
+#: The codec of :func:`_codec` (a name codecs.register finds: lower case, underscores).
+_ARGV_CODEC = "bisectkit_argv"
 _POLL_S = 0.1
 def pexpect_command(argv: Sequence[str]) -> tuple[str, list[str]]:
     """``(command, args)`` for ``pexpect.spawn`` that runs exactly ``argv``.
@@ -109,7 +112,8 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str],
     command, args = pexpect_command(argv)
     parent = os.getpid()
     try:
-        return pexpect.spawn(command, args, env={**env, **orphans.child_env(tag)}, encoding="utf-8",
+        return pexpect.spawn(command, args, env={**env, **orphans.child_env(tag)},
+                             encoding=_codec(),
                              codec_errors="replace", timeout=None, dimensions=(50, 200),
                              preexec_fn=functools.partial(_enter, cwd, tag))
     except (OSError, pexpect.ExceptionPexpect) as exc:  # the exec's, or not executable now
@@ -117,6 +121,22 @@ def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str],
     finally:
         if os.getpid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+@functools.cache
+def _codec() -> str:
+    """pexpect's ``encoding``: UTF-8 for the output (decoded with ``codec_errors``), and
+    for the command line the bytes each word came from (:func:`os.fsencode`): a word that
+    is not UTF-8 (a Latin-1 file name, ``caf\\udce9``) must reach the command as it was
+    typed, and pexpect encodes every word with ``encoding`` (bytes words it refuses)."""
+    utf8 = codecs.lookup("utf-8")
+    info = codecs.CodecInfo(
+        name=_ARGV_CODEC, encode=lambda text, errors="strict": (os.fsencode(text), len(text)),
+        decode=utf8.decode, incrementalencoder=utf8.incrementalencoder,
+        incrementaldecoder=utf8.incrementaldecoder, streamreader=utf8.streamreader,
+        streamwriter=utf8.streamwriter)
+    codecs.register(lambda name: info if name == _ARGV_CODEC else None)
+    return _ARGV_CODEC
 
 
 def _enter(cwd: str, tag: str | None) -> None:

@@ -21,8 +21,10 @@ Layout of ``<git dir>/bisectkit/``:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,6 +178,8 @@ class SessionStore:
         # session itself is saved after every step.
         self.candidates_path = self.dir / "candidates.json"
         self._candidates_of: Session | None = None
+        #: Inside :meth:`saved_once`: the session to write when it ends.
+        self._held: list[Session] | None = None
         self.cache_path = self.dir / "verdicts.json"
         self.written_path = self.dir / "written.json"
         self.last_log_path = self.dir / "last-log"
@@ -212,10 +216,28 @@ class SessionStore:
         return session
 
     def save(self, session: Session) -> None:
+        if self._held is not None:
+            self._held[:] = [session]
+            return
         if self._candidates_of is not session:
             write_json_atomic(self.candidates_path, session.candidates)
             self._candidates_of = session
         write_json_atomic(self.session_path, session.to_json())
+
+    @contextlib.contextmanager
+    def saved_once(self) -> Iterator[None]:
+        """The saves inside are one save when the block ends (``replay``'s thousands of marks:
+        each save writes every step so far). Only for what moves nothing: on disk the session
+        stays as it was until then, whatever kills the process, which is consistent as long
+        as no repository moves meanwhile; an exception leaves it so too."""
+        self._held = []
+        try:
+            yield
+            held = self._held
+        finally:
+            self._held = None
+        if held:
+            self.save(held[0])
 
     def candidates_changed(self) -> None:
         """The session's candidates were replaced (``--all-parents`` bisecting into a

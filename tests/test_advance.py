@@ -161,6 +161,44 @@ def test_apply_rebases_like_git_and_commits_the_pin(make: Any, tmp_path: Path) -
         "Bisect Tester|Bisect Tester"
 
 
+def raw_git(w: World, cwd: Path, *args: str, data: bytes | None = None) -> bytes:
+    return subprocess.run(["git", *args], cwd=cwd, env=w.env, input=data, check=True,
+                          capture_output=True).stdout
+
+
+def test_apply_keeps_a_latin1_patch_byte_for_byte_whatever_the_users_encoding(
+        make: Any, tmp_path: Path) -> None:
+    w = make(bug_at=BASE + 2)
+    # A patch written in Latin-1, labelled so (as older commits are), its author's name
+    # ending in '.', which git's GIT_AUTHOR_NAME would trim.
+    sub = w.submodule
+    (sub / "lib" / "latin.txt").write_bytes(b"caf\xe9\n")
+    w.git(sub, "add", "lib/latin.txt")
+    tree, head = w.git(sub, "write-tree"), w.git(sub, "rev-parse", "HEAD")
+    author = b"author Jos\xe9 Mart\xednez Jr. <jm@example.com> 1700000000 +0100\n"
+    message = b"[local] r\xe9sum\xe9 of the caf\xe9 fix\n\nd\xe9tails\n"
+    source = (f"tree {tree}\nparent {head}\n".encode() + author
+              + author.replace(b"author", b"committer", 1) + b"encoding ISO-8859-1\n\n" + message)
+    sha = raw_git(w, sub, "hash-object", "-t", "commit", "-w", "--stdin", data=source).strip()
+    w.git(sub, "reset", "-q", "--hard", sha.decode())
+    w.git(w.superproject, "commit", "-qam", "pin the Latin-1 patch")
+    # The user's git writes commits in Latin-1 (commit-tree would label ours so).
+    w.git(w.superproject, "config", "--global", "i18n.commitEncoding", "ISO-8859-1")
+    r, data = advance(w, tmp_path, "--apply", "--branch", "sm-next")
+    assert r.returncode == 0, r.stderr
+    assert data["to"] == w.sha(BASE + 1)
+    rebased = raw_git(w, sub, "cat-file", "commit", "sm-next")
+    headers, _, body = rebased.partition(b"\n\n")
+    lines = headers.split(b"\n")
+    assert body == message
+    assert author.strip() in lines and b"encoding ISO-8859-1" in lines
+    assert b"committer Bisect Tester <tester@example.com> " in rebased
+    # bisectkit's own commit is UTF-8, labelled so, the patch's subject decoded.
+    pin = raw_git(w, w.superproject, "cat-file", "commit", "HEAD")
+    assert b"\nencoding " not in pin.partition(b"\n\n")[0]
+    assert "[local] résumé of the café fix" in pin.decode("utf-8")
+
+
 def test_local_patch_conflict_on_the_way_blocks_the_advance(make: Any,
                                                             tmp_path: Path) -> None:
     w = make(bug_at=999, local_conflict=BASE + 20)

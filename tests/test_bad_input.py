@@ -133,12 +133,75 @@ def test_no_command_prints_what_to_type(world: World) -> None:
     (["--json", ""], "--json: give a file name"),
     (["--trace", "/proc/x"], "--trace /proc/x: names a stream"),
     (["--jobs", "2", "--workspace-root", "/proc/ws"], "--workspace-root /proc/ws: cannot create"),
+    # An empty value (an unset shell variable) is refused, never read as "the default".
+    (["--cache-input", ""], "argument --cache-input: empty"),  # not the whole superproject
+    (["--build", ""], "argument --build: empty: give a shell command"),  # not "no build"
+    (["--jobs", "2", "--workspace-root", ""], "argument --workspace-root: empty"),
+    (["--report", "-"], "--report -: only --json writes to stdout"),  # not a file named '-'
+    (["--trace", "-"], "--trace -: only --json writes to stdout"),
+    # Numbers in ASCII digits; a time limit no step could meet is refused.
+    (["--jobs", "\u0661"], "argument --jobs/-j: not a whole number: '\u0661'"),
+    (["--timeout", "1_0"], "argument --timeout: not a number: '1_0'"),
+    (["--timeout", "1e-320"], "argument --timeout: must be at least 0.001 seconds"),
+    (["--keep-output", "1_0M"], "argument --keep-output: not a size"),
 ])
 def test_bad_values_are_refused_when_parsed(world: World, words: list[str], said: str) -> None:
     before = snapshot(world)
     r = cli(world, *run_words(world, *words))
     refused(world, r, said)
     assert snapshot(world) == before
+
+
+@pytest.mark.parametrize(("words", "said"), [
+    (["--term-old", "bad", "--term-new", "good"], "--term-old bad: can't change the meaning of "
+                                                  "the term 'bad' (it names the new side)"),
+    (["--term-old", "new", "--term-new", "old"], "--term-old new: can't change the meaning of "
+                                                 "the term 'new'"),
+    (["--term-old", "fast", "--term-new", "good"], "--term-new good: can't change the meaning"),
+    (["--find-fix", "--term-old", "good"], "--term-old good: can't change the meaning of the "
+                                           "term 'good' (it names the new side)"),
+    (["--term-old", "reset"], "--term-old: can't use the command 'reset' as a term"),
+    (["--term-new", "help"], "--term-new: can't use the command 'help' as a term"),
+    (["--term-new", "log"], "can't use the command 'log'"),
+    (["--term-old", "skip"], "can't use the command 'skip'"),
+    (["--term-old=-x"], "--term-old: '-x' starts with '-'"),
+])
+def test_terms_that_are_commands_or_the_other_sides_words_are_refused(
+        world: World, words: list[str], said: str) -> None:
+    before = snapshot(world)
+    r = git_cli(world, "start", *target(world), *words, world.sha(300), world.sha(0))
+    refused(world, r, said, prog="git bisect-patched")
+    refused(world, cli(world, *run_words(world, *words)), said)
+    assert snapshot(world) == before
+
+
+def test_every_subcommand_name_is_refused_as_a_term() -> None:
+    names = {name for git_mode in (True, False) for action in build_parser(git_mode)._actions
+             if isinstance(action, argparse._SubParsersAction) for name in action.choices}
+    assert names - {"good", "bad", "old", "new"} <= argtypes.COMMAND_WORDS
+
+
+def test_a_pathspec_that_is_empty_outside_or_matches_nothing_is_refused(world: World) -> None:
+    """Never an untested "first bad commit" (the bad end, the only candidate left)."""
+    before = snapshot(world)
+    ends = [world.sha(300), world.sha(0)]
+    for words, said in [(["--", ""], "pathspec: empty"),
+                        (["--", "../../etc"], "pathspec: '../../etc' is outside the repository"),
+                        (["--", "/etc"], "pathspec: '/etc' is outside the repository"),
+                        (["--", "no/such/dir"], f"no commit between {world.sha(0)[:12]} and "
+                         f"{world.sha(300)[:12]} changes no/such/dir (paths in submodule "
+                         f"{SUBMODULE}, from its root)")]:
+        r = git_cli(world, "start", *target(world), *ends, *words)
+        refused(world, r, said, prog="git bisect-patched")
+    r = cli(world, "advance", *target(world), "--pathspec", "", "--", "./repro.sh")
+    refused(world, r, "argument --pathspec: empty")
+    r = cli(world, "status", *target(world), "--", "../x")
+    one_error(r, 2, "argument PATHSPEC: '../x' is outside the repository")
+    assert snapshot(world) == before
+    # A path some commit changes is taken, as before.
+    r = git_cli(world, "start", *target(world), *ends, "--", "lib/bug.txt")
+    assert r.returncode == 0, r.stderr
+    assert git_cli(world, "reset").returncode == 0
 
 
 @pytest.mark.parametrize(("key", "value", "said"), [
@@ -197,6 +260,26 @@ def test_outputs_that_collide_with_inputs_or_each_other_are_refused(world: World
     refused(world, r, "a word of the repro")
     assert (data / "case.mlir").read_text(encoding="utf-8") == "module {}\n"
     assert not out.exists()
+
+
+@pytest.mark.parametrize("loaded_by", ["git config", "BISECTKIT_PLUGINS", "-p"])
+def test_an_output_over_a_loaded_plugin_is_refused(world: World, tmp_path: Path,
+                                                   loaded_by: str) -> None:
+    plugin = tmp_path / "team_plugin.py"
+    source = "def bisectkit_configure(config):\n    pass\n"
+    plugin.write_text(source, encoding="utf-8")
+    env: dict[str, str] = {}
+    extra: list[str] = []
+    if loaded_by == "git config":
+        world.git(world.superproject, "config", "bisectkit.plugins", str(plugin))
+    elif loaded_by == "BISECTKIT_PLUGINS":
+        env["BISECTKIT_PLUGINS"] = str(plugin)
+    else:
+        extra = ["-p", str(plugin)]
+    for flag in ("--json", "--report", "--trace"):
+        r = cli(world, *run_words(world, *extra, flag, str(plugin)), extra_env=env)
+        refused(world, r, f"{flag} {plugin}", "plugin team_plugin", "an input of the run")
+        assert plugin.read_text(encoding="utf-8") == source
 
 
 def test_git_run_and_advance_refuse_outputs_in_the_submodule(world: World) -> None:
@@ -370,8 +453,10 @@ def test_every_option_is_taken_when_written_in_full(prog: str,
 
 
 @pytest.mark.parametrize(("parse", "text", "value"), [
-    (argtypes.positive_float, "2.5", 2.5),
-    (argtypes.positive_float, "1e-3", 0.001),
+    (argtypes.seconds, "2.5", 2.5),
+    (argtypes.seconds, "1e-3", 0.001),
+    (argtypes.pathspec, "lib/x", "lib/x"),
+    (argtypes.pathspec, "lib/../x", "lib/../x"),
     (argtypes.byte_size, "8M", 8 << 20),
     (argtypes.byte_size, "1KiB", 1024),
     (argtypes.resource, "GPU=0.5", ("GPU", 0.5)),
@@ -388,10 +473,17 @@ def test_validators_take_good_values(parse: Any, text: str, value: object) -> No
 
 
 @pytest.mark.parametrize(("parse", "text", "said"), [
-    (argtypes.positive_float, "nan", "not a finite number"),
-    (argtypes.positive_float, "-inf", "not a finite number"),
-    (argtypes.positive_float, "-1", "must be positive"),
-    (argtypes.positive_float, "soon", "not a number"),
+    (argtypes.seconds, "nan", "not a finite number"),
+    (argtypes.seconds, "-inf", "not a finite number"),
+    (argtypes.seconds, "-1", "must be positive"),
+    (argtypes.seconds, "soon", "not a number"),
+    (argtypes.seconds, "\u0661", "not a number"),
+    (argtypes.seconds, "1e400", "not a finite number"),
+    (argtypes.seconds, "0.0005", "at least 0.001 seconds"),
+    (argtypes.whole_number(0), "1_0", "not a whole number"),
+    (argtypes.resource, "GPU=1_0", "not NAME=AMOUNT"),
+    (argtypes.pathspec, "a/../../b", "outside the repository"),
+    (argtypes.command, " ", "empty"),
     (argtypes.byte_size, "inf", "not a size"),
     (argtypes.byte_size, "1e400K", "not a size"),
     (argtypes.byte_size, "512", "at least 1K"),
@@ -407,6 +499,8 @@ def test_validators_take_good_values(parse: Any, text: str, value: object) -> No
     (argtypes.nonempty, "", "empty"),
     (argtypes.term, "", "not a single word"),
     (argtypes.term, "a\nb", "not a single word"),
+    (argtypes.term, "-x", "starts with '-'"),
+    (argtypes.term, "reset", "can't use the command 'reset' as a term"),
 ])
 def test_validators_refuse_bad_values(parse: Any, text: str, said: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=re.escape(said)):
@@ -440,9 +534,9 @@ def test_outputs_apart_from_inputs(tmp_path: Path) -> None:
                        (tmp_path / "data" / "x.json", "inside --cache-input"),
                        (tmp_path / "ws" / "x.json", "inside --workspace-root")]:
         with pytest.raises(BadInput, match=re.escape(said)):
-            outputs.apart_from_inputs({"--json": str(path)}, opts, tmp_path, ())
+            outputs.apart_from_inputs({"--json": str(path)}, opts, tmp_path, {})
     outputs.apart_from_inputs({"--json": str(tmp_path / "r.json"),
-                               "--report": str(tmp_path / "r.md")}, opts, tmp_path, ())
+                               "--report": str(tmp_path / "r.md")}, opts, tmp_path, {})
 
 
 # -- output that cannot be written ------------------------------------------------------------

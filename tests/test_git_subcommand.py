@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
@@ -132,6 +135,72 @@ def test_replay_rejects_foreign_logs(world: World, tmp_path: Path):
     assert "not a bisect-patched command" in r.stderr
     r = git_cli(world, "replay", str(tmp_path / "missing.log"))
     assert r.returncode == 2
+
+
+def start_line(world: World) -> str:
+    return (f"git bisect-patched start --submodule {SUBMODULE} --upstream upstream/main "
+            f"{world.sha(300)} {world.sha(0)}")
+
+
+@pytest.mark.parametrize(("second", "said"), [
+    ("git bisect-patched good 'abc", "x.log:2: cannot read the line: No closing quotation"),
+    ("git bisect-patched good \"abc", "x.log:2: cannot read the line: No closing quotation"),
+])
+def test_replay_of_an_unreadable_line_is_one_line_naming_it(world: World, tmp_path: Path,
+                                                            second: str, said: str):
+    log = tmp_path / "x.log"
+    log.write_text(f"{start_line(world)}\n{second}\n", encoding="utf-8")
+    before = snapshot(world)
+    r = git_cli(world, "replay", str(log))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"git bisect-patched: error: {tmp_path / said}: "), r.stderr
+    assert snapshot(world) == before
+
+
+def test_replay_reads_one_command_per_line_feed(world: World, tmp_path: Path):
+    """A vertical tab, a form feed, U+2028 or U+0085 is no line break for ``replay`` (as
+    for git): a line holding one is one command, here refused whole, never two marks."""
+    good = f"git bisect-patched good {world.sha(100)}"
+    for sep in ("\v", "\f", "\x1c", "\x85", "\u2028"):
+        log = tmp_path / "x.log"
+        log.write_text(f"{start_line(world)}\n{good}{sep}{good}\n", encoding="utf-8")
+        r = git_cli(world, "replay", str(log))
+        assert r.returncode == 2, (repr(sep), r.stdout, r.stderr)
+        assert len(r.stderr.splitlines()) == 1, r.stderr
+        assert "no bisect-patched session" in git_cli(world, "status").stderr
+
+
+#: Counts the session saves of the bisectkit it is loaded into (sitecustomize).
+COUNT_SAVES = """\
+import atexit, os, sys
+saves = []
+def hook(event, args):
+    if event == "os.rename" and str(args[1]).endswith("session.json"):
+        saves.append(1)
+sys.addaudithook(hook)
+atexit.register(lambda: open(os.environ["SAVES_FILE"], "a").write(f"{len(saves)}\\n"))
+"""
+
+
+def test_replay_saves_the_session_once_for_all_its_marks(world: World, tmp_path: Path):
+    """Each save writes every step so far: once per mark, 4,000 marks took minutes."""
+    skips = [f"git bisect-patched skip {world.sha(100 + k % 20)}" for k in range(300)]
+    log = tmp_path / "x.log"
+    log.write_text("\n".join([start_line(world), *skips]) + "\n", encoding="utf-8")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(COUNT_SAVES, encoding="utf-8")
+    saves = tmp_path / "saves"
+    path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    counted = dataclasses.replace(world, env={**world.env, "PYTHONPATH": path,
+                                              "SAVES_FILE": str(saves)})
+    r = git_cli(counted, "replay", str(log))
+    assert r.returncode == 0, r.stderr
+    assert 0 < int(saves.read_text()) <= 5, saves.read_text()
+    assert git_cli(world, "log").stdout.count("git bisect-patched skip") == 300
+    assert git_cli(world, "reset").returncode == 0
 
 
 def test_submodule_path_is_normalised(world: World):

@@ -2,12 +2,13 @@
 
 The culprit's subject clears the screen, writes the clipboard (OSC 52), sets the
 window title, carries a C1 CSI, backspaces, a bidi override, a carriage return
-followed by a ``git bisect-patched good`` line, and Markdown that would break a
-pasted report; its author sets the title too; the reverted upstream commit (so the
-fork's revert patch) carries an OSC 8 link and a bidi isolate; the submodule's
-branch name has a bidi override. Whatever bisectkit prints or writes (console,
-errors, the report, the step logs, the replay log, the trace) must hold none of
-those characters raw, while ``--json`` keeps the exact text (escaped by JSON).
+followed by a ``git bisect-patched good`` line, Markdown that would break a
+pasted report, an HTML entity and a team @mention; its author sets the title too;
+the reverted upstream commit (so the fork's revert patch) carries an OSC 8 link and
+a bidi isolate; the submodule's branch name has a bidi override. Whatever bisectkit
+prints or writes (console, errors, the report, the step logs, the replay log, the
+trace) must hold none of those characters raw, while ``--json`` keeps the exact
+text (escaped by JSON).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from bisectkit.report import render_markdown
 
 EVIL = (b"Fix \x1b[2J\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07 c1\xc2\x9b31m bs\x08\x08 "
         b"\xe2\x80\xaebidi | `tick` <script>alert(1)</script> [click](http://evil.example)"
-        b"\rgit bisect-patched good " + b"0" * 40 + b"\n\nbody \x1b[31mred\x1b[0m\n")
+        b" &#x202E;gpj.exe cc @llvm/security-team\rgit bisect-patched good " + b"0" * 40
+        + b"\n\nbody \x1b[31mred\x1b[0m\n")
 EVIL_REVERTED = b"feature \x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\ \xe2\x81\xa6isolate\n"
 EVIL_AUTHOR = b"Mal\x1b]0;author\x07lory"
 SPEC = WorldSpec(commits=40, merge_base=30, bug_at=20, build_breaks=[], feature_prep=5,
@@ -40,7 +42,8 @@ SPEC = WorldSpec(commits=40, merge_base=30, bug_at=20, build_breaks=[], feature_
 GOOD_IF = "device .* not found"
 #: How the culprit's subject is shown.
 SHOWN = ("Fix ^[[2J^[]52;c;ZXZpbA==^G^[]0;pwned^G c1<U+009B>31m bs^H^H <U+202E>bidi | `tick` "
-         "<script>alert(1)</script> [click](http://evil.example)^Mgit bisect-patched good ")
+         "<script>alert(1)</script> [click](http://evil.example) &#x202E;gpj.exe cc "
+         "@llvm/security-team^Mgit bisect-patched good ")
 
 
 def unsafe(text: str) -> list[str]:
@@ -89,6 +92,11 @@ def test_a_run_shows_the_hostile_culprit_and_writes_it_safely(hostile: World, tm
     assert unsafe(report) == []
     assert "\\<script>alert(1)\\</script>" in report and "\\`tick\\`" in report
     assert "[click\\](http://evil.example)" in report
+    # An HTML entity stays text (rendered, &#x202E; would be a real bidi override), and a
+    # team mention is in a code span (pasted into an issue, it would notify the team).
+    assert "\\&#x202E;gpj.exe cc `@llvm/security-team`" in report
+    assert re.findall(r"(?<!\\)&#", report) == [] and report.count("@llvm") == \
+        report.count("`@llvm/security-team`")
     assert "^[[2J^[]52;c;ZXZpbA==^G" in report
 
     # Step logs and the replay log: nothing to obey, and the log replays as it was.

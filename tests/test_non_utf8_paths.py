@@ -36,6 +36,8 @@ LATIN1 = b"lib/caf\xe9.c"
 NAME = os.fsdecode(LATIN1)
 #: The name as bisectkit prints it.
 SHOWN = "lib/caf\\xe9.c"
+#: A submodule's path that is not UTF-8.
+LATIN1_SUB = os.fsdecode(b"third_party/caf\xe9")
 GOOD_IF = "device .* not found"
 #: The integrate history: the superproject advances its pin to upstream commit k (with
 #: the local patch replayed onto it) for each k.
@@ -206,3 +208,90 @@ def _mktree(repo: Path, listing: str) -> str:
     proc = subprocess.run(["git", "mktree"], cwd=repo, input=os.fsencode(listing),
                           capture_output=True, check=True)
     return proc.stdout.decode().strip()
+
+
+def test_a_latin1_word_in_the_repro_and_the_build_reaches_them_as_typed(world: World,
+                                                                        tmp_path: Path):
+    """The command line is bytes: a Latin-1 file name given to the repro and the build is
+    the same bytes for them (it was exit 70, UnicodeEncodeError, at the first step)."""
+    name = os.fsdecode(b"input-caf\xe9.mlir")
+    (world.superproject / name).write_text("module {}\n", encoding="utf-8")
+    check = tmp_path / "check.sh"
+    check.write_text('#!/bin/sh\n[ -f "$1" ] || { echo "no file $1"; exit 200; }\n'
+                     'exec ./repro.sh\n', encoding="utf-8")
+    check.chmod(0o755)
+    out = tmp_path / "r.json"
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            world.sha(196), "--bad", world.sha(204), "--build", f"./build.sh && test -f {name}",
+            "--good-if", GOOD_IF, "--json", str(out), "--", str(check), name)
+    assert r.returncode == 0, r.stderr + r.stdout
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == world.sha(200)
+    assert all(s["verdict"] != "skip" for s in result["steps"]), result["steps"]
+
+
+@pytest.fixture(scope="module")
+def latin1_submodule(tmp_path_factory: pytest.TempPathFactory) -> Copy:
+    """A superproject whose submodule lives at ``third_party/caf\\xe9``: 12 commits of
+    ``lib`` (bug.txt says "miscompile" from commit 7), each pinned by a superproject
+    commit ("advance to lib N"); the pin ends at commit 11."""
+    def build(root: Path) -> World:
+        env = hermetic_env(root / "home")
+
+        def git(cwd: Path, *args: str) -> str:
+            return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, text=True,
+                                  errors="surrogateescape", capture_output=True).stdout.strip()
+        lib, sp = root / "lib", root / "superproject"
+        for repo in (lib, sp):
+            repo.mkdir()
+            git(repo, "init", "-q")
+        shas = []
+        for n in range(12):
+            (lib / "bug.txt").write_text("miscompile\n" if n >= 7 else "ok\n")
+            (lib / "f.txt").write_text(f"{n}\n")
+            git(lib, "add", "-A")
+            git(lib, "commit", "-qm", f"lib {n}")
+            shas.append(git(lib, "rev-parse", "HEAD"))
+        git(sp, "submodule", "add", "-q", str(lib), LATIN1_SUB)
+        (sp / "repro.sh").write_bytes(b"#!/bin/sh\n! grep -q miscompile "
+                                      b"'third_party/caf\xe9/bug.txt'\n")
+        (sp / "repro.sh").chmod(0o755)
+        git(sp, "add", "-A")
+        pins = {}
+        for n in range(12):
+            git(sp / LATIN1_SUB, "checkout", "-q", shas[n])
+            git(sp, "add", LATIN1_SUB)
+            git(sp, "commit", "-qm", f"advance to lib {n}")
+            pins[f"adv{n}"] = git(sp, "rev-parse", "HEAD")
+        return World(root=root, env=env, upstream=lib, fork=lib, superproject=sp, shas=shas,
+                     stack=[], integrate=pins)
+    return _templates(tmp_path_factory, build)
+
+
+def test_a_submodule_at_a_latin1_path_is_bisected_and_restored(latin1_submodule: Copy,
+                                                               tmp_path: Path):
+    """status, run --submodule and run --integrate (they were exit 70: libgit2's submodule
+    lookup and config iteration refuse the name), the path shown with its byte."""
+    w = latin1_submodule(tmp_path)
+    before = snapshot_of(w)
+    r = cli(w, "status")
+    assert r.returncode == 0, r.stderr
+    assert "submodule third_party/caf\\xe9" in r.stdout
+    r = cli(w, "run", "--submodule", LATIN1_SUB, "--good", w.shas[0], "--bad", w.shas[11],
+            "--", "./repro.sh")
+    assert r.returncode == 0, r.stderr
+    assert f"{w.shas[7]} is the first bad commit" in r.stdout
+    assert snapshot_of(w) == before
+    r = cli(w, "run", "--integrate", "--good", w.integrate["adv0"], "--bad",
+            w.integrate["adv11"], "--", "./repro.sh")
+    assert r.returncode == 0, r.stderr
+    assert f"{w.integrate['adv7']} is the first bad commit" in r.stdout
+    assert "restored third_party/caf\\xe9" in r.stdout
+    assert snapshot_of(w) == before
+
+
+def snapshot_of(w: World) -> tuple[str, str, str]:
+    """The superproject's HEAD and status, and the submodule's HEAD."""
+    return (w.git(w.superproject, "rev-parse", "HEAD"),
+            w.git(w.superproject, "status", "--porcelain", "--ignored"),
+            w.git(w.superproject / LATIN1_SUB, "rev-parse", "HEAD"))

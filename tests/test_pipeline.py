@@ -234,6 +234,23 @@ def test_the_log_replays_the_same_marks(tmp_path: Path) -> None:
         parse_log("git bisect start\n", Path("log"))
 
 
+def test_marks_saved_once_are_on_disk_at_the_end_and_not_before(tmp_path: Path) -> None:
+    b = _bisection(tmp_path, Repro(3))
+    on_disk = b.store.session_path.read_bytes()
+    with b.store.saved_once():
+        b.mark("good", [CANDIDATES[1]])
+        b.mark("bad", [CANDIDATES[9]])
+        assert b.store.session_path.read_bytes() == on_disk  # a kill here: as it was
+    assert [v.commit for v in b.store.load().verdicts] == [CANDIDATES[1], CANDIDATES[9]]
+    on_disk = b.store.session_path.read_bytes()
+    with pytest.raises(BadInput), b.store.saved_once():
+        b.mark("good", [CANDIDATES[2]])
+        b.mark("bad", [GOOD])  # not in the range: the marks so far are not saved
+    assert b.store.session_path.read_bytes() == on_disk
+    b.mark("skip", [CANDIDATES[4]])  # saved as usual again
+    assert b.store.load().verdicts[-1].commit == CANDIDATES[4]
+
+
 def test_an_answer_resting_on_the_untested_bad_end_is_confirmed(tmp_path: Path) -> None:
     # Every candidate but the bad end passes: the answer rests on the bad end.
     repro = Repro(15)

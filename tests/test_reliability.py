@@ -21,6 +21,7 @@ from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cl
 from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
 
 from bisectkit.keptoutput import Kept
+from bisectkit.model.dropped import unmarked
 from bisectkit.runner import pexpect_command
 
 STATE = Path(".git") / "bisectkit"
@@ -269,6 +270,17 @@ noise 2
 exit 0
 """
 
+#: Millions of short lines (``yes ab``, 12 MB: more than the 8 MiB kept): the kept 8 MiB
+#: is millions of lines, never as many strings in memory.
+NOISY_SHORT_LINES = """\
+yes ab | head -c 6000000
+if grep -q miscompile third_party/llvm-project/lib/bug.txt; then
+  echo "error: 'func.func' op miscompiled deep in the log"
+fi
+yes ab | head -c 6000000
+exit 0
+"""
+
 MEASURE = """\
 import resource, subprocess, sys
 rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
@@ -276,13 +288,14 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)
 """
 
 
-@pytest.mark.parametrize(("noise", "good", "bad"), [(NOISY, 196, 204), (NOISY_BINARY, 198, 201)],
-                         ids=["text", "binary"])
+@pytest.mark.parametrize(("noise", "good", "bad"), [(NOISY, 196, 204), (NOISY_BINARY, 198, 201),
+                                                   (NOISY_SHORT_LINES, 198, 201)],
+                         ids=["text", "binary", "short-lines"])
 def test_fifty_megabytes_per_step_keep_memory_and_logs_flat(world: World, tmp_path: Path,
                                                             noise: str, good: int,
                                                             bad: int) -> None:
-    """50 MB of output per step, text or binary: RSS stays flat, logs stay under
-    --keep-output, and a --bad-if match in the dropped middle still decides the verdict.
+    """50 MB of output per step, text (long lines or short) or binary: RSS stays flat, logs
+    stay under --keep-output, and a --bad-if match in the dropped middle still decides the verdict.
     (Binary output crosses a pty slower: two steps, not three.)"""
     repro = write_script(tmp_path / "noisy.sh", noise)
     out = tmp_path / "r.json"
@@ -330,6 +343,43 @@ def test_a_rule_matches_inside_a_long_line_in_the_dropped_middle(world: World,
             str(repro))
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["first_bad"] == world.sha(200)
+
+
+CHATTY = """\
+i=0; while [ $i -lt 400 ]; do echo "compiling unit $i"; i=$((i+1)); done
+if grep -q miscompile third_party/llvm-project/lib/bug.txt; then echo miscompiled; exit 1; fi
+"""
+
+
+def test_the_rules_never_match_bisectkits_own_output_dropped_line(world: World,
+                                                                   tmp_path: Path) -> None:
+    """8 KB of output, 4K kept: "[bisectkit: N bytes of output dropped here ...]" is in
+    the step log, but a --skip-if 'dropped' (the user's, for "connection dropped") never
+    sees it: the exit status decides."""
+    repro = write_script(tmp_path / "chatty.sh", CHATTY)
+    out = tmp_path / "r.json"
+    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            "--good", world.sha(198), "--bad", world.sha(202), "--no-cache",
+            "--keep-output", "4K", "--skip-if", "dropped", "--skip-if", "end of the",
+            "--json", str(out), "--", str(repro))
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == world.sha(200)
+    assert {s["verdict"] for s in result["steps"]} == {"good", "bad"}
+    assert "bytes of output dropped here" in Path(result["steps"][0]["log"]).read_text()
+
+
+def test_unmarked_output_is_what_the_command_printed() -> None:
+    kept = Kept(200, [re.compile("needle")])
+    for i in range(100):
+        kept.add(f"line {i}\n" if i != 50 else "a needle\n")
+    text = kept.text()
+    assert "[bisectkit: " in text
+    bare = unmarked(text)
+    assert "bisectkit" not in bare and "a needle\n" in bare
+    assert bare.startswith("line 0\n") and bare.endswith("line 99\n")
+    own = "[bisectkit: the repro's own words]\n"
+    assert unmarked(own) == own
 
 
 def test_kept_output_is_head_tail_and_matching_lines() -> None:

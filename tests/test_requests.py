@@ -50,11 +50,24 @@ def test_start_requests_are_typed() -> None:
     (["--submodule", "a", "--submodule", "b", "B", "G"], "--submodule is given more than once"),
     (["B", "G"], "say what to bisect"),
     (["--term-old", "x", "--term-new", "x", "--submodule", "s", "B", "G"], "must differ"),
-    (["--term-new", "skip", "--submodule", "s", "B", "G"], "must differ and not be 'skip'"),
+    (["--find-fix", "--term-old", "fixed", "--submodule", "s", "B", "G"],
+     "can't change the meaning of the term 'fixed'"),
+    (["--find-fix", "--term-new", "broken", "--submodule", "s", "B", "G"],
+     "can't change the meaning of the term 'broken'"),
+    (["--term-old", "bad", "--submodule", "s", "B", "G"], "the term 'bad' (it names the new"),
+    (["--term-new", "old", "--submodule", "s", "B", "G"], "the term 'old' (it names the old"),
+    (["--find-fix", "--term-new", "bad", "--submodule", "s", "B", "G"], "'bad' (it names the old"),
 ])
 def test_bad_start_requests_are_refused_in_one_line(words: list[str], error: str) -> None:
     with pytest.raises(BadInput, match=error.replace("(", r"\(").replace("[", r"\[")):
         _start(*words)
+
+
+def test_a_term_may_be_a_mark_word_of_its_own_side() -> None:
+    assert _start("--term-old", "old", "--term-new", "bad", "--submodule", "s", "B",
+                  "G").terms == Terms("old", "bad")
+    assert _start("--find-fix", "--term-old", "bad", "--term-new", "good", "--submodule", "s",
+                  "B", "G").terms == Terms("bad", "good", True)
 
 
 def test_run_options_survive_a_round_trip_through_argv(tmp_path: Path) -> None:

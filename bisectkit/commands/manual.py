@@ -171,8 +171,9 @@ def cmd_replay(ctx: Context, log: ReplayLog, request: StartRequest) -> int:
         try:
             b = run.begin(session)
             answer.header(ctx, b)
-            for words in log.marks:
-                b.mark(words[0], words[1:], source="replay")
+            with b.store.saved_once():  # marks move nothing: saved once, not once each
+                for words in log.marks:
+                    b.mark(words[0], words[1:], source="replay")
         except BaseException:
             # Do not leave a half-replayed session behind.
             signals.run_shielded(run.end)

@@ -6,7 +6,8 @@ the module that happens to produce them. Plugin authors get the public ones
 from :mod:`bisectkit`.
 
 - :mod:`.values`: verdicts and terms, commits, outcomes, steps and step records;
-- :mod:`.requests`: start requests, run options, follow-ups, plugin configuration.
+- :mod:`.requests`: start requests, run options, follow-ups, plugin configuration;
+- :mod:`.dropped`: the lines written where a command's output was dropped.
 """
 
 from bisectkit.model.requests import (

@@ -17,6 +17,7 @@ from bisectkit.errors import Aborted, BadInput, TreeMoved
 from bisectkit.hooks import Hooks
 from bisectkit.keptoutput import clean_output
 from bisectkit.model import Outcome, Step, Verdict
+from bisectkit.model.dropped import unmarked
 from bisectkit.session import Session, SessionStore
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.trace import Tracer
@@ -142,8 +143,11 @@ class StepTester:
                 step.environment = "a command cannot run"
                 return step, "skip", f"{outcome.describe()}, a command cannot run: {line!r}", \
                     details
+        # The rules and classifiers judge what the command printed, never bisectkit's
+        # "output dropped here" lines (a --skip-if 'dropped' would match them).
+        judged = dataclasses.replace(outcome, output=unmarked(outcome.output))
         with self.b.tracer.span("classify", step.index):
-            verdict = self.b.call_step_hook(step, lambda: self.b.hooks.classify(step, outcome))
+            verdict = self.b.call_step_hook(step, lambda: self.b.hooks.classify(step, judged))
         if verdict is None:
             raise Aborted(f"repro {outcome.describe()} at {step.commit[:12]}: exit codes >= 128 "
                           "and signals abort the bisection")

@@ -54,7 +54,7 @@ def cut(line: str, width: int = MAX_LINE) -> str:
 def md_text(value: Any) -> str:
     """Free text for Markdown, shown as it is: control characters shown
     (:mod:`bisectkit.safetext`), no line breaks, and what would start markup escaped
-    (no HTML tag, no link or image, no code span)."""
+    (no HTML tag or entity, no link or image, no code span, no @mention)."""
     return _escaped(_shown(value))
 
 
@@ -74,9 +74,14 @@ def md_code(value: Any, cell: bool = False) -> str:
 
 
 #: What would turn running text into markup: a backslash (it would escape our ``|``), a
-#: backtick (a code span), ``<`` (HTML, an autolink), ``](`` and ``][`` (a link, an image);
-#: escaped with a backslash. ``[mlir]`` stays as it is.
-_MD_SPECIAL = re.compile(r"[\\`<]|\](?=[(\[])")
+#: backtick (a code span), ``<`` (HTML, an autolink), ``&`` (an entity: ``&#x202E;`` is a
+#: real bidi override once rendered), ``](`` and ``][`` (a link, an image); escaped with a
+#: backslash. ``[mlir]`` stays as it is.
+_MD_SPECIAL = re.compile(r"[\\`<&]|\](?=[(\[])")
+#: A GitHub @mention (``@user``, ``@org/team``: an ``@`` no letter or digit comes before):
+#: pasted into an issue it would notify them. Shown in a code span, where GitHub mentions
+#: nobody; ``dev@example.com`` is no mention and stays as it is.
+_MENTION = re.compile(r"(?<![0-9A-Za-z_])@[0-9A-Za-z][0-9A-Za-z-]*(?:/[0-9A-Za-z_.-]+)?")
 
 
 def _shown(value: Any) -> str:
@@ -85,7 +90,9 @@ def _shown(value: Any) -> str:
 
 
 def _escaped(text: str) -> str:
-    return _MD_SPECIAL.sub(r"\\\g<0>", text)
+    """``text`` with what would start markup escaped and @mentions in code spans (after
+    the escapes: a mention holds nothing they change)."""
+    return _MENTION.sub(lambda m: f"`{m.group()}`", _MD_SPECIAL.sub(r"\\\g<0>", text))
 
 
 def fence(lines: Sequence[str], lang: str = "") -> list[str]:

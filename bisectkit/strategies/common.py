@@ -51,6 +51,22 @@ def resolve_upstream(superproject: Repo, path: str, sub: Repo, given: str | None
     return Upstream(ref, sha)
 
 
+def candidates_touching(repo: Repo, bad: str, goods: Sequence[str],
+                        pathspec: Sequence[str], where: str) -> list[str]:
+    """The first-parent candidates from ``goods`` to ``bad``; with a ``pathspec``, those
+    changing its paths, and ``bad`` (the known end). Refused (exit 2) when no commit of the
+    range changes them: a typo, or a path from another folder than ``where``'s root, would
+    make ``bad`` the answer untested."""
+    if not pathspec:
+        return repo.first_parent_range(bad, goods)
+    touching = repo.first_parent_range(bad, goods, list(pathspec), keep_tip=False)
+    if not touching:
+        raise BadInput(f"no commit between {goods[0][:12]} and {bad[:12]} changes "
+                       f"{' '.join(pathspec)} (paths in {where}, from its root): nothing "
+                       "to bisect")
+    return touching if touching[-1] == bad else [*touching, bad]
+
+
 def prefer_remote(sub: Repo, ref: str | None) -> None:
     """Fetches that deepen a shallow ``sub`` go to the remote of upstream ``ref`` (e.g.
     ``upstream`` for ``upstream/main``) when its branches have the boundary."""

@@ -26,6 +26,7 @@ from bisectkit.session import Session
 from bisectkit.shallow import ShallowCut
 from bisectkit.strategies.base import Prepared, Strategy, new_session, resolve_range
 from bisectkit.strategies.common import (
+    candidates_touching,
     check_clean,
     initialised_submodules,
     resolve_upstream,
@@ -47,7 +48,8 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
     upstreams = {p: find_upstream(superproject, p, req.upstream) for p in paths}
     return new_session(
         "integrate", superproject, bad=bad, good=goods,
-        candidates=superproject.first_parent_range(bad, goods, list(req.pathspec)),
+        candidates=candidates_touching(superproject, bad, goods, req.pathspec,
+                                       "the superproject"),
         moves=paths, pathspec=req.pathspec, terms=req.terms,
         params={"submodules": paths, "all_parents": req.all_parents,
                 "upstream_ref": req.upstream or superproject.config_get(CONFIG_KEY),

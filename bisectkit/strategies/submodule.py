@@ -22,6 +22,7 @@ from bisectkit.strategies.common import (
     PatchedSubmodule,
     analysed,
     ask_ahead,
+    candidates_touching,
     check_clean,
     conflict_reason,
     fetch_lines,
@@ -49,7 +50,7 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
             raise BadInput(f"{req.terms.new} revision '{req.bad}' contains local patch "
                            f"{patch.sha[:12]} ({patch.subject}); pass upstream commits, e.g. "
                            f"the merge-base {stack.merge_base[:12]}")
-    candidates = sub.first_parent_range(bad, goods, list(req.pathspec))
+    candidates = candidates_touching(sub, bad, goods, req.pathspec, f"submodule {path}")
     if candidates:
         ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
     return new_session(
