@@ -11,12 +11,11 @@ superproject's untracked or edited files were changing.
 from __future__ import annotations
 
 import hashlib
-import shlex
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from bisectkit import keydiff
+from bisectkit import gitcli, keydiff
 from bisectkit.cachekey import RunIdentity
 from bisectkit.model import Step, Verdict
 from bisectkit.pathglobs import literal_pattern
@@ -159,8 +158,8 @@ class VerdictCache:
         text = keydiff.describe(changes)
         local = [c.item for c in changes if c.part in ("untracked", "modified")]
         if len(local) == 1:
-            command = shlex.join(["git", "config", "--add", "bisectkit.cacheIgnore",
-                                  literal_pattern(local[0])])
+            command = gitcli.shown("config", "--add", "bisectkit.cacheIgnore",
+                                   literal_pattern(local[0]))
             text += f" (if the build does not read it: {command})"
         elif local:
             text += (" (for those the build does not read: git config --add "

@@ -4,7 +4,6 @@ control characters of what it is given (:mod:`bisectkit.safetext`), never sends 
 from __future__ import annotations
 
 import contextlib
-import errno
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO, cast
@@ -35,59 +34,16 @@ from bisectkit.display import (
 )
 from bisectkit.livestatus import Panel, Status
 from bisectkit.model import CommitInfo, Upstream
+from bisectkit.outstream import Resilient
 
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
 
 
-#: Write errors that mean the reader is gone (a closed pipe, a terminal hung up): the
-#: output has nobody to reach, so it is dropped silently.
-_READER_GONE = (errno.EPIPE, errno.EIO, errno.ECONNRESET)
-
-
-class _Resilient:
-    """A text stream whose write errors never stop a command.
-
-    After SIGHUP (terminal closed, ssh dropped) or with a closed pipe, every
-    write fails; a restore must go on regardless, so output is dropped
-    instead of raised. Any other failure (a full disk, a file size limit) drops
-    the output too, but is kept in :attr:`lost`: the command ends by saying
-    so (its output did not reach the file), not with a silent exit 0.
-    """
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._broken = False
-        self.lost: OSError | None = None
-
-    def _failed(self, exc: Exception) -> None:
-        self._broken = True
-        if isinstance(exc, OSError) and exc.errno not in _READER_GONE and self.lost is None:
-            self.lost = exc
-
-    def write(self, text: str) -> int:
-        if not self._broken:
-            try:
-                return self._stream.write(text)
-            except (OSError, ValueError) as exc:
-                self._failed(exc)
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._broken:
-            try:
-                self._stream.flush()
-            except (OSError, ValueError) as exc:
-                self._failed(exc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-def _rich(file: TextIO, streams: list[_Resilient],
+def _rich(file: TextIO, streams: list[Resilient],
           width: int | None = None) -> RichConsole:
     # soft_wrap keeps long lines (full shas, commands) whole when piped.
-    streams.append(_Resilient(file))
+    streams.append(Resilient(file))
     return RichConsole(file=cast(TextIO, streams[-1]), soft_wrap=True, highlight=False,
                        width=width)
 
@@ -97,7 +53,7 @@ class Console:
 
     def __init__(self, file: TextIO | None = None, width: int | None = None) -> None:
         """``width``: the columns to fit (default: the terminal's, else $COLUMNS or 80)."""
-        self._streams: list[_Resilient] = []
+        self._streams: list[Resilient] = []
         self._c = _rich(file or sys.stdout, self._streams, width)
         self.panel = Panel(lambda: self._c)
 

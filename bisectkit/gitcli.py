@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -85,6 +86,12 @@ def argv(*args: str) -> list[str]:
     """The command line of ``git args...`` with :data:`PINNED` (``args`` may start with
     git's own options, e.g. ``--no-optional-locks``)."""
     return ["git", *_PINNED_ARGS, *args]
+
+
+def shown(*args: str | Path) -> str:
+    """``git args...`` as a command for the user to paste: each word shell-quoted (a path
+    with a space or a ``$(...)`` is one word, never a command), without the pins."""
+    return shlex.join(["git", *map(str, args)])
 
 
 def run(cwd: Path, *args: str, watch: Watch | None = None, takes: tuple[str, ...] = ()

@@ -11,7 +11,6 @@ branch moved by someone else meanwhile is never overwritten.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -34,7 +33,7 @@ def branch_problem(cwd: Path, name: str) -> str | None:
         return f"'{name}' is not a valid branch name"
     if gitcli.run(cwd, "rev-parse", "--verify", "-q", f"refs/heads/{name}").returncode == 0:
         return (f"branch '{name}' already exists in {cwd}; pass --branch NAME, or delete it "
-                f"('{shlex.join(['git', '-C', str(cwd), 'branch', '-D', name])}')")
+                f"('{gitcli.shown('-C', str(cwd), 'branch', '-D', name)}')")
     return None
 
 

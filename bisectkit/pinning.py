@@ -11,12 +11,11 @@ read before the search and compared again just before the first write
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bisectkit import gitwrite, safetext
+from bisectkit import gitcli, gitwrite, safetext
 from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.git import Repo
@@ -61,7 +60,7 @@ def check(superproject: Repo, path: str, sub: Repo, branch: str) -> None:
     if pinned != checked_out:
         raise BadInput(f"submodule {path} is checked out at {checked_out[:12]} but "
                        f"the superproject pins {str(pinned)[:12]}: commit that move or "
-                       f"'{shlex.join(['git', 'submodule', 'update', path])}' first, so --apply "
+                       f"'{gitcli.shown('submodule', 'update', path)}' first, so --apply "
                        "moves the real pin")
     if gitwrite.staged_gitlink(superproject.workdir, path) != pinned:
         raise BadInput(f"the superproject's index stages another commit for {path}; "

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit import gitlocks, gitwrite, journal, pinning, signals
+from bisectkit import gitcli, gitlocks, gitwrite, journal, pinning, signals
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.fileio import write_json_atomic
 from bisectkit.git import Repo
@@ -216,7 +215,7 @@ def _finish_checkout(superproject: Repo, rec: _Record, mover: Mover) -> list[str
             state.repos[rec.path].head == rec.target:
         return [*_check_out(superproject, rec, mover, state),
                 f"checked out {rec.path} on branch {branch}"]
-    hint = f"'{shlex.join(['git', '-C', rec.path, 'checkout', branch])}' puts the new pin on disk"
+    hint = f"'{gitcli.shown('-C', rec.path, 'checkout', branch)}' puts the new pin on disk"
     if mover.journal.path.exists():
         return [f"{rec.path} was not checked out on {branch}: an interrupted bisection's "
                 f"journal is in the way ('git bisect-patched reset' first); then {hint}"]

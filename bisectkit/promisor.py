@@ -137,9 +137,9 @@ class Prefetcher:
         if odd:
             here = str(self.workdir)
             fix = " && ".join(
-                shlex.join(["git", "-C", here, "config", f"remote.{r.name}.partialclonefilter",
-                            "blob:none"]) + " && " +
-                shlex.join(["git", "-C", here, "fetch", "--refetch", r.name]) for r in odd)
+                gitcli.shown("-C", here, "config", f"remote.{r.name}.partialclonefilter",
+                             "blob:none") + " && " +
+                gitcli.shown("-C", here, "fetch", "--refetch", r.name) for r in odd)
             raise PromisorUnreachable(
                 f"{self.workdir} is a partial clone without trees (--filter="
                 f"{odd[0].filter} from {', '.join(r.name for r in odd)}): bisectkit needs "

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectkit import cachefile, search, steplog
+from bisectkit import cachefile, search, sessionshape, steplog
 from bisectkit.cachefile import CacheData
 from bisectkit.errors import BadInput
 from bisectkit.fileio import write_json_atomic, writing
@@ -38,7 +37,6 @@ from bisectkit.model import GIT_PROG, HeadState, StepRecord, Terms, Verdict
 from bisectkit.waitstate import Waiting
 
 SESSION_VERSION = 3
-_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a full commit id, SHA-1 or SHA-256
 
 
 def state_dir(git_dir: Path) -> Path:
@@ -119,7 +117,7 @@ class Session:
         if not isinstance(data, dict) or data.get("version") != SESSION_VERSION:
             raise BadInput("the bisect session was written by another bisectkit version; "
                            "run 'git bisect-patched reset'")
-        _check_shape(data, candidates)
+        sessionshape.check(data, candidates)
         return cls(
             strategy=data["strategy"],
             root=data["root"],
@@ -137,35 +135,6 @@ class Session:
             current=data.get("current"),
             current_step=dict(data.get("current_step", {})),
         )
-
-
-def _check_shape(data: dict[str, Any], candidates: object) -> None:
-    """:class:`TypeError` naming the first value of the wrong type (a damaged file)."""
-    def commits(value: object) -> bool:
-        return isinstance(value, list) and all(isinstance(c, str) and _SHA.fullmatch(c)
-                                               for c in value)
-
-    def strings(value: object) -> bool:
-        return isinstance(value, list) and all(isinstance(x, str) for x in value)
-
-    terms = data.get("terms")
-    for ok, what in (
-            (commits(candidates) and bool(candidates), "candidates.json: commits"),
-            (isinstance(data.get("strategy"), str) and isinstance(data.get("root"), str),
-             "strategy, root: text"),
-            (commits([data.get("bad")]) and commits(data.get("good")), "bad, good: commits"),
-            (data.get("current") is None or commits([data.get("current")]), "current: commit"),
-            (strings(data.get("pathspec")) and strings(data.get("start_argv")),
-             "pathspec, start_argv: lists of text"),
-            (isinstance(data.get("orig"), dict) and
-             all(isinstance(v, dict) for v in data["orig"].values()), "orig: HEADs"),
-            (isinstance(data.get("params"), dict) and isinstance(terms, dict) and
-             strings([terms.get("old"), terms.get("new")]), "params, terms"),
-            (all(isinstance(data.get(k), list) and all(isinstance(x, dict) for x in data[k])
-                 for k in ("verdicts", "steps")), "verdicts, steps: lists of records"),
-            (isinstance(data.get("current_step", {}), dict), "current_step: a record")):
-        if not ok:
-            raise TypeError(what)
 
 
 class SessionStore:

@@ -15,7 +15,6 @@ it (:func:`fetch`).
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -55,7 +54,7 @@ class ShallowCut(BadInput):
         self.workdir = workdir
         self.fix = fix
         self.tries = tuple(tries)
-        self.command = shlex.join(["git", "-C", shown_dir(workdir), "fetch", *fix])
+        self.command = gitcli.shown("-C", shown_dir(workdir), "fetch", *fix)
         super().__init__(f"{shown_dir(workdir)} is a shallow clone: {question} cannot be "
                          f"known without history behind its boundary; run: {self.command} "
                          "(or pass --deepen)")
@@ -194,7 +193,7 @@ def fetch(workdir: Path, args: Sequence[str]) -> str:
     proc = gitcli.run(workdir, "fetch", "--quiet", *args)
     if proc.returncode != 0:
         detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
-        raise BadInput(f"{shlex.join(['git', '-C', shown_dir(workdir), 'fetch', *args])} failed: "
+        raise BadInput(f"{gitcli.shown('-C', shown_dir(workdir), 'fetch', *args)} failed: "
                        f"{detail}")
     got = _objects(workdir) - before
     return (f"deepened {shown_dir(workdir)}: git fetch {' '.join(args)} "

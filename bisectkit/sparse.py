@@ -14,7 +14,6 @@ tell "not on disk by design" from "deleted by the user".
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,8 +97,7 @@ def uses_sparse_index(repo: _Configured) -> bool:
 
 def sparse_index_fix(workdir: Path) -> str:
     """The one command that makes git keep a full index, patterns unchanged."""
-    return shlex.join(["git", "-C", str(workdir), "sparse-checkout", "init", "--cone",
-                       "--no-sparse-index"])
+    return gitcli.shown("-C", workdir, "sparse-checkout", "init", "--cone", "--no-sparse-index")
 
 
 def parse(text: str, cone_config: bool) -> SparseCheckout:

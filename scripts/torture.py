@@ -20,7 +20,7 @@ Modes (``--modes``), each a column of the summary:
 - ``reset-killed``: a run killed mid-checkout, then ``reset`` killed at each
   of its git commands (:mod:`torture_flows`);
 - ``orphan``: a build leaves a ``setsid`` or ``nohup`` child that writes into
-  the work tree 1.5 s later, then stops bisectkit (SIGKILL or SIGTERM);
+  the work tree 4 s later, then stops bisectkit (SIGKILL or SIGTERM);
 - ``random``: SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGKILL after a random delay
   (one-shot flows).
 

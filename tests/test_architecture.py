@@ -38,9 +38,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "execution",
                "session", "journal", "journalrecords", "processes", "orphans", "gitlocks", "lock",
                "cache", "cachekey", "cachefile", "commandinputs", "envscan", "keydiff", "pathglobs",
-               "fingerprint", "workfiles", "waitstate", "undertest", "gitfiles", "userchanges")),
+               "fingerprint", "workfiles", "waitstate", "undertest", "gitfiles", "userchanges",
+               "sessionshape")),
     ("hooks", ("hooks", "plugins", "classify")),
-    ("observers", ("observers", "console", "livestatus", "display", "trace", "report",
+    ("observers", ("observers", "console", "outstream", "livestatus", "display", "trace", "report",
                    "report.*", "steplog")),
     ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio", "safetext")),
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import sys
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
 from bisectkit.errors import WriteFailed
 from bisectkit.fileio import write_json_atomic, write_text_atomic
+from bisectkit.outstream import READER_GONE
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.report.advance import render_advance_markdown, render_advance_terminal
@@ -94,7 +94,7 @@ def write_result(ctx: Context, target: str, result: dict[str, Any]) -> None:
     except ValueError:  # stdout closed: nobody to tell
         pass
     except OSError as exc:
-        if exc.errno not in (errno.EPIPE, errno.EIO, errno.ECONNRESET):  # not a reader gone
+        if exc.errno not in READER_GONE:
             raise WriteFailed("standard output", exc) from exc
 
 

@@ -1,0 +1,45 @@
+"""What a well-formed ``session.json`` and ``candidates.json`` hold.
+
+A damaged file (a disk error, another program, a hand edit) is valid JSON of the
+wrong shape as often as it is invalid JSON: a commit that is a number, a list
+that is a text. Used as is, such a value surfaces as a traceback in ``status``
+or a mark, far from the file. :func:`check` tells it apart when the session is
+read, so that the error is one line naming the file and ``reset``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a full commit id, SHA-1 or SHA-256
+
+
+def check(data: dict[str, Any], candidates: object) -> None:
+    """Raise :class:`TypeError` naming the first value of ``session.json``'s ``data`` or
+    ``candidates.json``'s ``candidates`` of the wrong type (a damaged file)."""
+    def commits(value: object) -> bool:
+        return isinstance(value, list) and all(isinstance(c, str) and _SHA.fullmatch(c)
+                                               for c in value)
+
+    def strings(value: object) -> bool:
+        return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+    terms = data.get("terms")
+    for ok, what in (
+            (commits(candidates) and bool(candidates), "candidates.json: commits"),
+            (isinstance(data.get("strategy"), str) and isinstance(data.get("root"), str),
+             "strategy, root: text"),
+            (commits([data.get("bad")]) and commits(data.get("good")), "bad, good: commits"),
+            (data.get("current") is None or commits([data.get("current")]), "current: commit"),
+            (strings(data.get("pathspec")) and strings(data.get("start_argv")),
+             "pathspec, start_argv: lists of text"),
+            (isinstance(data.get("orig"), dict) and
+             all(isinstance(v, dict) for v in data["orig"].values()), "orig: HEADs"),
+            (isinstance(data.get("params"), dict) and isinstance(terms, dict) and
+             strings([terms.get("old"), terms.get("new")]), "params, terms"),
+            (all(isinstance(data.get(k), list) and all(isinstance(x, dict) for x in data[k])
+                 for k in ("verdicts", "steps")), "verdicts, steps: lists of records"),
+            (isinstance(data.get("current_step", {}), dict), "current_step: a record")):
+        if not ok:
+            raise TypeError(what)
