@@ -14,11 +14,13 @@ hash, no process), with the blob's kind (file, executable, link).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
 from enum import Enum
+from pathlib import Path
 from typing import IO
 
 import pygit2
@@ -88,12 +90,45 @@ def really_changed(repo: Repo, commit: str, paths: Sequence[str]) -> list[str]:
 
 def flagged(repo: Repo) -> frozenset[tuple[str, str]]:
     """(tag, path) of every index entry git status does not look at: marked skip-worktree
-    (tag ``S``, a sparse checkout's too) or assume-unchanged (a lower-case tag)."""
+    (tag ``S``, a sparse checkout's too) or assume-unchanged (a lower-case tag).
+
+    Asked after every build and repro: the answer is kept for as long as the index is
+    the same file content (its trailing checksum), so that an unchanged index of
+    150,000 entries is not listed again."""
+    index = repo.git_dir / "index"
+    seal = _index_seal(index)
+    known = _FLAGGED.get(index)
+    if known is not None and seal is not None and known[0] == seal:
+        return known[1]
     listing = gitcli.read_bytes(repo.workdir, f"cannot list the index of {repo.workdir}",
                                 "ls-files", "-v", "-z")
     records = (r for r in listing.split(b"\0") if len(r) > 2)
-    return frozenset((r[:1].decode("ascii", "replace"), os.fsdecode(r[2:])) for r in records
-                     if r[:1] == b"S" or r[:1].islower())
+    found = frozenset((r[:1].decode("ascii", "replace"), os.fsdecode(r[2:])) for r in records
+                      if r[:1] == b"S" or r[:1].islower())
+    if seal is not None and _index_seal(index) == seal:  # not rewritten while listed
+        _FLAGGED[index] = (seal, found)
+    return found
+
+
+#: index file -> (its seal, its flagged entries) as last listed.
+_FLAGGED: dict[Path, tuple[bytes, frozenset[tuple[str, str]]]] = {}
+
+
+def _index_seal(index: Path) -> bytes | None:
+    """What tells one content of ``index`` from another: git's trailing checksum of it
+    (SHA-1 or SHA-256), or with ``index.skipHash`` (no checksum: zeros) a digest of the
+    whole file; ``None`` when it cannot be read."""
+    try:
+        with open(index, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - 32))
+            tail = f.read()
+            if len(tail) == 32 and tail[-20:] != bytes(20):
+                return tail
+            f.seek(0)
+            return hashlib.sha256(f.read()).digest()
+    except OSError:
+        return None
 
 
 def compare(repo: Repo, path: str, entry: Entry) -> Held:

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-import bisectkit.gitcli as gitcli
 import bisectkit.gitfiles as gitfiles
 from bisectkit.errors import TreeMoved
 from bisectkit.git import Repo
@@ -142,13 +141,15 @@ _Hidden = tuple[bytes, frozenset[tuple[str, str]]]
 
 
 def _hidden_in(repo: Repo) -> _Hidden:
-    config = gitcli.run(repo.workdir, "config", "-z", "--get-regexp",
-                        r"^core\.sparsecheckout").stdout.encode("utf-8", "surrogateescape")
+    # libgit2 rereads a config file that changed: no git process per check.
+    config = "\0".join(repo.config_get(k) or "" for k in ("core.sparseCheckout",
+                                                          "core.sparseCheckoutCone"))
     try:
         patterns = (repo.git_dir / "info" / "sparse-checkout").read_bytes()
     except OSError:
         patterns = b""
-    return config + b"\0\0" + patterns, gitfiles.flagged(repo)
+    return config.encode("utf-8", "surrogateescape") + b"\0\0" + patterns, \
+        gitfiles.flagged(repo)
 
 
 def _how_hidden(repo: Repo, then: _Hidden) -> str | None:

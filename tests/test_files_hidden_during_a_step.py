@@ -11,11 +11,16 @@ restored; the bad commit is never recorded good.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import SUBMODULE, World, git_cli, snapshot
 from test_tree_under_test import assert_stopped, once, submodule_run
+from worldgen import hermetic_env
+
+from bisectkit import gitfiles
+from bisectkit.git import Repo
 
 SPARSE = f"git -C {SUBMODULE} sparse-checkout set --no-cone '/*' '!/lib/bug.txt'"
 
@@ -54,3 +59,31 @@ def test_a_step_that_hides_an_edit_from_git_records_nothing(world: World, tmp_pa
     reset = git_cli(world, "reset")
     assert reset.returncode == 0, reset.stdout + reset.stderr
     assert snapshot(world) == before
+
+
+@pytest.mark.parametrize("skip_hash", [False, True])
+def test_a_flag_change_alone_is_seen_whatever_the_index_checksum(tmp_path: Path,
+                                                                 skip_hash: bool) -> None:
+    """The list of marked entries is reused while the index is the same content; marking
+    a file rewrites the index with only a flag bit changed (same size), and with
+    ``index.skipHash`` the index carries no checksum at all."""
+    env = hermetic_env(tmp_path / "home")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path / "r"), *args], check=True, env=env,
+                       capture_output=True)
+
+    (tmp_path / "r").mkdir()
+    git("init", "-q")
+    if skip_hash:
+        git("config", "index.skipHash", "true")
+    (tmp_path / "r" / "a.txt").write_text("a\n")
+    git("add", "a.txt")
+    repo = Repo(tmp_path / "r")
+    assert gitfiles.flagged(repo) == frozenset()
+    size = (tmp_path / "r" / ".git" / "index").stat().st_size
+    git("update-index", "--assume-unchanged", "a.txt")
+    assert (tmp_path / "r" / ".git" / "index").stat().st_size == size
+    assert gitfiles.flagged(repo) == {("h", "a.txt")}
+    git("update-index", "--no-assume-unchanged", "a.txt")
+    assert gitfiles.flagged(repo) == frozenset()
