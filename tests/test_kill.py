@@ -1,8 +1,9 @@
 """Kill bisectkit right at every git command it runs; ``reset`` must always recover.
 
 The harness is ``scripts/torture.py`` (a git shim on PATH that stops
-bisectkit at its Nth git command); this module runs every kill point of a
-short run once, for both strategies, cycling through the ways to die:
+bisectkit at its Nth git command); this module runs a sample of the kill
+points of a short run (:func:`sample`: every git that writes, one in several
+of those that only read), for both strategies, cycling through the ways to die:
 SIGKILL before the git command, during it (git goes on and finishes, as a
 real checkout does), just after it, and SIGINT/SIGTERM/SIGHUP/SIGQUIT after
 it. After each: ``git bisect-patched reset`` exits 0, both repositories are
@@ -18,9 +19,34 @@ import signal
 from pathlib import Path
 
 import pytest
-from torture import STOP_SIGNALS, Scenario, delay_round, git_commands, kill_round, scenarios
+from torture import STOP_SIGNALS, Scenario, delay_round, kill_round, scenarios
+from torture_kill import git_log
 
 MODES = ("after", "during", "before", "signal")
+#: git commands that only read (a kill there leaves what the git before it left).
+READERS = frozenset({"status", "ls-files", "cat-file", "rev-parse", "ls-tree"})
+
+
+def sample(log: list[str], writers_every: int, readers_every: int) -> list[int]:
+    """Kill points (1-based) of a run whose gits are ``log``: one writing git in
+    ``writers_every`` and one reading git in ``readers_every`` (``scripts/torture.py``
+    runs every point). The writers (update-ref, read-tree, update-index, ...) are where
+    a kill tears something; a reader is killed too, for what the kill of a step's
+    checks or of bisectkit between two gits leaves."""
+    points: list[int] = []
+    seen = {True: 0, False: 0}
+    for n, line in enumerate(log, 1):
+        words = line.split()
+        i = 1 if words and words[0].endswith("git") else 0
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] == "-c" else 1
+        name = words[i] if i < len(words) else ""
+        reads = name in READERS or (name == "config" and any(w.startswith("--get")
+                                                                for w in words))
+        if seen[reads] % (readers_every if reads else writers_every) == 0:
+            points.append(n)
+        seen[reads] += 1
+    return points
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +58,10 @@ def worlds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Scenario]:
 def test_kill_at_every_git_command(worlds: dict[str, Scenario], name: str,
                                    tmp_path: Path) -> None:
     scenario = worlds[name]
-    total = git_commands(scenario, tmp_path)
-    assert total >= 20, "the run should exercise several steps and the restore"
+    log = git_log(scenario, tmp_path)
+    assert len(log) >= 20, "the run should exercise several steps and the restore"
     rounds = []
-    for n in range(1, total + 1):
+    for n in sample(log, 1, 8):
         mode = MODES[n % len(MODES)]
         rounds.append(kill_round(scenario, n, mode, tmp_path, STOP_SIGNALS[n % 4]))
     bad = [r.describe() for r in rounds if not r.ok]
@@ -58,7 +84,7 @@ def test_kill_during_a_manual_session_and_its_reset(worlds: dict[str, Scenario],
                                                     tmp_path: Path) -> None:
     """start, run and reset as separate commands, killed anywhere (reset included)."""
     scenario = worlds["manual"]
-    total = git_commands(scenario, tmp_path)
-    rounds = [kill_round(scenario, n, MODES[n % 3], tmp_path) for n in range(1, total + 1, 3)]
+    points = sample(git_log(scenario, tmp_path), 2, 10)
+    rounds = [kill_round(scenario, n, MODES[n % 3], tmp_path) for n in points]
     bad = [r.describe() for r in rounds if not r.ok]
     assert not bad, "\n".join(bad)
