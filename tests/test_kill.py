@@ -29,12 +29,13 @@ READERS = frozenset({"status", "ls-files", "cat-file", "rev-parse", "ls-tree"})
 
 def sample(log: list[str], writers_every: int, readers_every: int) -> list[int]:
     """Kill points (1-based) of a run whose gits are ``log``: one writing git in
-    ``writers_every`` and one reading git in ``readers_every`` (``scripts/torture.py``
-    runs every point). The writers (update-ref, read-tree, update-index, ...) are where
-    a kill tears something; a reader is killed too, for what the kill of a step's
-    checks or of bisectkit between two gits leaves."""
+    ``writers_every`` and one reading git in ``readers_every``, and the first git of each
+    kind (``scripts/torture.py`` runs every point). The writers (update-ref, read-tree,
+    update-index, ...) are where a kill tears something; a reader is killed too, for
+    what the kill of a step's checks or of bisectkit between two gits leaves."""
     points: list[int] = []
     seen = {True: 0, False: 0}
+    kinds: set[str] = set()  # the first git of each kind is always a kill point
     for n, line in enumerate(log, 1):
         words = line.split()
         i = 1 if words and words[0].endswith("git") else 0
@@ -43,9 +44,10 @@ def sample(log: list[str], writers_every: int, readers_every: int) -> list[int]:
         name = words[i] if i < len(words) else ""
         reads = name in READERS or (name == "config" and any(w.startswith("--get")
                                                                 for w in words))
-        if seen[reads] % (readers_every if reads else writers_every) == 0:
+        if seen[reads] % (readers_every if reads else writers_every) == 0 or name not in kinds:
             points.append(n)
         seen[reads] += 1
+        kinds.add(name)
     return points
 
 
@@ -61,8 +63,8 @@ def test_kill_at_every_git_command(worlds: dict[str, Scenario], name: str,
     log = git_log(scenario, tmp_path)
     assert len(log) >= 20, "the run should exercise several steps and the restore"
     rounds = []
-    for n in sample(log, 1, 8):
-        mode = MODES[n % len(MODES)]
+    for i, n in enumerate(sample(log, 2, 10)):
+        mode = MODES[i % len(MODES)]
         rounds.append(kill_round(scenario, n, mode, tmp_path, STOP_SIGNALS[n % 4]))
     bad = [r.describe() for r in rounds if not r.ok]
     assert not bad, "\n".join(bad)
@@ -85,6 +87,6 @@ def test_kill_during_a_manual_session_and_its_reset(worlds: dict[str, Scenario],
     """start, run and reset as separate commands, killed anywhere (reset included)."""
     scenario = worlds["manual"]
     points = sample(git_log(scenario, tmp_path), 2, 10)
-    rounds = [kill_round(scenario, n, MODES[n % 3], tmp_path) for n in points]
+    rounds = [kill_round(scenario, n, MODES[i % 3], tmp_path) for i, n in enumerate(points)]
     bad = [r.describe() for r in rounds if not r.ok]
     assert not bad, "\n".join(bad)
