@@ -18,6 +18,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO, cast
 
 import pluggy
 
@@ -41,6 +42,7 @@ from bisectkit.hooks import Hooks
 from bisectkit.model import GIT_PROG, AdvanceRequest, Config, RunOptions, StartRequest
 from bisectkit.observers import ConsoleObserver
 from bisectkit.options import repro_warning
+from bisectkit.outstream import Resilient
 from bisectkit.parser import build_parser
 from bisectkit.session import SessionStore
 from bisectkit.status import default_submodule
@@ -61,7 +63,23 @@ def git_main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = GIT_PROG if git_mode else "bisectkit"
-    console = Console()
+    real = sys.stdout
+    # argparse's -h and --version write here and swallow a write error: kept, and said.
+    out = Resilient(real)
+    sys.stdout = cast(TextIO, out)
+    try:
+        console = Console()
+        try:
+            code = _run(argv, git_mode, prog, console)
+        except SystemExit as exc:  # argparse: -h, --version, a usage error
+            code = exc.code if isinstance(exc.code, int) else EXIT_USAGE if exc.code else 0
+        out.flush()
+        return _output_kept(prog, console.lost() or out.lost, code)
+    finally:
+        sys.stdout = real
+
+
+def _run(argv: list[str], git_mode: bool, prog: str, console: Console) -> int:
     try:
         with signals.as_interrupt():
             if argv[:1] == ["--help"]:  # the manual; -h stays argparse's help
@@ -70,7 +88,7 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
                 usage.cmd_help(build_parser(git_mode), None, sys.stderr)
                 return EXIT_USAGE
             ctx, args = _prepare(argv, git_mode, console)
-            return _output_kept(prog, console, _HANDLERS[args.handler](ctx, args))
+            return _HANDLERS[args.handler](ctx, args)
     except BisectkitError as exc:
         # One line, always: messages from git or pluggy may span several.
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
@@ -94,14 +112,14 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         return _internal(prog, exc)
 
 
-def _output_kept(prog: str, console: Console, code: int) -> int:
-    """``code``, unless the command's output was lost to a full disk or a size limit
-    (``> file`` on a full file system): then one line and exit 4, never a silent 0."""
-    lost = console.lost()
+def _output_kept(prog: str, lost: OSError | None, code: int) -> int:
+    """``code``, unless output was ``lost`` (``> file`` on a full disk): one line, exit 4."""
     if lost is None:
         return code
     _say(f"{prog}: error: output lost: {lost.strerror or lost}; free the space "
          "(or write elsewhere) and run the command again")
+    with contextlib.suppress(OSError):  # what stdout buffers must not fail at exit (120)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code or EXIT_GIT_FAILURE
 
 

@@ -77,6 +77,12 @@ PINNED: tuple[tuple[str, str], ...] = (
     # A split index (core.splitIndex, recommended for big repositories) is one libgit2
     # cannot read: every index a git of bisectkit's writes is whole.
     ("core.splitIndex", "false"),
+    # The checks after a build trust git status: with core.ignoreStat every file a
+    # checkout writes would be marked assume-unchanged (status never looks at it again),
+    # and checkStat=minimal or trustctime=false let a same-size rewrite pass as clean.
+    ("core.ignoreStat", "false"),
+    ("core.checkStat", "default"),
+    ("core.trustctime", "true"),
 )
 
 _PINNED_ARGS = tuple(word for key, value in PINNED for word in ("-c", f"{key}={value}"))

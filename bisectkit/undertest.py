@@ -115,13 +115,16 @@ class Watch:
         self.where = where
         self._marks = {key: _mark(_reflog(held.repo)) for key, held in placed.items()}
         self._hidden = {key: _hidden_in(held.repo) for key, held in placed.items()}
+        self._marked = {key: _stats(held.repo, self._hidden[key][1])
+                        for key, held in placed.items()}
 
     def check(self, step: int, when: str) -> None:
         """Raise :class:`TreeMoved` unless every repository still holds what it must and
         none moved since the step began; ``when`` says at which point (``after the build``)."""
         for key, held in self.placed.items():
             how = (how_moved(held) or _came_back(held, self._marks[key])
-                   or _how_hidden(held.repo, self._hidden[key]))
+                   or _how_hidden(held.repo, self._hidden[key])
+                   or _marked_changed(held.repo, self._marked[key]))
             if how is not None:
                 raise TreeMoved(moved_message(key, step, when, how, self.where))
 
@@ -162,6 +165,36 @@ def _how_hidden(repo: Repo, then: _Hidden) -> str | None:
         return (f"{path} is {'now' if (tag, path) in marked else 'no longer'} marked "
                 "skip-worktree or assume-unchanged (git status does not look at such a file)")
     return None
+
+
+#: A marked path's (mode, size, mtime, ctime, inode); None: nothing there.
+_Stat = tuple[int, int, int, int, int] | None
+
+
+def _stats(repo: Repo, marked: frozenset[tuple[str, str]]) -> dict[str, _Stat]:
+    """The stat data of each file git status does not look at (marked before the step,
+    by the user or a sparse checkout): only they can tell that the build wrote one."""
+    found: dict[str, _Stat] = {}
+    for _, path in marked:
+        try:
+            st = os.lstat(repo.workdir / path)
+        except OSError:
+            found[path] = None
+            continue
+        found[path] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return found
+
+
+def _marked_changed(repo: Repo, then: dict[str, _Stat]) -> str | None:
+    """Which marked file was written, created or removed since ``then`` (None: none).
+    Its stat data decide (the ctime no program can set back): a rewrite of the same bytes
+    stops the step too, as nothing could tell it from a change."""
+    now = _stats(repo, frozenset(("", path) for path in then))
+    changed = sorted(path for path in then if now[path] != then[path])
+    if not changed:
+        return None
+    return (f"{changed[0]} changed, and it is marked skip-worktree or assume-unchanged (git "
+            "status does not look at such a file)")
 
 
 # -- HEAD's reflog: a move undone leaves its lines -----------------------------------------

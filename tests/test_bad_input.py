@@ -557,10 +557,11 @@ def test_a_result_lost_to_a_full_disk_is_said_never_a_silent_exit_0(world: World
     r = to_full_disk(world, *run_words(world, "--json", "-"))
     assert r.returncode == 4, r.stderr
     assert r.stderr.splitlines()[-1].startswith(
-        "bisectkit: error: cannot write standard output: No space left on device"), r.stderr
+        "bisectkit: error: output lost: No space left on device"), r.stderr
     assert snapshot(world) == before  # the run itself ended and restored everything
     assert git_cli(world, "start", *target(world), world.sha(300), world.sha(0)).returncode == 0
-    for words, git in ((["log"], True), (["status", "--json"], False)):
+    for words, git in ((["log"], True), (["status", "--json"], False), (["-h"], False),
+                       (["run", "-h"], False), (["--version"], False)):
         r = to_full_disk(world, *words, git=git)
         prog = "git bisect-patched" if git else "bisectkit"
         one_error(r, 4, "output lost: No space left on device", prog=prog)

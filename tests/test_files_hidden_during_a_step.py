@@ -87,3 +87,46 @@ def test_a_flag_change_alone_is_seen_whatever_the_index_checksum(tmp_path: Path,
     assert gitfiles.flagged(repo) == {("h", "a.txt")}
     git("update-index", "--no-assume-unchanged", "a.txt")
     assert gitfiles.flagged(repo) == frozenset()
+
+
+def test_a_file_marked_before_the_run_that_the_build_writes_records_nothing(
+        world: World, tmp_path: Path) -> None:
+    """A tracked file the user marked assume-unchanged (a local edit kept out of git
+    status, a classic) is still part of the tree under test: the build writing it stops
+    the step, and the file is left as the build wrote it (it is not bisectkit's)."""
+    world.git(world.superproject, "update-index", "--assume-unchanged", "repro.sh")
+    before = snapshot(world)
+    build = once(tmp_path, "echo '# generated' | tee -a repro.sh", "./build.sh")
+    r, result = submodule_run(world, tmp_path, build=str(build))
+    line = assert_stopped(r, result, "the superproject", "after the build")
+    assert "repro.sh changed, and it is marked skip-worktree or assume-unchanged" in line, line
+    world.git(world.superproject, "checkout", "--", "repro.sh")
+    assert snapshot(world) == before
+
+
+def test_core_ignore_stat_neither_blinds_the_check_nor_breaks_a_checkout(
+        world: World, tmp_path: Path) -> None:
+    """With core.ignoreStat every file a checkout writes would be marked assume-unchanged
+    (git status would never look at it again) and a later read-tree could refuse a file
+    as "not uptodate": bisectkit's gits pin it off."""
+    before = snapshot(world)
+    config = Path(world.env["HOME"]) / ".gitconfig"
+    original = config.read_text(encoding="utf-8")
+    config.write_text(original + "[core]\n\tignoreStat = true\n", encoding="utf-8")
+    try:
+        r, result = submodule_run(world, tmp_path, name="plain")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert result["first_bad"] == world.sha(200), result
+        assert snapshot(world) == before
+        edit = once(tmp_path, f"echo changed | tee {SUBMODULE}/lib/bug.txt", "./build.sh")
+        r, result = submodule_run(world, tmp_path, build=str(edit))
+    finally:
+        config.write_text(original, encoding="utf-8")
+    # Stopped, nothing recorded; the edit is not bisectkit's, so the restore leaves it.
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert f"{SUBMODULE} changed during step 1 (seen after the build: lib/bug.txt" in \
+        r.stdout + r.stderr, r.stdout + r.stderr
+    assert result["status"] == "aborted" and not result.get("steps"), result
+    world.git(world.submodule, "checkout", "--", "lib/bug.txt")
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before

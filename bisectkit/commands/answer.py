@@ -12,9 +12,7 @@ from bisectkit import engine, report, requests, results
 from bisectkit.commands import cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
-from bisectkit.errors import WriteFailed
 from bisectkit.fileio import write_json_atomic, write_text_atomic
-from bisectkit.outstream import READER_GONE
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.report.advance import render_advance_markdown, render_advance_terminal
@@ -88,14 +86,9 @@ def write_result(ctx: Context, target: str, result: dict[str, Any]) -> None:
         write_json_atomic(Path(target), result)
         cachenotes.remember_output(ctx, target)
         return
-    try:
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
-        sys.stdout.flush()
-    except ValueError:  # stdout closed: nobody to tell
-        pass
-    except OSError as exc:
-        if exc.errno not in READER_GONE:
-            raise WriteFailed("standard output", exc) from exc
+    # A reader gone is dropped, a full disk kept and said at the end: see cli._output_kept.
+    sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    sys.stdout.flush()
 
 
 def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:

@@ -18,7 +18,7 @@ from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.commands.starting import new_session
 from bisectkit.engine import Decision
-from bisectkit.errors import Aborted
+from bisectkit.errors import Aborted, BisectkitError
 from bisectkit.model import GIT_PROG, SUPERPROJECT, StartRequest
 from bisectkit.pipeline import verify
 from bisectkit.pipeline.bisection import Bisection
@@ -52,16 +52,27 @@ def run_restoring(ctx: Context, run: Run, session: Session,
 
     stop: int | None = None
     answered = False
+    stopped_by: BisectkitError | None = None
     try:
         try:
             b = run.begin(session)
             answer.header(ctx, b)
             code = run_with(ctx, b, show)
             answered = True
+        except BisectkitError as exc:
+            stopped_by = exc
+            raise
         finally:
             if not answered:  # stopped: what its builds left runs no more once restored
                 run.stop_leftovers()
-            stop = signals.run_shielded_noting(restore)
+            try:
+                stop = signals.run_shielded_noting(restore)
+            except BisectkitError:
+                # The restore's error replaces the one that stopped the run: say that
+                # one first (a build that edited a file is why the restore refuses it).
+                if stopped_by is not None:
+                    ctx.console.error(f"the run stopped: {stopped_by}")
+                raise
     except Aborted:
         ctx.console.error("aborted; the superproject and the submodules were restored")
         raise
