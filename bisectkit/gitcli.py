@@ -159,8 +159,11 @@ def read_bytes(cwd: Path, what: str, *args: str) -> bytes:
     ``--no-optional-locks``: reading must not rewrite the index (``git status``
     refreshes its stat data otherwise) while bisectkit owns the work tree.
     """
+    # Its own session, as every git of bisectkit's: a stop signal sent to bisectkit's
+    # process group (a terminal's Ctrl-C, a CI killpg) must not cut a read short.
     proc = subprocess.run(argv("--no-optional-locks", *args), cwd=cwd, env=git_env(),
-                          stdin=subprocess.DEVNULL, capture_output=True, check=False)
+                          stdin=subprocess.DEVNULL, capture_output=True, check=False,
+                          start_new_session=True)
     if proc.returncode != 0:
         detail = " ".join(os.fsdecode(proc.stderr).split()) or f"exit {proc.returncode}"
         raise GitFailure(f"{what}: {detail}")

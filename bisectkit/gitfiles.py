@@ -165,9 +165,12 @@ def _against_checkout(repo: Repo, path: str, blob: str) -> Held:
     """The file at ``path`` against the bytes git's filters make of ``blob`` there, read
     side by side (a large file is never held in memory whole)."""
     argv = gitcli.argv("--no-optional-locks", "cat-file", "--filters", f"--path={path}", blob)
+    # Its own session: a stop signal to bisectkit's process group (during a restore, which
+    # ignores it) must not cut the checkout's bytes short, which would read as the
+    # beginning of a file a killed git left.
     with subprocess.Popen(argv, cwd=repo.workdir, env=gitcli.git_env(),
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL) as proc:
+                          stderr=subprocess.DEVNULL, start_new_session=True) as proc:
         assert proc.stdout is not None
         try:
             with open(repo.workdir / path, "rb") as disk:

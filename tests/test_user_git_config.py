@@ -209,3 +209,26 @@ def test_a_split_index_is_refused_with_the_command_that_makes_it_whole(world: Wo
     world.git(world.submodule, *fix.split()[3:])
     r = cli(world, *argv)
     assert r.returncode == 0, r.stderr + r.stdout
+
+
+def test_every_git_runs_in_its_own_session() -> None:
+    """A stop signal sent to bisectkit's process group (Ctrl-C, a CI job's killpg) reaches
+    bisectkit alone: a git it runs, cut short, would leave a half-written index or a
+    truncated read (a file's checked-out bytes read as the beginning of one)."""
+    root = Path(gitcli.__file__).parent
+    alone = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("run", "Popen") and node.args
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "subprocess"):
+                continue
+            first = ast.unparse(node.args[0])
+            # Not a git: man (a pager, which needs the terminal), sh -n.
+            if "argv" not in first or path.name == "usage.py":
+                continue
+            if not any(k.arg == "start_new_session" and ast.unparse(k.value) == "True"
+                       for k in node.keywords):
+                alone.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert alone == []
