@@ -189,6 +189,19 @@ def _kill_my_worker(marker: Path) -> str:
     return f"if [ ! -e {marker} ]; then touch {marker}; kill -9 $PPID; sleep 30; fi; ./build.sh"
 
 
+def _ran_again_on_wb(world: World, run: Run, out: str, step: int,
+                     before: dict[str, str]) -> None:
+    """Step ``step``, lost with worker wa, ran again on wb, was recorded once, and the run
+    found the culprit and restored everything."""
+    assert re.search(rf"step {step} \([0-9a-f]{{12}}\) runs again: its worker wa ", out), out
+    assert f"{world.sha(200)} is the first bad commit" in out
+    result = run.result()
+    _verdicts_once(result)
+    mine = [s for s in result["steps"] if s["index"] == step]
+    assert len(mine) == 1 and mine[0]["worker"] == "wb", mine
+    assert snapshot(world) == before
+
+
 def _verdicts_once(result: dict) -> None:
     """Each candidate tested by the bisection has one verdict."""
     counts = Counter(s["commit"] for s in result["steps"] if s["source"] == "run")
@@ -246,13 +259,7 @@ def test_a_worker_declared_lost_that_reports_late_is_not_recorded_twice(
     assert code == 0, out + err
     step = int((tmp_path / "late.step").read_text())
     assert (tmp_path / "late.woken").exists()
-    assert re.search(rf"step {step} \([0-9a-f]{{12}}\) runs again: its worker wa ", out), out
-    assert f"{world.sha(200)} is the first bad commit" in out
-    result = run.result()
-    _verdicts_once(result)
-    mine = [s for s in result["steps"] if s["index"] == step]
-    assert len(mine) == 1 and mine[0]["worker"] == "wb", mine
-    assert snapshot(world) == before
+    _ran_again_on_wb(world, run, out, step, before)
 
 
 def test_no_worker_for_the_timeout_stops_with_one_line_and_restores(
@@ -425,13 +432,7 @@ def test_a_silent_worker_is_removed_and_its_step_runs_elsewhere(
     assert re.search(r"worker wa \(tcp://127\.0\.0\.1:\d+\) has sent no heartbeat for \d+ s "
                      rf"\(stopped, frozen or cut off\?\) while running step {step} "
                      r"\([0-9a-f]{12}\): the scheduler is asked to remove it", out), out
-    assert re.search(rf"step {step} \([0-9a-f]{{12}}\) runs again: its worker wa ", out), out
-    assert f"{world.sha(200)} is the first bad commit" in out
-    result = run.result()
-    _verdicts_once(result)
-    mine = [s for s in result["steps"] if s["index"] == step]
-    assert len(mine) == 1 and mine[0]["worker"] == "wb", mine
-    assert snapshot(world) == before
+    _ran_again_on_wb(world, run, out, step, before)
 
 
 def _no_scheduler(world: World, address: str) -> tuple[int, str]:
