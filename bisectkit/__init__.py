@@ -8,7 +8,7 @@ these names)::
 
 ``hookimpl``
     Marks a hook implementation; the hooks are specified (and documented) in
-    :mod:`bisectkit.hookspecs`; ``bisectkit plugins`` lists each loaded plugin's.
+    :mod:`bisectkit.plugin.hookspecs`; ``bisectkit plugins`` lists each loaded plugin's.
 ``Step``, ``Outcome``, ``Verdict``, ``VERDICTS``
     What the hooks get and return: the step under test, what a command did,
     ``"good"``/``"bad"``/``"skip"``.
@@ -33,11 +33,11 @@ these names)::
 
 # The facade imports only the modules that define these names, none of which
 # imports the facade: importing bisectkit stays cheap and acyclic.
-from bisectkit.argtypes import whole_number
+from bisectkit.cli.argtypes import whole_number
 from bisectkit.errors import BadInput
+from bisectkit.execute.runner import run as run_command
 from bisectkit.model import VERDICTS, Config, Outcome, RunOptions, Step, Verdict, hookimpl
 from bisectkit.model import VERSION as __version__
-from bisectkit.runner import run as run_command
 
 __all__ = ["VERDICTS", "BadInput", "Config", "Outcome", "RunOptions", "Step", "Verdict",
            "__version__", "hookimpl", "run_command", "whole_number"]

@@ -1,5 +1,5 @@
 """``python -m bisectkit`` is ``bisectkit``."""
 
-from bisectkit.cli import main
+from bisectkit.app import main
 
 raise SystemExit(main())

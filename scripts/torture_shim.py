@@ -28,7 +28,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from bisectkit.gitcli import argv as git_argv
+from bisectkit.git.cli import argv as git_argv
 
 SHIM = """#!/bin/sh
 # bisectkit torture shim: count git commands; at the Nth, stop bisectkit.

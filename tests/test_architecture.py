@@ -1,25 +1,33 @@
-"""The shape of the code, checked: one direction of flow, no cycles, small modules.
+"""The shape of the code, checked: packages in one direction of flow, no cycles.
 
-The layers, top to bottom (a module may import its own layer or any layer
-below it, never one above; nothing may form a cycle):
+The packages, top to bottom (a module may import its own package or any package
+below it, never one above; nothing may form a cycle, between packages or modules):
 
-    cli          the command line: parsing, the commands, exit codes
-    requests     typed requests and run options from argv and back; pre-checks
-    pipeline     the one owner of a run: lock, journal, steps, verify, results, log
-    strategies   candidates and how to materialise one (patch stack, submodules)
-    state        engine, git, merge, runner, session, journal, cache
-    hooks        the plugin manager facade and the built-in classifiers
-    observers    console, step log, trace, report: what the user sees
-    base         model (shared values), hook specs, errors, signals, files
+    app          the entry points and the one error -> exit-code ladder
+    commands     one module per command (or family of session commands)
+    ui           console, live panel, observers, report formats: what the user sees
+    pipeline     the one owner of a run: lock, journal, steps, verify, results, outputs
+    strategies   candidates and how to materialise one (patch stack, submodules, pins)
+    store        what lives in .git/bisectkit: session, waiting state, cache and key, logs
+    cli          argv grammar, option types, typed requests, pre-checks of commands
+    execute      the pty runner, the built-in build and repro, classification
+    safety       lock, journal and mover, recovery, signals, processes, atomic files
+    plugin       hook specifications, the plugin manager, the typed facade
+    patches      the patch stack: analysis, replay rules, patch ids, upstream, status
+    git          everything that talks to git; git.shapes: partial, shallow, sparse
+    engine       the pure bisection: decisions and searches
+    base         model (shared values), errors, text (words), safetext
 
-This test is the map CONTRIBUTING.md refers to; moving a module to another
-layer is a design decision, made here.
+The UI sits above the pipeline, so "the pipeline never prints" is structural: no
+package below ``ui`` can reach the console. This test is the map CONTRIBUTING.md
+refers to; moving a module to another package is a design decision, made here.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -28,37 +36,35 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "bisectkit"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("cli", ("__main__", "cli", "parser", "options", "about", "manpage", "commands", "commands.*")),
-    ("requests", ("requests", "advancing", "precheck", "argtypes", "outputs", "parallelopts")),
-    ("pipeline", ("pipeline", "pipeline.*", "results", "replaylog", "recovery")),
-    ("strategies", ("strategies", "strategies.*", "patchstack", "patchids", "upstream", "status",
-                    "worktree", "workspace", "wsroot", "steptask", "pinning", "pinwrite")),
-    ("state", ("engine", "search", "git", "gitstate", "gitcli", "gitwrite", "gitobjects",
-               "gitdiffs", "sparse", "promisor", "shallow", "merge", "runner", "keptoutput",
-               "execution",
-               "session", "journal", "journalrecords", "processes", "orphans", "gitlocks", "lock",
-               "cache", "cachekey", "cachefile", "commandinputs", "envscan", "keydiff", "pathglobs",
-               "fingerprint", "workfiles", "waitstate", "undertest", "gitfiles", "userchanges",
-               "sessionshape")),
-    ("hooks", ("hooks", "plugins", "classify")),
-    ("observers", ("observers", "console", "outstream", "livestatus", "display", "trace", "report",
-                   "report.*", "steplog")),
-    ("base", ("model", "model.*", "hookspecs", "errors", "signals", "fileio", "safetext")),
+    ("app", ("__main__", "app")),
+    ("commands", ("commands", "commands.*")),
+    ("ui", ("ui", "ui.*")),
+    ("pipeline", ("pipeline", "pipeline.*")),
+    ("strategies", ("strategies", "strategies.*")),
+    ("store", ("store", "store.*")),
+    ("cli", ("cli", "cli.*")),
+    ("execute", ("execute", "execute.*")),
+    ("safety", ("safety", "safety.*")),
+    ("plugin", ("plugin", "plugin.*")),
+    ("patches", ("patches", "patches.*")),
+    ("git", ("git", "git.*")),
+    ("engine", ("engine", "engine.*")),
+    ("base", ("model", "model.*", "errors", "text", "safetext")),
 ]
 
-#: Modules that must never print: everything the user sees goes through observers.
-SILENT = ("pipeline", "pipeline.*", "strategies", "strategies.*", "engine", "search", "session",
-          "pinning", "pinwrite")
-#: Third-party libraries confined to their own modules.
-CONFINED = {"pygit2": ("git", "gitstate", "gitdiffs", "gitobjects", "gitfiles", "merge"),
-            "pexpect": ("runner",),
-            "rich": ("console", "livestatus"),
-            "argparse": ("cli", "parser", "options", "about", "manpage", "requests",
-                         "parallelopts", "commands", "commands.*", "argtypes", "advancing")}
+#: Packages that may write to the terminal: everything below ui hands its words up.
+LOUD = ("app", "commands", "commands.*", "ui", "ui.*", "cli.manpage")
+#: Third-party libraries confined to their own package.
+CONFINED = {"pygit2": ("git", "git.*"),
+            "pexpect": ("execute", "execute.*"),
+            "rich": ("ui", "ui.*"),
+            "argparse": ("cli", "cli.*", "commands", "commands.*", "app")}
 
-MAX_MODULE_LINES = 300
+#: A module longer than this is worth a look (a warning, not a failure: a module is
+#: as big as its concept, and splitting one to meet a number hides it).
+WARN_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 50
-#: Files that are mostly data (message tables), exempt from the module size limit.
+#: Files that are mostly data (message tables): their length is their tables'.
 DATA_FILES = {"plugins/iree_devices.py"}
 
 
@@ -182,10 +188,11 @@ def test_libraries_stay_in_their_module() -> None:
     assert leaks == []
 
 
-def test_the_pipeline_never_prints() -> None:
-    printing = re.compile(r"\bprint\(|sys\.std(out|err)\.write|\bconsole\b", re.IGNORECASE)
+def test_only_the_top_packages_print() -> None:
+    """Below ``ui`` nothing writes to the terminal: words are returned, or handed to a hook."""
+    printing = re.compile(r"\bprint\(|sys\.std(out|err)\.write")
     loud = [f"bisectkit.{m}:{n}: {line.strip()}" for m, p in _modules().items()
-            if _matches(m, SILENT)
+            if not _matches(m, LOUD)
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
             if printing.search(line.split("#")[0])]
     assert loud == []
@@ -196,13 +203,13 @@ def _sources() -> list[Path]:
 
 
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_modules_and_functions_are_small(path: Path) -> None:
+def test_functions_are_small(path: Path) -> None:
     rel = str(path.relative_to(ROOT))
     text = path.read_text(encoding="utf-8")
-    problems = []
     lines = len(text.splitlines())
-    if lines > MAX_MODULE_LINES and rel not in DATA_FILES:
-        problems.append(f"{rel}: {lines} lines (at most {MAX_MODULE_LINES})")
+    if lines > WARN_MODULE_LINES and rel not in DATA_FILES:
+        warnings.warn(f"{rel}: {lines} lines; does it still hold one concept?", stacklevel=1)
+    problems = []
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             size = (node.end_lineno or node.lineno) - node.lineno + 1
@@ -210,6 +217,43 @@ def test_modules_and_functions_are_small(path: Path) -> None:
                 problems.append(f"{rel}:{node.lineno}: {node.name}() has {size} lines "
                                 f"(at most {MAX_FUNCTION_LINES})")
     assert problems == []
+
+
+def test_every_package_says_its_job() -> None:
+    """Each package's ``__init__`` opens with a one-line docstring: the map reads from it."""
+    silent = [str(init.relative_to(ROOT)) for init in sorted(PACKAGE.rglob("__init__.py"))
+              if not (ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or "")
+              .strip()]
+    assert silent == []
+
+
+def test_packages_are_at_most_two_levels_deep() -> None:
+    deep = [m for m in _modules() if m.count(".") > 2]
+    assert deep == []
+
+
+def _package(module: str) -> str:
+    return module.partition(".")[0]
+
+
+def test_no_import_cycles_between_packages() -> None:
+    graph: dict[str, set[str]] = {}
+    for module, deps in _graph().items():
+        graph.setdefault(_package(module), set()).update(
+            _package(d) for d in deps if d and _package(d) != _package(module))
+    cycles: list[str] = []
+    for start in sorted(graph):
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node == start:
+                cycles.append(start)
+                break
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph.get(node, ()))
+    assert cycles == []
 
 
 def _non_public_imports(source: str, where: str) -> list[str]:

@@ -25,10 +25,11 @@ from typing import Any
 import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 
-from bisectkit import argtypes, outputs, precheck
+from bisectkit.cli import argtypes, precheck
+from bisectkit.cli.parser import build_parser
 from bisectkit.errors import BadInput
 from bisectkit.model import Parallel, RunOptions
-from bisectkit.parser import build_parser
+from bisectkit.pipeline import outputs
 
 UPSTREAM = "upstream/main"
 GOOD_IF = "device .* not found"

@@ -294,7 +294,7 @@ def test_follow_up_commands_repeat_cache_input(integrate_world: World, tmp_path:
 ])
 def test_shell_words_tell_inputs_from_outputs(command: str, inputs: list[str],
                                               outputs: list[str]):
-    from bisectkit.commandinputs import shell_words
+    from bisectkit.store.commandinputs import shell_words
 
     assert shell_words(command) == (inputs, outputs)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bisectkit.envscan import env_part, names_in, names_in_files
-from bisectkit.keydiff import UNSET, describe, differences, summary
-from bisectkit.pathglobs import PathGlobs
+from bisectkit.execute.envscan import env_part, names_in, names_in_files
+from bisectkit.store.keydiff import UNSET, describe, differences, summary
+from bisectkit.store.pathglobs import PathGlobs
 
 
 @pytest.mark.parametrize(("text", "names"), [
@@ -103,8 +103,8 @@ def test_a_named_untracked_file_is_told_once():
 
 def test_a_script_named_through_a_variable_is_hashed_and_read(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch):
-    from bisectkit.commandinputs import command_env, named_files
     from bisectkit.model import RunOptions
+    from bisectkit.store.commandinputs import command_env, named_files
 
     tools = tmp_path / "tools"
     tools.mkdir()
@@ -143,9 +143,9 @@ def test_names_in_finds_the_other_forms(text: str, names: set[str]):
     ("cmake --build build", False), ("ninja -C build", False),
 ])
 def test_a_command_that_runs_make_reads_makes_variables(build: str, make: bool):
-    from bisectkit.commandinputs import command_env
-    from bisectkit.envscan import MAKE_VARIABLES
+    from bisectkit.execute.envscan import MAKE_VARIABLES
     from bisectkit.model import RunOptions
+    from bisectkit.store.commandinputs import command_env
 
     names = command_env(RunOptions(repro=("./r.sh",), build=build))
     assert (names >= MAKE_VARIABLES) == make
@@ -153,7 +153,7 @@ def test_a_command_that_runs_make_reads_makes_variables(build: str, make: bool):
 
 
 def test_the_makefiles_make_reads(tmp_path: Path):
-    from bisectkit.commandinputs import makefiles
+    from bisectkit.store.commandinputs import makefiles
 
     (tmp_path / "sub").mkdir()
     for name in ("Makefile", "sub/makefile", "sub/Makefile"):
@@ -169,8 +169,8 @@ def test_the_makefiles_make_reads(tmp_path: Path):
 
 
 def test_named_files_add_makefiles_and_what_scripts_source_or_include(tmp_path: Path):
-    from bisectkit.commandinputs import FOLLOW_DEPTH, named_files
     from bisectkit.model import RunOptions
+    from bisectkit.store.commandinputs import FOLLOW_DEPTH, named_files
 
     (tmp_path / "Makefile").write_text("include rules.mk\n-include $(GEN).mk\nall:\n",
                                        encoding="utf-8")
@@ -200,7 +200,7 @@ def test_the_cache_ignore_suggestion_matches_that_path_only(tmp_path: Path, name
 
     from worldgen import hermetic_env
 
-    from bisectkit.pathglobs import literal_pattern
+    from bisectkit.store.pathglobs import literal_pattern
 
     pattern = literal_pattern(name)
     others = ["notes1.txt", "x1.txt", "xx.txt", "wa.txt", "a", "sub/" + name.lstrip("/"),
@@ -240,9 +240,9 @@ def test_a_submodule_a_checkout_leaves_as_a_folder_is_not_a_local_change(tmp_pat
 
     from worldgen import hermetic_env
 
-    from bisectkit.cachekey import run_identity
-    from bisectkit.git import Repo
+    from bisectkit.git.repo import Repo
     from bisectkit.model import RunOptions
+    from bisectkit.store.cachekey import run_identity
 
     env = hermetic_env(tmp_path / "home")
 

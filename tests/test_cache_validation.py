@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World, cli
 
-from bisectkit.cachefile import FORMAT_VERSION, CacheData, parse, to_json
+from bisectkit.store.cachefile import FORMAT_VERSION, CacheData, parse, to_json
 
 GOOD_IF = "device .* not found"
 FIRST_BAD = 200  # the world's bug

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 
-from bisectkit.pipeline import cluster as watching
+from bisectkit.pipeline.parallel import cluster as watching
 
 GOOD_IF = "device .* not found"
 #: Short client-side timeouts: a test waits seconds, not distributed's defaults.

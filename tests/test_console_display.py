@@ -21,10 +21,10 @@ import pytest
 from conftest import SUBMODULE, World, cli, git_cli
 from rich.console import Console as RichConsole
 
-from bisectkit.console import Console
-from bisectkit.display import clock, eta, fit, pack, plural
-from bisectkit.livestatus import Status, render
 from bisectkit.model import CommitInfo
+from bisectkit.text import clock, eta, fit, pack, plural
+from bisectkit.ui.console import Console
+from bisectkit.ui.livestatus import Status, render
 
 GOOD_IF = "device .* not found"
 LONG = ("[mlir][linalg] Teach the tiling interface about reductions over dynamically "

@@ -19,8 +19,8 @@ from conftest import SUBMODULE, World, git_cli, snapshot
 from test_tree_under_test import assert_stopped, once, submodule_run
 from worldgen import hermetic_env
 
-from bisectkit import gitfiles
-from bisectkit.git import Repo
+from bisectkit.git import files as gitfiles
+from bisectkit.git.repo import Repo
 
 SPARSE = f"git -C {SUBMODULE} sparse-checkout set --no-cone '/*' '!/lib/bug.txt'"
 

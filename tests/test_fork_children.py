@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bisectkit.lock import LockHeld, RunLock
+from bisectkit.safety.lock import LockHeld, RunLock
 
 STOP_BITS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
 
@@ -64,8 +64,9 @@ def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
         from concurrent.futures import ThreadPoolExecutor
         from pathlib import Path
         import ptyprocess.ptyprocess as pp
-        from bisectkit import runner, signals
-        from bisectkit.lock import RunLock
+        from bisectkit.execute import runner
+        from bisectkit.safety import signals
+        from bisectkit.safety.lock import RunLock
 
         lock, pidfile = Path(sys.argv[1]), Path(sys.argv[2])
         winsize = pp._setwinsize
@@ -115,7 +116,8 @@ def test_builds_start_with_the_stop_signals_plain(tmp_path: Path) -> None:
     # pty's hang-up), or they go on writing into the tree that reset restored.
     proc = _script(tmp_path, """
         import os, signal, sys
-        from bisectkit import runner, signals
+        from bisectkit.execute import runner
+        from bisectkit.safety import signals
 
         def show():
             out = runner.run(["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"], cwd=".",
@@ -149,7 +151,8 @@ def test_a_stop_signal_that_reaches_the_child_before_its_hook_ends_it(tmp_path: 
     # (ctypes' raise: no Python frame, so nothing handles it before bisectkit's hook).
     proc = _script(tmp_path, """
         import ctypes, functools, os, signal
-        from bisectkit import runner, signals
+        from bisectkit.execute import runner
+        from bisectkit.safety import signals
 
         os.register_at_fork(after_in_child=functools.partial(
             getattr(ctypes.CDLL(None), "raise"), int(signal.SIGTERM)))
@@ -170,7 +173,7 @@ def test_an_error_in_the_forked_child_never_runs_on_as_a_second_bisectkit(tmp_pa
     proc = _script(tmp_path, """
         import os, sys
         import ptyprocess.ptyprocess as pp
-        from bisectkit import runner
+        from bisectkit.execute import runner
         from bisectkit.errors import Aborted
 
         def run(cwd, argv=("true",)):

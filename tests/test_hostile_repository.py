@@ -26,9 +26,9 @@ from conftest import SUBMODULE, World, WorldFactory, cli, git_cli, snapshot
 from worldgen import WorldSpec
 
 from bisectkit import safetext
-from bisectkit.console import Console
 from bisectkit.model import CommitInfo
-from bisectkit.report import render_markdown
+from bisectkit.ui.console import Console
+from bisectkit.ui.report import render_markdown
 
 EVIL = (b"Fix \x1b[2J\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07 c1\xc2\x9b31m bs\x08\x08 "
         b"\xe2\x80\xaebidi | `tick` <script>alert(1)</script> [click](http://evil.example)"

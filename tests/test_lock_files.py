@@ -28,10 +28,10 @@ from test_journal_lost import killed_at
 from test_reliability import full_state, state_dir
 from test_safety import assert_refused, run_argv, start_argv
 
-from bisectkit import gitlocks, journal, processes
-from bisectkit.journalrecords import Git, Move, Side
 from bisectkit.model import HeadState
-from bisectkit.processes import alive, process_start
+from bisectkit.safety import gitlocks, journal, processes
+from bisectkit.safety.journalrecords import Git, Move, Side
+from bisectkit.safety.processes import alive, process_start
 
 
 def git_dir(world: World, repo: Path) -> Path:

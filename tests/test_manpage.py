@@ -17,8 +17,8 @@ import pexpect
 import pytest
 from conftest import World, cli, git_cli
 
-from bisectkit import about, manpage
-from bisectkit.parser import build_parser
+from bisectkit.cli import about, manpage
+from bisectkit.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(manpage.PAGES)
@@ -38,7 +38,7 @@ def _man_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def test_the_committed_pages_are_generated_from_the_parsers() -> None:
-    assert manpage.stale() == [], (f"share/man/man1 is out of date with bisectkit/parser.py; "
+    assert manpage.stale() == [], (f"share/man/man1 is out of date with bisectkit/cli/parser.py; "
                                    f"run: {manpage.REGENERATE}")
 
 
@@ -48,10 +48,10 @@ def test_check_names_a_stale_page_and_the_command_to_run(tmp_path: Path) -> None
     (tmp_path / "bisectkit.1").write_text(manpage.render(False).replace("advance", "adv"),
                                           encoding="utf-8")
     assert manpage.stale(tmp_path) == ["bisectkit.1"]
-    check = subprocess.run([sys.executable, "-m", "bisectkit.manpage", "--check", "--dir",
+    check = subprocess.run([sys.executable, "-m", "bisectkit.cli.manpage", "--check", "--dir",
                             str(tmp_path)], capture_output=True, text=True)
     assert (check.returncode, check.stderr) == (
-        1, "out of date: bisectkit.1; run: python3 -m bisectkit.manpage --write\n")
+        1, "out of date: bisectkit.1; run: python3 -m bisectkit.cli.manpage --write\n")
 
 
 @pytest.mark.parametrize("git_mode", [True, False], ids=["git-bisect-patched", "bisectkit"])
@@ -64,7 +64,7 @@ def test_every_subcommand_has_a_description_and_an_example(git_mode: bool) -> No
         if not summary or "\n" in summary:
             problems.append(f"{name}: no one-line help= in add_parser")
         if not (sub.description or "").strip():
-            problems.append(f"{name}: no description (bisectkit/about.py)")
+            problems.append(f"{name}: no description (bisectkit/cli/about.py)")
         if not examples or not all(e.startswith(f"{sub.prog.rsplit(' ', 1)[0]} ")
                                    for e in examples):
             problems.append(f"{name}: no example of the program in its epilog (about.py)")
@@ -158,7 +158,7 @@ def test_an_editable_install_links_the_pages_where_man_finds_them(tmp_path: Path
     """pip install -e installs no data files: --install links them into the prefix."""
     prefix = tmp_path / "prefix"
     (prefix / "bin").mkdir(parents=True)
-    done = subprocess.run([sys.executable, "-m", "bisectkit.manpage", "--install", str(prefix)],
+    done = subprocess.run([sys.executable, "-m", "bisectkit.cli.manpage", "--install", str(prefix)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.split() == [str(prefix / manpage.MAN_DIR / n) for n in manpage.PAGES]
     env = _man_env(tmp_path, PATH=f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")

@@ -1,4 +1,4 @@
-"""The in-memory merge engine (bisectkit.merge) on small repositories built with the git CLI.
+"""The in-memory merge engine (bisectkit.git.merge) on small repositories built with the git CLI.
 
 git itself is the oracle: a patch merged in memory must give the tree that
 ``git cherry-pick`` (or ``git revert``) gives in a work tree, conflicts
@@ -14,8 +14,8 @@ import pytest
 from worldgen import git, hermetic_env
 
 from bisectkit.errors import GitFailure
-from bisectkit.git import Repo
-from bisectkit.merge import MergeResult, TreeEntry
+from bisectkit.git.merge import MergeResult, TreeEntry
+from bisectkit.git.repo import Repo
 
 BLOB = 0o100644
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from conftest import SUBMODULE, World, WorldSpec, cli, git_cli
 
-from bisectkit.git import Repo
-from bisectkit.journal import Journal, Origin
-from bisectkit.worktree import Mover
+from bisectkit.git.repo import Repo
+from bisectkit.safety.journal import Journal, Origin
+from bisectkit.safety.worktree import Mover
 
 GOOD_IF = "device .* not found"
 OLD = 1_600_000_000  # 2020-09-13: far from any mtime a checkout could give

@@ -29,7 +29,7 @@ from worldgen import (
     hermetic_env,
 )
 
-from bisectkit.gitobjects import edit_level
+from bisectkit.git.objects import edit_level
 
 LATIN1 = b"lib/caf\xe9.c"
 #: The name as Python (and pygit2) hold it: the byte as a surrogate escape.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
-from bisectkit.report import render_markdown, render_terminal
+from bisectkit.ui.report import render_markdown, render_terminal
 
 GOOD_IF = "device .* not found"
 SPEC = WorldSpec(bug_at=360)

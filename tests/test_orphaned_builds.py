@@ -26,8 +26,8 @@ from conftest import World, cli, git_cli
 from test_reliability import full_state, state_dir
 from test_safety import run_argv, spawn, start_argv, wait_for, write_script
 
-from bisectkit import orphans
-from bisectkit.processes import alive, process_start
+from bisectkit.safety import orphans
+from bisectkit.safety.processes import alive, process_start
 
 #: A build that leaves a process behind in a session of its own, appending to a file in
 #: the submodule's work tree every 50 ms; then it waits to be killed.

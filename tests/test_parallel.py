@@ -319,7 +319,7 @@ def test_live_table_on_a_terminal_only() -> None:
 
     from rich.console import Console as RichConsole
 
-    from bisectkit.console import Console
+    from bisectkit.ui.console import Console
 
     rows = [{"index": 4, "commit": "a" * 40, "subject": "upstream commit 200",
              "phase": "build", "where": "wa:ws-2", "elapsed": 12.3, "line": "[41/977] CXX"}]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pygit2
 from conftest import World
 
-from bisectkit.git import Repo
-from bisectkit.merge import TreeEntry
+from bisectkit.git.merge import TreeEntry
+from bisectkit.git.repo import Repo
 
 
 def full_merge(repo: pygit2.Repository, onto: str, patch: str) -> str | None:

@@ -14,12 +14,9 @@ from typing import Any
 
 import pytest
 
-from bisectkit.cache import VerdictCache
-from bisectkit.cachekey import RunIdentity
-from bisectkit.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.engine import Found, Inconclusive
 from bisectkit.errors import Aborted, BadInput, PluginFailed
-from bisectkit.hooks import Hooks
+from bisectkit.execute.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.model import (
     CommitInfo,
     Config,
@@ -33,13 +30,16 @@ from bisectkit.model import (
     hookimpl,
 )
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.replaylog import log_lines, parse_log
+from bisectkit.pipeline.results import result_json
 from bisectkit.pipeline.verify import confirm_ends, run_to_end
-from bisectkit.plugins import AUTOLOAD_OFF, PluginRequest, make_plugin_manager
-from bisectkit.replaylog import log_lines, parse_log
-from bisectkit.results import result_json
-from bisectkit.session import Session, SessionStore
+from bisectkit.plugin.facade import Hooks
+from bisectkit.plugin.manager import AUTOLOAD_OFF, PluginRequest, make_plugin_manager
+from bisectkit.safety.undertest import Held
+from bisectkit.store.cache import VerdictCache
+from bisectkit.store.cachekey import RunIdentity
+from bisectkit.store.session import Session, SessionStore
 from bisectkit.strategies.base import Prepared, Strategy
-from bisectkit.undertest import Held
 
 CANDIDATES = [f"{i:040x}" for i in range(1, 17)]  # 16 commits, oldest first
 GOOD = "f" * 40

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World, cli, snapshot
 
-from bisectkit import hookspecs
+from bisectkit.plugin import hookspecs
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD_IF = "device .* not found"

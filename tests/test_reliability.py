@@ -20,9 +20,9 @@ import pytest
 from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
 
-from bisectkit.keptoutput import Kept
+from bisectkit.execute.keptoutput import Kept
+from bisectkit.execute.runner import pexpect_command
 from bisectkit.model.dropped import unmarked
-from bisectkit.runner import pexpect_command
 
 STATE = Path(".git") / "bisectkit"
 

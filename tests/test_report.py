@@ -1,4 +1,4 @@
-"""Paste-ready reports (bisectkit.report): pure, from result dicts and step log files."""
+"""Paste-ready reports (bisectkit.ui.report): pure, from result dicts and step log files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bisectkit.report import commit_link, error_lines, render_markdown, render_terminal
+from bisectkit.ui.report import commit_link, error_lines, render_markdown, render_terminal
 
 URL = "https://github.com/llvm/llvm-project/commit/{sha}"
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bisectkit import requests
+from bisectkit.cli import requests
+from bisectkit.cli.parser import build_parser
 from bisectkit.errors import BadInput
 from bisectkit.model import (
     IntegrateRequest,
@@ -17,7 +18,6 @@ from bisectkit.model import (
     SubmoduleRequest,
     Terms,
 )
-from bisectkit.parser import build_parser
 
 
 def _start(*words: str, default_submodule: str | None = None) -> requests.StartRequest:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 
-from bisectkit.processes import alive
+from bisectkit.safety.processes import alive
 
 UPSTREAM = "upstream/main"
 

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from bisectkit.engine import Clear, ContradictoryVerdicts, Found, Inconclusive, Next, Picks
-from bisectkit.search import SEARCHES, Gallop, Linear, named
+from bisectkit.engine.search import SEARCHES, Gallop, Linear, named
 
 
 def cands(n: int) -> list[str]:

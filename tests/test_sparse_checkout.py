@@ -15,7 +15,7 @@ import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import SPARSE_BUG_AT, build_sparse_world, copy_world
 
-from bisectkit.sparse import parse
+from bisectkit.git.shapes.sparse import parse
 
 GOOD_IF = "device .* not found"
 OUT_OF_CONE = {"mlir", "clang"}

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import SUBMODULE, World
 
-from bisectkit import requests, strategies
+from bisectkit import strategies
+from bisectkit.cli import requests
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo
+from bisectkit.git.repo import Repo
 from bisectkit.model import (
     FollowUp,
     IntegrateRequest,
@@ -25,8 +26,8 @@ from bisectkit.model import (
     SubmoduleRequest,
     Terms,
 )
-from bisectkit.strategies.common import check_clean, resolve_upstream, step_env
-from bisectkit.upstream import GuessRefused
+from bisectkit.patches.upstream import GuessRefused, resolve_upstream
+from bisectkit.strategies.common import check_clean, step_env
 
 LOCAL_FIXUP = "[local] fixup for our target"
 

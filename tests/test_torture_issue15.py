@@ -49,7 +49,7 @@ if os.environ.get("BK_KILL_FUNCS"):
 
     class _Finder:
         def find_spec(self, fullname, path=None, target=None):
-            if fullname != "bisectkit.cli":
+            if fullname != "bisectkit.app":
                 return None
             sys.meta_path.remove(self)
             import importlib.util
@@ -69,9 +69,9 @@ if os.environ.get("BK_KILL_FUNCS"):
 '''
 
 #: What the completing mark writes, in the order the fixed code calls them.
-STATE_WRITES = ",".join(["bisectkit.session:SessionStore.save",
-                         "bisectkit.session:SessionStore.delete_waiting",
-                         "bisectkit.journal:Journal.begin_session"])
+STATE_WRITES = ",".join(["bisectkit.store.session:SessionStore.save",
+                         "bisectkit.store.session:SessionStore.delete_waiting",
+                         "bisectkit.safety.journal:Journal.begin_session"])
 
 
 def gbp(w: World, *args: str, env: dict[str, str] | None = None,

@@ -24,8 +24,8 @@ from conftest import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import REPRO_SH, git, hermetic_env
 
 from bisectkit.errors import TreeMoved
-from bisectkit.git import Repo
-from bisectkit.undertest import Held, Watch, as_found, how_moved
+from bisectkit.git.repo import Repo
+from bisectkit.safety.undertest import Held, Watch, as_found, how_moved
 
 GOOD_IF = "device .* not found"
 UPSTREAM = "upstream/main"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 
-from bisectkit.keptoutput import clean_output
+from bisectkit.execute.keptoutput import clean_output
 
 BUG = f"grep -q miscompile {SUBMODULE}/lib/bug.txt"
 

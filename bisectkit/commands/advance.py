@@ -12,21 +12,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bisectkit import pinning, pinwrite, results, signals
-from bisectkit.cache import VerdictCache
 from bisectkit.commands import answer, cachenotes, running
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import advance_command, reproduce_command
 from bisectkit.commands.starting import new_session
-from bisectkit.display import plural
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
-from bisectkit.git import open_submodule
+from bisectkit.git.repo import open_submodule
 from bisectkit.model import AdvanceRequest, ApplyRequest
-from bisectkit.patchstack import Stack
+from bisectkit.patches.stack import Stack
+from bisectkit.pipeline import results
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
-from bisectkit.worktree import Mover
+from bisectkit.safety import signals
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.cache import VerdictCache
+from bisectkit.strategies import pinning, pinwrite
+from bisectkit.text import plural
 
 
 def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | None) -> int:

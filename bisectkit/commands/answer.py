@@ -8,15 +8,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bisectkit import engine, report, requests, results
+from bisectkit import engine
+from bisectkit.cli import requests
 from bisectkit.commands import cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
-from bisectkit.fileio import write_json_atomic, write_text_atomic
-from bisectkit.pipeline import descent
+from bisectkit.pipeline import descent, results
 from bisectkit.pipeline.bisection import Bisection
-from bisectkit.report.advance import render_advance_markdown, render_advance_terminal
-from bisectkit.trace import Tracer
+from bisectkit.pipeline.trace import Tracer
+from bisectkit.safety.fileio import write_json_atomic, write_text_atomic
+from bisectkit.ui import report
+from bisectkit.ui.report.advance import render_advance_markdown, render_advance_terminal
 
 
 def header(ctx: Context, b: Bisection) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import os
 
-from bisectkit.cache import VerdictCache
 from bisectkit.commands.context import Context
-from bisectkit.display import plural
-from bisectkit.git import Repo
-from bisectkit.session import SessionStore
+from bisectkit.git.repo import Repo
+from bisectkit.store.cache import VerdictCache
+from bisectkit.store.session import SessionStore
+from bisectkit.text import plural
 
 
 def note_cache_file(ctx: Context, store: SessionStore, cache: VerdictCache) -> None:

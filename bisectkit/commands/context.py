@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pluggy
 
-from bisectkit import outputs
-from bisectkit.console import Console
+from bisectkit.cli.requests import RunFlags
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo
-from bisectkit.hooks import Hooks
+from bisectkit.git.repo import Repo
 from bisectkit.model import GIT_PROG, Config, RunOptions
+from bisectkit.pipeline import outputs
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
-from bisectkit.requests import RunFlags
-from bisectkit.session import Session, SessionStore
+from bisectkit.plugin.facade import Hooks
+from bisectkit.store.session import Session, SessionStore
+from bisectkit.ui.console import Console
 
 
 @dataclass

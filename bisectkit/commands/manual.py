@@ -7,18 +7,21 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from bisectkit import plugins, safetext, signals, steplog
-from bisectkit import status as stack_status
+from bisectkit import safetext
 from bisectkit.commands import answer
 from bisectkit.commands.context import Context
 from bisectkit.commands.starting import new_session
 from bisectkit.engine import Next
 from bisectkit.errors import BadInput, BisectkitError
 from bisectkit.model import GIT_PROG, VERDICTS, StartRequest, Terms
+from bisectkit.patches import status as stack_status
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
-from bisectkit.replaylog import ReplayLog, log_lines
-from bisectkit.session import Session
+from bisectkit.pipeline.replaylog import ReplayLog, log_lines
+from bisectkit.plugin import manager as plugins
+from bisectkit.safety import signals
+from bisectkit.store import steplog
+from bisectkit.store.session import Session
 
 
 def cmd_start(ctx: Context, request: StartRequest) -> int:

@@ -7,11 +7,11 @@ which restores everything first (:func:`~bisectkit.commands.manual.reset_session
 
 from __future__ import annotations
 
-from bisectkit import gitcli
 from bisectkit.commands import manual
 from bisectkit.commands.context import Context
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo
+from bisectkit.git import cli as gitcli
+from bisectkit.git.repo import Repo
 from bisectkit.model import Terms
 from bisectkit.pipeline.bisection import Bisection
 

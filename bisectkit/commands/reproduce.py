@@ -7,10 +7,11 @@ import os
 import shlex
 from pathlib import Path
 
-from bisectkit import plugins, requests
+from bisectkit.cli import requests
 from bisectkit.commands.context import Context
 from bisectkit.model import GIT_PROG
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.plugin import manager as plugins
 
 
 def reproduce_command(ctx: Context, b: Bisection, ends: tuple[str, str] | None = None) -> str:

@@ -10,9 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bisectkit import requests, results, signals
-from bisectkit.cache import VerdictCache
-from bisectkit.cachekey import Skipped, run_identity, workspace_gaps
+from bisectkit.cli import requests
 from bisectkit.commands import answer, cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
@@ -20,14 +18,17 @@ from bisectkit.commands.starting import new_session
 from bisectkit.engine import Decision
 from bisectkit.errors import Aborted, BisectkitError
 from bisectkit.model import GIT_PROG, SUPERPROJECT, StartRequest
-from bisectkit.pipeline import verify
+from bisectkit.pipeline import results, verify
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
-from bisectkit.pipeline.parallel import ParallelBisection
-from bisectkit.pipeline.pools import open_pool
-from bisectkit.session import Session
-from bisectkit.trace import Tracer
-from bisectkit.workspace import default_root
+from bisectkit.pipeline.parallel.loop import ParallelBisection
+from bisectkit.pipeline.parallel.pools import open_pool
+from bisectkit.pipeline.parallel.workspace import default_root
+from bisectkit.pipeline.trace import Tracer
+from bisectkit.safety import signals
+from bisectkit.store.cache import VerdictCache
+from bisectkit.store.cachekey import Skipped, run_identity, workspace_gaps
+from bisectkit.store.session import Session
 
 
 def cmd_oneshot(ctx: Context, request: StartRequest) -> int:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bisectkit import requests, shallow, strategies
-from bisectkit.git import Repo
+from bisectkit import strategies
+from bisectkit.cli import requests
+from bisectkit.git.repo import Repo
+from bisectkit.git.shapes import shallow
+from bisectkit.git.shapes.shallow import ShallowCut
 from bisectkit.model import StartRequest
-from bisectkit.session import Session
-from bisectkit.shallow import ShallowCut
+from bisectkit.store.session import Session
 
 
 def new_session(sp: Repo, request: StartRequest,

@@ -16,7 +16,7 @@ import sysconfig
 from pathlib import Path
 from typing import TextIO
 
-from bisectkit import manpage
+from bisectkit.cli import manpage
 from bisectkit.errors import BadInput
 
 #: ``help``'s lines are wrapped to the terminal, within these bounds.

@@ -3,7 +3,7 @@
 ``git bisect-patched start [--submodule PATH | --integrate] [BAD]``, then
 ``bad [REV]`` and ``good REV`` (``new``/``old``, in the session's terms). Until
 the new end and an old one are known nothing is checked out and nothing moves;
-the ends given are kept in the git dir (:class:`~bisectkit.waitstate.Waiting`).
+the ends given are kept in the git dir (:class:`~bisectkit.store.waitstate.Waiting`).
 The mark that completes them starts the session exactly as ``start BAD GOOD``
 would; if that start is refused (one line, exit 2) the session keeps waiting,
 as it was before that mark, so the user can give another revision.
@@ -21,19 +21,20 @@ import shlex
 from argparse import Namespace
 from collections.abc import Sequence
 
-from bisectkit import journal as journal_mod
-from bisectkit import requests, signals
+from bisectkit.cli import requests
 from bisectkit.commands import manual
 from bisectkit.commands.context import Context
 from bisectkit.commands.starting import new_session
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo, open_submodule
+from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import GIT_PROG, IntegrateRequest, StartRequest, SubmoduleRequest, Verdict
+from bisectkit.patches.upstream import resolve_upstream
 from bisectkit.pipeline.lifecycle import Run
-from bisectkit.replaylog import ReplayLog
-from bisectkit.session import Session
-from bisectkit.strategies.common import resolve_upstream
-from bisectkit.waitstate import Waiting, WaitingRequest
+from bisectkit.pipeline.replaylog import ReplayLog
+from bisectkit.safety import journal as journal_mod
+from bisectkit.safety import signals
+from bisectkit.store.session import Session
+from bisectkit.store.waitstate import Waiting, WaitingRequest
 
 #: Stands for an end not given yet while the request is validated (no argv word is NUL).
 UNKNOWN = "\0unknown"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bisectkit import workspace, wsroot
 from bisectkit.commands.context import Context
-from bisectkit.display import plural
+from bisectkit.pipeline.parallel import workspace, wsroot
+from bisectkit.text import plural
 
 
 def cmd_workspaces(ctx: Context, root_given: str | None, prune: bool) -> int:

@@ -1,6 +1,6 @@
 """The lines bisectkit writes where a command's output was dropped (``--keep-output``).
 
-:class:`bisectkit.keptoutput.Kept` writes them into the kept text, so that a reader of a
+:class:`bisectkit.execute.keptoutput.Kept` writes them into the kept text, so that a reader of a
 step log sees where the middle went; they are bisectkit's words, not the command's, so
 the rules and the classifiers get the text without them (:func:`unmarked`).
 """

@@ -169,7 +169,7 @@ class Config:
     option: Any
     pluginmanager: pluggy.PluginManager
     root: Path | None = None
-    #: The console to print to (:class:`bisectkit.console.Console`).
+    #: The console to print to (:class:`bisectkit.ui.console.Console`).
     console: Any = None
     #: How steps are built and tested (``run`` commands only).
     run: RunOptions | None = None

@@ -12,18 +12,15 @@ import re
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pluggy
-
-if TYPE_CHECKING:
-    pass
 
 #: bisectkit's version (``bisectkit.__version__``).
 VERSION = "0.1.0"
 #: The pluggy project name; hooks are prefixed ``bisectkit_``.
 PROJECT = "bisectkit"
-#: Marks a hook specification (only :mod:`bisectkit.hookspecs` uses it).
+#: Marks a hook specification (only :mod:`bisectkit.plugin.hookspecs` uses it).
 hookspec = pluggy.HookspecMarker(PROJECT)
 #: Marks a hook implementation: ``@hookimpl def bisectkit_classify(step, outcome): ...``.
 hookimpl = pluggy.HookimplMarker(PROJECT)
@@ -210,7 +207,7 @@ class Step:
     #: The candidate under test (an upstream commit for ``submodule``, a
     #: superproject commit for ``integrate``).
     commit: str
-    #: ``"submodule"``, ``"integrate"`` or ``"stack"``.
+    #: The strategy's name: ``"submodule"``, ``"integrate"``, ``"stack"`` or ``"advance"``.
     strategy: str
     #: Environment given to the build and the repro (``BISECTKIT_*`` included).
     env: dict[str, str] = field(default_factory=dict)

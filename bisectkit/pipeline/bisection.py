@@ -11,23 +11,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from bisectkit import engine, search
-from bisectkit.cache import VerdictCache
-from bisectkit.engine import Decision, Next
+from bisectkit import engine
+from bisectkit.engine import Decision, Next, search
 from bisectkit.errors import BadInput, MachineSkips, PluginFailed
-from bisectkit.git import Repo
-from bisectkit.hooks import Hooks
+from bisectkit.git.repo import Repo
 from bisectkit.model import Step, StepRecord, Terms, Verdict
 from bisectkit.pipeline import descent
 from bisectkit.pipeline import revs as revs_mod
 from bisectkit.pipeline.testing import StepTester, Tested
-from bisectkit.session import Session, SessionStore, VerdictEntry
-from bisectkit.steplog import append_failure
+from bisectkit.pipeline.trace import NullTracer, Tracer, patch_spans
+from bisectkit.plugin.facade import Hooks
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.cache import VerdictCache
+from bisectkit.store.session import Session, SessionStore, VerdictEntry
+from bisectkit.store.steplog import append_failure
 from bisectkit.strategies import make_strategy
 from bisectkit.strategies.base import Prepared, Strategy
 from bisectkit.strategies.common import step_env
-from bisectkit.trace import NullTracer, Tracer, patch_spans
-from bisectkit.worktree import Mover
 
 T = TypeVar("T")
 #: Record fields a strategy's or a test's details may fill (the rest goes to ``extra``).

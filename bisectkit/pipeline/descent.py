@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bisectkit.display import plural
 from bisectkit.engine import Decision, Found
-from bisectkit.hooks import Hooks
 from bisectkit.model import Terms
-from bisectkit.session import Session, SessionStore
+from bisectkit.plugin.facade import Hooks
+from bisectkit.store.session import Session, SessionStore
 from bisectkit.strategies.base import Strategy
+from bisectkit.text import plural
 
 
 class Bisection(Protocol):

@@ -15,18 +15,19 @@ import contextlib
 from pathlib import Path
 from types import TracebackType
 
-from bisectkit import gitlocks, orphans, pinwrite, recovery, signals
-from bisectkit import journal as journal_mod
 from bisectkit.errors import BadInput, WriteFailed
-from bisectkit.git import Repo
-from bisectkit.hooks import Hooks
-from bisectkit.journal import Journal, Origin
-from bisectkit.lock import RunLock
+from bisectkit.git.repo import Repo
 from bisectkit.model import GIT_PROG
 from bisectkit.pipeline.bisection import Bisection
-from bisectkit.replaylog import log_lines
-from bisectkit.session import Session, SessionStore
-from bisectkit.worktree import Mover
+from bisectkit.pipeline.replaylog import log_lines
+from bisectkit.plugin.facade import Hooks
+from bisectkit.safety import gitlocks, orphans, recovery, signals
+from bisectkit.safety import journal as journal_mod
+from bisectkit.safety.journal import Journal, Origin
+from bisectkit.safety.lock import RunLock
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.session import Session, SessionStore
+from bisectkit.strategies import pinwrite
 
 
 class Run:
@@ -44,7 +45,7 @@ class Run:
         self.bisection: Bisection | None = None
         #: What ``advance --apply`` is about to move (see :func:`pinwrite.settle`).
         self.apply_record = self.store.dir / "apply.json"
-        #: The builds and repros this command starts (see :mod:`bisectkit.orphans`).
+        #: The builds and repros this command starts (see :mod:`bisectkit.safety.orphans`).
         self.children = self.store.dir / "children"
 
     # -- lifecycle ---------------------------------------------------------------

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from bisectkit.display import plural
 from bisectkit.errors import BadInput
 from bisectkit.model import Verdict
-from bisectkit.session import Session
+from bisectkit.store.session import Session
 from bisectkit.strategies.base import Strategy
+from bisectkit.text import plural
 
 Note = Callable[[str], None]
 

@@ -12,15 +12,15 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from bisectkit import undertest
 from bisectkit.errors import Aborted, BadInput, TreeMoved
-from bisectkit.hooks import Hooks
-from bisectkit.keptoutput import clean_output
+from bisectkit.execute.keptoutput import clean_output
 from bisectkit.model import Outcome, Step, Verdict
 from bisectkit.model.dropped import unmarked
-from bisectkit.session import Session, SessionStore
+from bisectkit.pipeline.trace import Tracer
+from bisectkit.plugin.facade import Hooks
+from bisectkit.safety import undertest
+from bisectkit.store.session import Session, SessionStore
 from bisectkit.strategies.base import Prepared, Strategy
-from bisectkit.trace import Tracer
 
 T = TypeVar("T")
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bisectkit.cache import VerdictCache
 from bisectkit.engine import Decision, Found
 from bisectkit.errors import RangeNotVerified
 from bisectkit.model import RunOptions, StepRecord, Verdict
-from bisectkit.patchstack import TESTED_WITHOUT
+from bisectkit.patches.stack import TESTED_WITHOUT
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.store.cache import VerdictCache
 
 
 def verify_range(b: Bisection, cache: VerdictCache | None) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo
+from bisectkit.git.repo import Repo
 from bisectkit.model import (
     AdvanceRequest,
     IntegrateRequest,
@@ -26,10 +26,10 @@ from bisectkit.model import (
     StartRequest,
     SubmoduleRequest,
 )
-from bisectkit.session import Session
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.session import Session
 from bisectkit.strategies import advance, integrate, stack, submodule
 from bisectkit.strategies.base import Prepared, Strategy
-from bisectkit.worktree import Mover
 
 __all__ = ["Prepared", "Strategy", "make_strategy", "settled", "start"]
 

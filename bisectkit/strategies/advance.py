@@ -4,7 +4,7 @@ The candidates are the affecting upstream commits after the submodule's
 merge-base up to ``--to`` (the upstream's head by default), materialised like
 a submodule bisect's (the stack replayed by the same rules). The range is
 *open*: no end is known bad. The session's search is a gallop or a walk
-(:mod:`bisectkit.search`), and a candidate the pin cannot move to counts as
+(:mod:`bisectkit.engine.search`), and a candidate the pin cannot move to counts as
 bad: its smoketest fails, its build fails, or its patch stack conflicts. A
 skip (exit 125, a machine problem, a timeout) says nothing about the commit.
 """
@@ -14,22 +14,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bisectkit.display import plural
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo, open_submodule
+from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import AdvanceRequest, Verdict
-from bisectkit.patchstack import analyse
-from bisectkit.session import Session
-from bisectkit.status import default_submodule
+from bisectkit.patches.stack import analyse
+from bisectkit.patches.status import default_submodule
+from bisectkit.patches.upstream import resolve_upstream
+from bisectkit.store.session import Session
 from bisectkit.strategies.base import new_session
-from bisectkit.strategies.common import (
-    LineAncestry,
-    ask_ahead,
-    check_clean,
-    guess_lines,
-    resolve_upstream,
-)
+from bisectkit.strategies.common import LineAncestry, ask_ahead, check_clean, guess_lines
 from bisectkit.strategies.submodule import SubmoduleStrategy
+from bisectkit.text import plural
 
 #: What ends a blocking reason in a step record (the pin cannot move to that commit).
 BLOCKS = "the pin cannot move here"

@@ -3,7 +3,7 @@
 A strategy turns candidates into trees on disk: ``prepare`` works in memory
 (and may say the candidate cannot be tested), ``checkout`` writes it with as
 few file writes as git allows, through the session's journaled
-:class:`~bisectkit.worktree.Mover` (which also restores everything at the end).
+:class:`~bisectkit.safety.worktree.Mover` (which also restores everything at the end).
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo
+from bisectkit.git.repo import Repo
+from bisectkit.git.shapes.partial import NOTHING, Fetched, add_fetched
 from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms, Verdict
-from bisectkit.promisor import NOTHING, Fetched, add_fetched
-from bisectkit.session import Session
-from bisectkit.undertest import Held
-from bisectkit.worktree import Mover
+from bisectkit.safety.undertest import Held
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.session import Session
 
 
 @dataclass(frozen=True)
 class Replay:
     """How a machine without our patched commit makes it again: the patch stack
-    (``stack``, as :meth:`~bisectkit.patchstack.Stack.to_json`) replayed onto ``onto``
+    (``stack``, as :meth:`~bisectkit.patches.stack.Stack.to_json`) replayed onto ``onto``
     in submodule ``path`` by the same rules must give ``tree``."""
 
     path: str

@@ -1,10 +1,8 @@
 """What the strategies share: the one copy of each check and text they all need.
 
-The upstream (:func:`resolve_upstream`), the refusal of uncommitted changes
-(:func:`check_clean`), the ``BISECTKIT_*`` environment of the build and the
-repro (:func:`step_env`), the skip reason of a conflicting patch
-(:func:`conflict_reason`), and the base of the strategies that replay a
-submodule's patch stack (:class:`PatchedSubmodule`).
+The refusal of uncommitted changes (:func:`check_clean`), the ``BISECTKIT_*``
+environment of the build and the repro (:func:`step_env`), and the base of the
+strategies that replay a submodule's patch stack (:class:`PatchedSubmodule`).
 """
 
 from __future__ import annotations
@@ -15,40 +13,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bisectkit.display import fetched
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo, open_submodule
+from bisectkit.git.repo import Repo, open_submodule
+from bisectkit.git.shapes.partial import Fetched
 from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
-from bisectkit.patchstack import PatchAction, Stack, analyse, targets
-from bisectkit.promisor import Fetched
-from bisectkit.session import Session
+from bisectkit.patches.stack import Stack, analyse, targets
+from bisectkit.safety.undertest import Held, as_found
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.session import Session
 from bisectkit.strategies.base import Prepared, Strategy
-from bisectkit.undertest import Held, as_found
-from bisectkit.upstream import CONFIG_KEY, guess
-from bisectkit.worktree import Mover
-
-
-def resolve_upstream(superproject: Repo, path: str, sub: Repo, given: str | None,
-                     contains: Sequence[str] = ()) -> Upstream:
-    """The upstream of submodule ``path``: ``given`` (``--upstream``), the git config, or a guess.
-
-    A ref that was given (either way) must name a commit of ``sub``: a typo is
-    refused (:class:`BadInput`), never replaced by a guess. ``contains`` are the
-    revisions about to be bisected (they break ties between guesses); a guess
-    that fails raises :class:`~bisectkit.upstream.GuessRefused`.
-    """
-    ref = given or superproject.config_get(CONFIG_KEY)
-    if not ref:
-        found = guess(superproject, path, sub, contains)
-        prefer_remote(sub, found.ref)
-        return found
-    prefer_remote(sub, ref)
-    sha = sub.try_resolve(ref)
-    if sha is None:
-        source = "--upstream" if given else f"git config {CONFIG_KEY}"
-        raise BadInput(f"unknown revision '{ref}' in {sub.workdir} (the upstream given by "
-                       f"{source})")
-    return Upstream(ref, sha)
+from bisectkit.text import fetched
 
 
 def candidates_touching(repo: Repo, bad: str, goods: Sequence[str],
@@ -65,14 +39,6 @@ def candidates_touching(repo: Repo, bad: str, goods: Sequence[str],
                        f"{' '.join(pathspec)} (paths in {where}, from its root): nothing "
                        "to bisect")
     return touching if touching[-1] == bad else [*touching, bad]
-
-
-def prefer_remote(sub: Repo, ref: str | None) -> None:
-    """Fetches that deepen a shallow ``sub`` go to the remote of upstream ``ref`` (e.g.
-    ``upstream`` for ``upstream/main``) when its branches have the boundary."""
-    name = (ref or "").removeprefix("refs/remotes/").split("/", 1)[0]
-    if name in sub.remote_urls():
-        sub.shallow.preferred_remote = name
 
 
 def check_clean(superproject: Repo, subs: Mapping[str, Repo]) -> None:
@@ -129,15 +95,9 @@ def pin_variable(path: str) -> str:
     return "BISECTKIT_SUBMODULE_" + re.sub(r"[^A-Za-z0-9]", "_", path).upper()
 
 
-def conflict_reason(conflict: PatchAction) -> str:
-    """Why a step whose patch replay stopped at ``conflict`` is skipped unbuilt."""
-    where = conflict.why.removeprefix("conflict in ")
-    return f"conflict in {conflict.patch.sha[:12]} ({conflict.patch.subject}): {where}"
-
-
 def analysed(sub: Repo, head: str, upstream: str, extra: tuple[str, ...]
              ) -> tuple[Stack, dict[str, Any]]:
-    """:func:`~bisectkit.patchstack.analyse`, and the session parameter saying what a
+    """:func:`~bisectkit.patches.stack.analyse`, and the session parameter saying what a
     partial clone fetched for it (none for a full clone)."""
     mark = sub.promisor.total
     stack = analyse(sub, head, upstream, extra_upstream=extra)

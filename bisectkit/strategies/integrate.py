@@ -12,7 +12,9 @@ import dataclasses
 from typing import Any
 
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo, open_submodule
+from bisectkit.git.repo import Repo, open_submodule
+from bisectkit.git.shapes.partial import Fetched
+from bisectkit.git.shapes.shallow import ShallowCut
 from bisectkit.model import (
     SUPERPROJECT,
     CommitInfo,
@@ -21,20 +23,17 @@ from bisectkit.model import (
     SubmoduleRequest,
     Upstream,
 )
-from bisectkit.promisor import Fetched
-from bisectkit.session import Session
-from bisectkit.shallow import ShallowCut
+from bisectkit.patches.upstream import CONFIG_KEY, GuessRefused, resolve_upstream
+from bisectkit.safety.undertest import Held
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.session import Session
 from bisectkit.strategies.base import Prepared, Strategy, new_session, resolve_range
 from bisectkit.strategies.common import (
     candidates_touching,
     check_clean,
     initialised_submodules,
-    resolve_upstream,
     step_env,
 )
-from bisectkit.undertest import Held
-from bisectkit.upstream import CONFIG_KEY, GuessRefused
-from bisectkit.worktree import Mover
 
 
 def start(superproject: Repo, req: IntegrateRequest) -> Session:

@@ -14,23 +14,22 @@ import dataclasses
 from typing import Any
 
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo, open_submodule
+from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import StackRequest
-from bisectkit.patchstack import Stack, replay
-from bisectkit.session import Session
+from bisectkit.patches.stack import Stack, conflict_reason, replay
+from bisectkit.patches.upstream import resolve_upstream
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.session import Session
 from bisectkit.strategies.base import Prepared, Replay, new_session
 from bisectkit.strategies.common import (
     PatchedSubmodule,
     analysed,
     ask_ahead,
     check_clean,
-    conflict_reason,
     fetch_lines,
     guess_lines,
-    resolve_upstream,
     step_env,
 )
-from bisectkit.worktree import Mover
 
 
 def start(superproject: Repo, req: StackRequest) -> Session:

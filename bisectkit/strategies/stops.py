@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bisectkit.git import Repo
+from bisectkit.git.repo import Repo
 from bisectkit.model import OnConflict, StepRecord
-from bisectkit.patchstack import Stack, conflicted, replay
-from bisectkit.session import Session
+from bisectkit.patches.stack import Stack, conflicted, replay
+from bisectkit.store.session import Session
 from bisectkit.strategies.common import LineAncestry
 
 

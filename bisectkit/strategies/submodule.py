@@ -1,7 +1,7 @@
 """Submodule strategy: bisect upstream commits of a patched submodule.
 
 At every candidate the submodule is moved to the pristine upstream commit
-plus the local patch stack, replayed in memory (:mod:`bisectkit.patchstack`)
+plus the local patch stack, replayed in memory (:mod:`bisectkit.patches.stack`)
 and written with one checkout.
 """
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bisectkit.display import plural
 from bisectkit.errors import BadInput
-from bisectkit.git import Repo, open_submodule
+from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import ON_CONFLICT, FollowUp, OnConflict, StackRequest, SubmoduleRequest
-from bisectkit.patchstack import replay
-from bisectkit.session import Session
+from bisectkit.patches.stack import conflict_reason, replay
+from bisectkit.patches.upstream import CONFIG_KEY, prefer_remote, resolve_upstream
+from bisectkit.safety.worktree import Mover
+from bisectkit.store.session import Session
 from bisectkit.strategies.base import Prepared, Replay, new_session, resolve_range
 from bisectkit.strategies.common import (
     LineAncestry,
@@ -24,16 +25,12 @@ from bisectkit.strategies.common import (
     ask_ahead,
     candidates_touching,
     check_clean,
-    conflict_reason,
     fetch_lines,
     guess_lines,
-    prefer_remote,
-    resolve_upstream,
     step_env,
 )
 from bisectkit.strategies.stops import StopsApplying
-from bisectkit.upstream import CONFIG_KEY
-from bisectkit.worktree import Mover
+from bisectkit.text import plural
 
 
 def start(superproject: Repo, req: SubmoduleRequest) -> Session:

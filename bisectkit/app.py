@@ -1,0 +1,304 @@
+"""The ``bisectkit`` and ``git-bisect-patched`` entry points.
+
+``main(argv) -> int``: load plugins, parse the command line (with their
+options), translate it into typed values (:mod:`bisectkit.cli.requests`), run the
+command, and map every error to its exit code in one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import hashlib
+import os
+import shlex
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO, cast
+
+import pluggy
+
+from bisectkit import safetext
+from bisectkit.cli import about, parallelopts, requests
+from bisectkit.cli.advancing import apply_request
+from bisectkit.cli.options import repro_warning
+from bisectkit.cli.parser import build_parser
+from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
+from bisectkit.commands.context import Context
+from bisectkit.errors import (
+    EXIT_GIT_FAILURE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    BadInput,
+    BisectkitError,
+)
+from bisectkit.execute.builtin import BuildPlugin, ReproPlugin
+from bisectkit.execute.classify import ExitStatusPlugin, RulesPlugin
+from bisectkit.git.repo import Repo, find_superproject
+from bisectkit.model import GIT_PROG, AdvanceRequest, Config, RunOptions, StartRequest
+from bisectkit.patches.status import default_submodule
+from bisectkit.pipeline import outputs, replaylog
+from bisectkit.plugin import manager as plugins
+from bisectkit.plugin.facade import Hooks
+from bisectkit.safety import signals
+from bisectkit.store.session import SessionStore
+from bisectkit.store.steplog import StepLogWriter
+from bisectkit.ui.console import Console
+from bisectkit.ui.observers import ConsoleObserver
+from bisectkit.ui.outstream import Resilient
+
+
+# -- entry points ---------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    """``bisectkit`` console script."""
+    return _dispatch(argv, git_mode=False)
+
+
+def git_main(argv: Sequence[str] | None = None) -> int:
+    """``git-bisect-patched`` console script (``git bisect-patched ...``)."""
+    return _dispatch(argv, git_mode=True)
+
+
+def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = GIT_PROG if git_mode else "bisectkit"
+    real = sys.stdout
+    # argparse's -h and --version write here and swallow a write error: kept, and said.
+    out = Resilient(real)
+    sys.stdout = cast(TextIO, out)
+    try:
+        console = Console()
+        try:
+            code = _run(argv, git_mode, prog, console)
+        except SystemExit as exc:  # argparse: -h, --version, a usage error
+            code = exc.code if isinstance(exc.code, int) else EXIT_USAGE if exc.code else 0
+        out.flush()
+        return _output_kept(prog, console.lost() or out.lost, code)
+    finally:
+        sys.stdout = real
+
+
+def _run(argv: list[str], git_mode: bool, prog: str, console: Console) -> int:
+    try:
+        with signals.as_interrupt():
+            if argv[:1] == ["--help"]:  # the manual; -h stays argparse's help
+                return usage.show_manual(build_parser(git_mode), sys.stdout)
+            if not argv:  # what to type, as 'git bisect' alone says (errors are one line)
+                usage.cmd_help(build_parser(git_mode), None, sys.stderr)
+                return EXIT_USAGE
+            ctx, args = _prepare(argv, git_mode, console)
+            return _HANDLERS[args.handler](ctx, args)
+    except BisectkitError as exc:
+        # One line, always: messages from git or pluggy may span several.
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        _say(f"{prog}: error: {message}")
+        return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in _ENVIRONMENT_ERRNOS:
+            return _internal(prog, exc)
+        # The machine, not bisectkit: a full disk, a read-only file system. The
+        # journal is intact, so 'reset' finishes once it is fixed.
+        _say(f"{prog}: error: {exc.strerror} ({exc.filename or 'writing'}); free the space or "
+             f"fix the file system, then run the command again or '{GIT_PROG} reset'")
+        return EXIT_GIT_FAILURE
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, signals.Interrupted) and exc.signum != signal.SIGINT:
+            _say(f"{prog}: interrupted by {signal.Signals(exc.signum).name}")
+            return exc.exit_code
+        _say(f"{prog}: interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug (ours or a plugin's): show it, but not as exit 1
+        return _internal(prog, exc)
+
+
+def _output_kept(prog: str, lost: OSError | None, code: int) -> int:
+    """``code``, unless output was ``lost`` (``> file`` on a full disk): one line, exit 4."""
+    if lost is None:
+        return code
+    _say(f"{prog}: error: output lost: {lost.strerror or lost}; free the space "
+         "(or write elsewhere) and run the command again")
+    with contextlib.suppress(OSError):  # what stdout buffers must not fail at exit (120)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code or EXIT_GIT_FAILURE
+
+
+#: OS errors that are the machine's state, reported as one line (not as a bug): EFBIG is
+#: a file size limit (ulimit -f), EPERM an immutable file (chattr +i) even for root.
+_ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG,
+                       errno.EACCES, errno.EPERM)
+
+
+def _internal(prog: str, exc: BaseException) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(safetext.lines(traceback.format_exc()))
+    _say(f"{prog}: internal error: {type(exc).__name__}: {exc}")
+    return EXIT_INTERNAL
+
+
+def _say(line: str) -> None:
+    """One line on stderr, its control characters shown (a path or a subject may carry
+    some); a terminal that is gone (SIGHUP) must not turn into a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        print(safetext.one_line(line), file=sys.stderr, flush=True)
+
+
+def _builtins(console: Console, sp: Repo | None) -> list[tuple[str, object]]:
+    """The built-in plugins, by the names ``-p no:NAME`` blocks."""
+    builtins: list[tuple[str, object]] = [
+        ("exit-status", ExitStatusPlugin()),
+        ("rules", RulesPlugin()),
+        ("build", BuildPlugin()),
+        ("repro", ReproPlugin()),
+        ("console", ConsoleObserver(console)),
+    ]
+    if sp is not None:
+        builtins.append(("step-log", StepLogWriter(SessionStore(sp.git_dir).logs_dir)))
+    return builtins
+
+
+def _prepare(argv: list[str], git_mode: bool,
+             console: Console) -> tuple[Context, argparse.Namespace]:
+    """Load plugins, parse the command line with their options, configure them."""
+    original = list(argv)
+    try:
+        sp: Repo | None = find_superproject(Path.cwd())
+    except BadInput:
+        sp = None  # reported by the commands that need a repository
+    from_config = sp.config_get_all("bisectkit.plugins") if sp else []
+    req = plugins.request(plugins.scan_argv(argv), dict(os.environ), from_config)
+    pm, origins = plugins.make_plugin_manager(_builtins(console, sp), req, dict(os.environ))
+    args = _parse(build_parser(git_mode, pm), argv)
+    warning = repro_warning(original, args)
+    if warning:
+        _say(warning)
+    if getattr(args, "json", None) == "-":
+        console.to_stderr()  # stdout holds nothing but the JSON result
+    is_run = args.handler in ("run", "oneshot", "advance")
+    run = _run_options(args, sp, pm, origins) if is_run else None
+    flags = requests.run_flags(args) if is_run else requests.RunFlags()
+    if run is not None:
+        outputs.apart_from_inputs(flags.outputs(), run, sp.workdir if sp else Path.cwd(),
+                                  plugins.source_files(pm, origins))
+    config = Config(option=args, pluginmanager=pm, root=sp.workdir if sp else None,
+                    console=console, run=run, origins=origins)
+    Hooks(pm).configure(config)
+    prog = GIT_PROG if git_mode else "bisectkit"
+    ctx = Context(console=console, pm=pm, config=config, superproject=sp,
+                  command=shlex.join([*prog.split(), *original]),
+                  force_ignored=bool(getattr(args, "force_ignored", False)),
+                  deepen=bool(getattr(args, "deepen", False)),
+                  plugin_specs=tuple(getattr(args, "plugin", ())),
+                  typed_repro=tuple(getattr(args, "repro", ())),
+                  flags=flags)
+    return ctx, args
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    pathspec: list[str] = []
+    if argv[:1] == ["start"] and "--" in argv:
+        # `start <bad> <good>... -- <pathspec>...`: argparse cannot tell the
+        # two positional lists apart, so split them here.
+        cut = argv.index("--")
+        argv, pathspec = argv[:cut], argv[cut + 1:]
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # said by the subcommand's parser, whose options they were meant to be
+        about.subcommand(parser, args.command).error(
+            f"unrecognized arguments: {' '.join(extras)}")
+    if pathspec:
+        args.pathspec = pathspec
+    return args
+
+
+def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginManager,
+                 origins: dict[str, str]) -> RunOptions:
+    # The built-ins are bisectkit itself: never part of the cache key.
+    loaded = tuple((name, _source_digest(plugin)) for name, plugin in pm.list_name_plugin()
+                   if origins.get(name) != plugins.BUILTIN_ORIGIN and plugin is not None)
+    state = requests.PluginState(loaded, tuple(getattr(args, "plugin_actions", ())))
+    if sp is not None:
+        parallelopts.defaults(args, sp.config_get)
+    return requests.run_options(
+        args, sp.workdir if sp is not None else Path.cwd(),
+        sp.config_get("bisectkit.build") if sp is not None else None,
+        Hooks(pm).has_repro_plugin(), state)
+
+
+def _source_digest(plugin: object) -> str:
+    """Hash of a plugin's source file, so editing a plugin invalidates cached verdicts."""
+    path = plugins.source_file(plugin)
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
+    except OSError:
+        return ""
+
+
+def _start_request(ctx: Context, args: argparse.Namespace) -> StartRequest:
+    sp = ctx.superproject
+    # Outside a repository: no default, the command then says where it needs one.
+    return requests.start_request(args, lambda: default_submodule(
+        sp, None, "" if getattr(args, "advance", False) else ", --integrate") if sp else None)
+
+
+def _advance_request(ctx: Context, args: argparse.Namespace) -> AdvanceRequest:
+    request = _start_request(ctx, args)
+    assert isinstance(request, AdvanceRequest)
+    return request
+
+
+def _replay(ctx: Context, args: argparse.Namespace) -> int:
+    """``replay FILE``: the log is read and its start line parsed before anything ends."""
+    path = Path(args.file)
+    log = replaylog.parse_log(manual.read_log(path), path)
+    try:
+        start, unknown = build_parser(git_mode=True).parse_known_args(log.start)
+    except SystemExit as exc:
+        raise BadInput(f"{path}: its 'start' line does not parse: {shlex.join(log.start)}"
+                       ) from exc
+    if unknown:
+        raise BadInput(f"{path}: unknown words in its 'start' line: {' '.join(unknown)}")
+    start.pathspec = log.pathspec
+    ctx.superproject = ctx.open()[0]
+    if waiting.lacks_ends(start):  # a log of a session that was waiting for its ends
+        return waiting.cmd_replay(ctx, log, _start_request(ctx, waiting.with_unknown_ends(start)))
+    return manual.cmd_replay(ctx, log, _start_request(ctx, start))
+
+
+def _start(ctx: Context, args: argparse.Namespace) -> int:
+    """``start``: with both ends, the first candidate; with fewer, a session waiting for them."""
+    if waiting.lacks_ends(args):
+        return waiting.cmd_start(ctx, _start_request(ctx, waiting.with_unknown_ends(args)))
+    return manual.cmd_start(ctx, _start_request(ctx, args))
+
+
+Handler = Callable[[Context, argparse.Namespace], int]
+#: The parser's ``handler`` names -> the commands, with their typed arguments.
+_HANDLERS: dict[str, Handler] = {
+    "oneshot": lambda ctx, a: running.cmd_oneshot(ctx, _start_request(ctx, a)),
+    "advance": lambda ctx, a: advance.cmd_advance(ctx, _advance_request(ctx, a),
+                                                  apply_request(a)),
+    "run": lambda ctx, a: running.cmd_run(ctx, {"advance": advance.show_result}),
+    "start": _start,
+    "mark": lambda ctx, a: waiting.cmd_mark(ctx, a.verdict, a.revs),
+    "status": lambda ctx, a: waiting.cmd_status(ctx),
+    "stack_status": lambda ctx, a: manual.cmd_stack_status(
+        ctx, a.submodule, a.upstream, a.pathspec, a.json, a.limit),
+    "log": lambda ctx, a: waiting.cmd_log(ctx),
+    "replay": _replay,
+    "reset": lambda ctx, a: parity.cmd_reset(ctx, a.commit),
+    "visualize": lambda ctx, a: parity.cmd_visualize(ctx, a.log),
+    "terms": lambda ctx, a: parity.cmd_terms(ctx, a.which),
+    "show_step": lambda ctx, a: manual.cmd_show_step(ctx, a.index),
+    "plugins": lambda ctx, a: manual.cmd_plugins(ctx),
+    "help": lambda ctx, a: usage.cmd_help(build_parser(a.git_mode, ctx.pm), a.topic,
+                                          ctx.console.file),
+    "workspaces": lambda ctx, a: workspaces.cmd_workspaces(ctx, a.workspace_root, a.prune),
+}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

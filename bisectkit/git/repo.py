@@ -1,0 +1,289 @@
+"""The repository wrapper: everything bisectkit asks of git goes through :class:`Repo`.
+
+``Repo`` resolves revisions, answers ancestry questions, lists first-parent
+candidates, computes patch ids and reads remotes and config. Beside it:
+
+- :mod:`bisectkit.git.state` (a mixin of ``Repo``): what HEAD, index and
+  work tree hold, and the primitives that move them;
+- :mod:`bisectkit.git.merge` (``Repo.merger``): patches replayed onto trees in
+  memory, and commits created without moving a ref;
+- :mod:`bisectkit.git.cli`: the git CLI, for what it does better than libgit2;
+- :mod:`bisectkit.git.objects`: typed lookups of pygit2 objects;
+- :mod:`bisectkit.git.diffs` (a mixin of ``Repo``): what a commit changes, its patch id;
+- :mod:`bisectkit.git.shapes.shallow`: the graph answers a shallow clone leaves open
+  (``Repo.shallow``).
+
+pygit2 is imported by git, gitstate, gitdiffs, gitobjects and merge only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import SortMode
+
+import bisectkit.git.cli as gitcli
+import bisectkit.git.objects as gitobjects
+from bisectkit.errors import BadInput
+from bisectkit.git.diffs import CommitDiffs
+from bisectkit.git.merge import Merger
+from bisectkit.git.objects import GITLINK_MODE
+from bisectkit.git.shapes.partial import Prefetcher, Promisor
+from bisectkit.git.shapes.shallow import Boundary, fetch_commit
+from bisectkit.git.state import WorkTreeOps
+from bisectkit.model import CommitInfo
+
+
+class Repo(WorkTreeOps, CommitDiffs):
+    """A git repository with a work tree (a superproject or a submodule checkout)."""
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            self._repo = pygit2.Repository(str(path))
+        except pygit2.GitError as exc:
+            raise BadInput(f"not a git repository: {path}") from exc
+        if self._repo.workdir is None:
+            raise BadInput(f"{path} is a bare repository; bisectkit needs a work tree")
+        self.workdir = Path(self._repo.workdir).resolve()
+        #: Fetches what a partial clone lacks (a no-op for a full clone).
+        self.promisor = Prefetcher(self.workdir, self.git_dir, lambda: [
+            Promisor(*r) for r in gitobjects.promisor_remotes(self._repo)],
+            lambda oids: gitobjects.missing(self._repo, oids))
+        #: The in-memory merge engine on this repository's objects.
+        self.merger = Merger(self._repo, self.promisor)
+        self._ancestry: dict[tuple[str, str], bool] = {}
+        self.shallow = Boundary(self.git_dir, self.workdir, self._reaches,
+                                lambda sha: self._commit(sha).commit_time, self.remote_branches)
+
+    def reopen(self) -> None:
+        """A fresh libgit2 view: after a deepening fetch the old one still cuts the graph."""
+        self._repo, self._ancestry = pygit2.Repository(str(self.git_dir)), {}
+        self.merger = Merger(self._repo, self.promisor)
+
+    @classmethod
+    def discover(cls, start: str | Path) -> Repo:
+        """Open the repository that contains ``start`` (like ``git rev-parse --show-toplevel``)."""
+        found = pygit2.discover_repository(str(start))
+        if found is None:
+            raise BadInput(f"not inside a git repository: {start}")
+        return cls(found)
+
+    # -- revisions -------------------------------------------------------
+    def resolve(self, rev: str) -> str:
+        """Full sha of the commit ``rev`` names; :class:`BadInput` if there is none."""
+        try:
+            obj = self._repo.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+            raise BadInput(f"unknown revision '{rev}' in {self.workdir}") from exc
+        return str(commit.id)
+
+    def try_resolve(self, rev: str) -> str | None:
+        """Like :meth:`resolve` but ``None`` when ``rev`` names no commit here."""
+        try:
+            return self.resolve(rev)
+        except BadInput:
+            return None
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        """Subject, message, author, date and parents of commit ``sha``."""
+        c = self._commit(sha)
+        sig = c.author
+        when = datetime.fromtimestamp(sig.time, UTC).strftime("%Y-%m-%d %H:%M:%S +0000")
+        message = c.message
+        return CommitInfo(
+            sha=str(c.id),
+            # git's first line: up to a line feed (a carriage return or a form feed in it
+            # is part of the subject, shown by whatever prints it, not a line break).
+            subject=message.split("\n", 1)[0].removesuffix("\r"),
+            message=message,
+            author=f"{sig.name} <{sig.email}>",
+            date=when,
+            parents=tuple(str(p) for p in c.parent_ids),
+        )
+
+    def tree_of(self, sha: str) -> str:
+        """Tree id of commit ``sha``."""
+        return str(self._commit(sha).tree_id)
+
+    def gitlink_at(self, commit: str, path: str) -> str | None:
+        """The submodule commit that superproject ``commit`` pins at ``path``, if any."""
+        tree = self._commit(commit).tree
+        try:
+            entry = tree[path]
+        except KeyError:
+            return None
+        return str(entry.id) if entry.filemode == GITLINK_MODE else None
+
+    def _commit(self, sha: str) -> pygit2.Commit:
+        return gitobjects.commit(self._repo, sha)
+
+    # -- ancestry ---------------------------------------------------------
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """``ancestor`` is ``descendant`` or reachable from it (ShallowCut: unknown here)."""
+        if self._reaches(ancestor, descendant):
+            return True
+        self.shallow.check_not_ancestor(ancestor, descendant)
+        return False
+
+    def _reaches(self, ancestor: str, descendant: str) -> bool:
+        if ancestor == descendant:
+            return True
+        key = (ancestor, descendant)
+        hit = self._ancestry.get(key)
+        if hit is None:
+            hit = self._repo.descendant_of(descendant, ancestor)
+            self._ancestry[key] = hit
+        return hit
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of commits ``a`` and ``b`` (``None``: no shared history)."""
+        base = str(found) if (found := self._repo.merge_base(a, b)) is not None else None
+        self.shallow.check_merge_base(a, b, base)
+        return base
+
+    def first_parent_range(
+        self, tip: str, hide: Sequence[str], paths: Sequence[str] = (), keep_tip: bool = True
+    ) -> list[str]:
+        """First-parent line from ``tip`` back to (excluding) anything reachable from ``hide``.
+
+        Oldest first. With ``paths``, only commits that change one of those
+        path prefixes compared with their first parent are kept; the tip is
+        kept regardless when ``keep_tip`` (a bisect's known-bad end).
+        """
+        walker = self._repo.walk(tip, SortMode.TOPOLOGICAL)
+        walker.simplify_first_parent()
+        for h in hide:
+            walker.hide(h)
+        shas: list[str] = []
+        last: pygit2.Commit | None = None
+        for commit in walker:
+            last = commit
+            is_kept_tip = keep_tip and str(commit.id) == tip
+            if paths and not is_kept_tip and not self._touches(commit, paths):
+                continue
+            shas.append(str(commit.id))
+        if last is not None:
+            self.shallow.check_line(tip, str(last.id), hide, not last.parent_ids)
+        shas.reverse()
+        return shas
+
+    def iter_range(self, tips: Iterable[str], hide: Iterable[str]) -> Iterator[str]:
+        """Every commit (full graph) reachable from ``tips`` and not from ``hide``."""
+        tips, hide = list(tips), list(hide)
+        self.shallow.check_range(tips, hide)
+        walker = self._repo.walk(None, SortMode.TOPOLOGICAL)
+        for t in tips:
+            walker.push(t)
+        for h in hide:
+            walker.hide(h)
+        for commit in walker:
+            yield str(commit.id)
+
+    def fetch_commit(self, sha: str) -> bool:
+        """Fetch ``sha`` here (:func:`~.shapes.shallow.fetch_commit`); True once it is."""
+        remotes, cut = [r.name for r in self._repo.remotes if r.name], self.shallow.active
+        found = fetch_commit(self.workdir, remotes, sha, cut, self.has_commit)
+        if found and cut:
+            self.reopen()  # a new boundary commit: the old view would look for its parents
+        return found
+
+    def remote_branches(self) -> dict[str, str]:
+        """Remote-tracking branches, ``origin/main`` -> sha.
+
+        Symbolic ones (``origin/HEAD``) are left out: they only alias another
+        branch. Refs that name no commit are skipped.
+        """
+        found: dict[str, str] = {}
+        for ref in self._repo.references.iterator():
+            if (not ref.name.startswith("refs/remotes/")
+                    or ref.type == pygit2.enums.ReferenceType.SYMBOLIC):
+                continue
+            with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
+                found[ref.name.removeprefix("refs/remotes/")] = str(ref.peel(pygit2.Commit).id)
+        return found
+
+    def remote_urls(self) -> dict[str, str]:
+        """Each configured remote's fetch URL, by remote name."""
+        return {r.name: r.url for r in self._repo.remotes if r.name and r.url}
+
+    def submodule_urls(self, path: str) -> list[str]:
+        """Where the superproject fetches submodule ``path`` from: its config, then
+        .gitmodules. Read by git: libgit2's lookup refuses a path that is not UTF-8."""
+        gitmodules = ("--file", str(self.workdir / ".gitmodules"))
+        listed = _git_config(self.workdir, *gitmodules, "--get-regexp", r"^submodule\..*\.path$")
+        names = [key[len("submodule."):-len(".path")] for key, _, value in
+                 (entry.partition("\n") for entry in listed.split("\0")) if value == path]
+        urls = [_git_config(self.workdir, *where, "--get", f"submodule.{names[0]}.url")
+                for where in ((), gitmodules)] if names else []
+        return [u for u in dict.fromkeys(urls) if u]
+
+    def first_parent_log(self, tip: str, limit: int) -> list[str]:
+        """Up to ``limit`` commits of ``tip``'s first-parent line, newest (``tip``) first."""
+        walker = self._repo.walk(tip, SortMode.NONE)
+        walker.simplify_first_parent()
+        shas: list[str] = []
+        for commit in walker:
+            if len(shas) >= limit:
+                break
+            shas.append(str(commit.id))
+        return shas
+
+    def config_get_all(self, key: str) -> list[str]:
+        """Every value of a multi-valued config key (``git config --get-all``)."""
+        # A key written without a value (``[bisectkit] plugins``) has no string to give.
+        return [v for v in self._repo.config.get_multivar(key) if v is not None]
+
+    def config_get(self, key: str) -> str | None:
+        """A config value (``git config --get``); ``None`` when it is not set."""
+        try:
+            return self._repo.config[key]
+        except KeyError:
+            return None
+
+
+def open_submodule(superproject: Repo, path: str) -> tuple[str, Repo]:
+    """Validate that ``path`` is an initialised submodule; return (normalised path, repo)."""
+    rel = Path(path)
+    if rel.is_absolute():
+        try:
+            rel = rel.resolve().relative_to(superproject.workdir)
+        except ValueError as exc:
+            raise BadInput(f"{path} is outside the superproject {superproject.workdir}") from exc
+    norm = os.path.normpath(rel.as_posix()).strip("/")
+    if norm not in superproject.gitlinks():
+        raise BadInput(f"{path} is not a submodule of {superproject.workdir}")
+    sub_dir = superproject.workdir / norm
+    if not (sub_dir / ".git").exists():
+        raise BadInput(f"submodule {norm} is not initialised "
+                       f"(run: git submodule update --init {norm})")
+    return norm, Repo(sub_dir)
+
+
+def find_superproject(start: str | Path) -> Repo:
+    """The outermost repository around ``start`` (a superproject, even from inside a submodule)."""
+    repo = Repo.discover(start)
+    while True:
+        parent_dir = repo.workdir.parent
+        found = pygit2.discover_repository(str(parent_dir))
+        if found is None:
+            return repo
+        parent = Repo(found)
+        try:
+            rel = repo.workdir.relative_to(parent.workdir).as_posix()
+        except ValueError:
+            return repo
+        if rel not in parent.gitlinks():
+            return repo
+        repo = parent
+
+
+def _git_config(cwd: Path, *args: str) -> str:
+    """``git config -z args...``'s values (NUL-ended), "" when it finds none."""
+    proc = gitcli.run(cwd, "config", "-z", *args)
+    return proc.stdout.rstrip("\0") if proc.returncode == 0 else ""

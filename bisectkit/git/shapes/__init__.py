@@ -1,0 +1,1 @@
+"""Clone shapes (partial, shallow, sparse): what each changes in what git can answer."""

@@ -1,0 +1,299 @@
+"""What a work tree, its index and HEAD hold, and the primitives that move them.
+
+:class:`WorkTreeOps` is the part of :class:`bisectkit.git.repo.Repo` that reads
+and changes a repository's checkout. Every change goes through the git CLI
+(:mod:`bisectkit.git.cli`), so that it is one process the journal can name
+and one reflog line recovery can read; :mod:`bisectkit.safety.worktree` journals
+and sequences them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import DeltaStatus, FileStatus, SortMode
+
+import bisectkit.git.cli as gitcli
+import bisectkit.git.objects as gitobjects
+import bisectkit.git.shapes.sparse as sparse
+from bisectkit.errors import BadInput, GitFailure
+from bisectkit.git.cli import Watch
+from bisectkit.git.objects import GITLINK_MODE
+from bisectkit.model import HeadState
+
+#: The lock files the gits that move a checkout take (read-tree, update-index; HEAD's).
+INDEX_LOCK, HEAD_LOCK = "index.lock", "HEAD.lock"
+
+@dataclass(frozen=True)
+class TreeDiff:
+    """What changes between two trees."""
+
+    #: Every path that differs (old and new names).
+    paths: tuple[str, ...]
+    #: Paths rewritten in place (present on both sides).
+    modified: tuple[str, ...]
+    #: Paths only the new tree has (files and links; not gitlinks).
+    added: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LocalChanges:
+    """What a work tree holds besides its HEAD commit (:meth:`WorkTreeOps.local_changes`)."""
+
+    #: Tracked paths whose index or work tree differs from HEAD (deleted ones included).
+    modified: tuple[str, ...]
+    #: Untracked files git does not ignore; a nested repository is one entry ``dir/``.
+    untracked: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReflogEntry:
+    """One line of a reflog."""
+
+    old: str
+    new: str
+    message: str
+
+
+class WorkTreeOps:
+    """Reading and moving HEAD, index and work tree (a mixin of :class:`~.repo.Repo`)."""
+
+    #: The libgit2 handle and the resolved work tree, set by ``Repo.__init__``.
+    _repo: pygit2.Repository
+    workdir: Path
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository's private directory (``.git`` or ``.git/modules/<name>``)."""
+        return Path(self._repo.path).resolve()
+
+    # -- what the work tree holds ------------------------------------------------
+    def head_state(self) -> HeadState:
+        """Where HEAD is: a branch (and its commit) or a detached commit."""
+        if self._repo.head_is_unborn:
+            raise BadInput(f"{self.workdir} has no commits")
+        head = self._repo.lookup_reference("HEAD")
+        sha = str(self._repo.head.target)
+        if head.type == pygit2.enums.ReferenceType.SYMBOLIC:
+            return HeadState(ref=str(head.target), sha=sha)
+        return HeadState(ref=None, sha=sha)
+
+    def dirty_paths(self, ignore: Iterable[str] = ()) -> list[str]:
+        """Tracked paths whose work tree or index differs from HEAD (untracked files are fine)."""
+        return self._changed(ignore, ~FileStatus.CURRENT)
+
+    def worktree_changes(self, ignore: Iterable[str] = ()) -> list[str]:
+        """Tracked paths whose work tree differs from the index (edits not staged)."""
+        return self._changed(ignore, FileStatus.WT_MODIFIED | FileStatus.WT_DELETED |
+                             FileStatus.WT_TYPECHANGE)
+
+    def _changed(self, ignore: Iterable[str], flags: int) -> list[str]:
+        """Tracked paths (not in ``ignore``) whose status has any of ``flags``."""
+        skip = set(ignore)
+        self._index()  # git itself may have rewritten it
+        changed = self._repo.status(untracked_files="no")
+        found = [p for p, have in changed.items() if p not in skip and have & flags]
+        if found:
+            # libgit2 ignores skip-worktree (git status does not): the files a sparse
+            # checkout leaves out look deleted. One git process, only when needed.
+            skipped = sparse.skip_worktree(self.workdir)
+            found = [p for p in found if p not in skipped]
+        return sorted(found)
+
+    def _index(self, force: bool = False) -> pygit2.Index:
+        """The index, (re)read; a sparse index (which libgit2 cannot read) is one line."""
+        try:
+            index: pygit2.Index = self._repo.index
+            index.read(force)
+        except pygit2.GitError as exc:
+            if "'link'" in str(exc):  # core.splitIndex: bisectkit's own gits never write one
+                raise BadInput(f"{self.workdir} has a split index (core.splitIndex), which "
+                               "bisectkit cannot read; make it whole: git -C "
+                               f"{shlex.quote(str(self.workdir))} update-index "
+                               "--no-split-index") from exc
+            if "sdir" not in str(exc):
+                raise
+            raise BadInput(f"{self.workdir} has a sparse index, which bisectkit cannot read; "
+                           f"make it a full one (patterns unchanged): "
+                           f"{sparse.sparse_index_fix(self.workdir)}") from exc
+        return index
+
+    def local_changes(self, untracked: bool = True) -> LocalChanges:
+        """Tracked paths that differ from HEAD and (``untracked``) untracked files git does
+        not ignore, like ``git status``; submodules are not looked into (not even their HEAD).
+        """
+        out = gitcli.read_bytes(self.workdir, f"cannot read the status of {self.workdir}",
+                                "status", "--porcelain=v1", "-z", "--no-renames",
+                                "--ignore-submodules=all",
+                                f"--untracked-files={'all' if untracked else 'no'}")
+        modified: list[str] = []
+        new: list[str] = []
+        for record in out.split(b"\0"):
+            if record:  # "XY path": XY is "??" for an untracked file
+                (new if record[:2] == b"??" else modified).append(os.fsdecode(record[3:]))
+        return LocalChanges(tuple(sorted(modified)), tuple(sorted(new)))
+
+    def gitlinks(self) -> dict[str, str]:
+        """Submodule paths recorded in the index, with the commit each is pinned to."""
+        index = self._index()  # git itself may have rewritten it (read-tree)
+        return {e.path: str(e.id) for e in index if e.mode == GITLINK_MODE}
+
+    def head_tree(self) -> str:
+        """Tree id of HEAD (the empty tree when HEAD is unborn)."""
+        if self._repo.head_is_unborn:
+            return str(gitobjects.empty_tree(self._repo).id)
+        return str(self._repo.head.peel(pygit2.Commit).tree.id)
+
+    def index_tree(self) -> str:
+        """Tree id of what the index holds now (written to the object database only)."""
+        index = self._index(True)
+        try:
+            # The index of a partial (or sparse) clone may name blobs that are not here.
+            with gitobjects.promised_objects():
+                return str(index.write_tree(self._repo))
+        except pygit2.GitError as exc:  # unmerged entries: someone is mid-merge
+            raise GitFailure(f"the index of {self.workdir} has unmerged entries; resolve or "
+                             "abort the merge first") from exc
+
+    def diff_trees(self, old: str, new: str) -> TreeDiff:
+        """What changes between two trees: every path, those rewritten in place, those added."""
+        if old == new:
+            return TreeDiff((), (), ())
+        paths: set[str] = set()
+        modified: list[str] = []
+        added: list[str] = []
+        diff = gitobjects.diff(self._tree(old), self._tree(new))
+        for delta in diff.deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+            if delta.status == DeltaStatus.MODIFIED:
+                modified.append(delta.new_file.path)
+            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
+                added.append(delta.new_file.path)
+        return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
+
+    def changed_blobs(self, old: str | None, new: str,
+                      wanted: Callable[[str], bool] | None = None) -> set[str]:
+        """Ids of the blobs tree ``new`` has where it differs from ``old`` (``None``: the
+        empty tree) at paths ``wanted`` keeps: what a checkout from one to the other writes."""
+        if old == new:
+            return set()
+        before = self._tree(old) if old else gitobjects.empty_tree(self._repo)
+        return gitobjects.diff_blobs(before, self._tree(new), old_side=False, wanted=wanted)
+
+    def tracks(self, tree: str, path: str) -> bool:
+        """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""
+        return gitobjects.entry(self._tree(tree), path) is not None
+
+    def blob_at(self, tree: str, path: str) -> str | None:
+        """Id of what ``tree`` holds at ``path`` (``None`` if nothing)."""
+        found = gitobjects.entry(self._tree(tree), path)
+        return None if found is None else str(found[0])
+
+    def entry_at(self, tree: str, path: str) -> tuple[str, int] | None:
+        """(blob id, mode) of what ``tree`` holds at ``path`` (``None`` if nothing)."""
+        found = gitobjects.entry(self._tree(tree), path)
+        return None if found is None else (str(found[0]), found[1])
+
+    def index_entry(self, path: str) -> tuple[str, int] | None:
+        """(blob id, mode) of what the index holds at ``path`` (``None`` if nothing)."""
+        try:
+            found = self._index()[path]  # git itself may have rewritten the index
+        except KeyError:
+            return None
+        return str(found.id), found.mode
+
+    def index_has(self, path: str) -> bool:
+        """Is ``path`` (a file) in the index as it is on disk now?"""
+        return path in self._index()
+
+    def _tree(self, oid: str) -> pygit2.Tree:
+        return gitobjects.tree(self._repo, oid)
+
+    # -- moving the work tree (journaled by bisectkit.safety.worktree) -------------------
+    def refresh_index(self, watch: Watch | None = None) -> None:
+        """Refresh the index's stat data (racily-clean entries would look modified)."""
+        gitcli.run(self.workdir, "update-index", "-q", "--refresh", watch=watch,
+                   takes=(INDEX_LOCK,))
+
+    def read_tree(self, base: str, target: str, watch: Watch | None = None) -> None:
+        """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).
+
+        git writes exactly the changed paths, refuses to overwrite local
+        edits, and leaves a fully refreshed index (libgit2's checkout was
+        several times slower on large trees).
+        """
+        gitcli.checked(self.workdir, f"cannot check out {target[:12]} in {self.workdir}",
+                       "read-tree", "-m", "-u", base, target, watch=watch, takes=(INDEX_LOCK,),
+                       hint="; move local edits out of the way, then run the command again "
+                            "or 'git bisect-patched reset'")
+
+    def reset_tree(self, target: str, watch: Watch | None = None) -> None:
+        """Make index and work tree exactly ``target``, whatever they hold now.
+
+        ``read-tree --reset -u`` compares the index (and the files' stat data)
+        with ``target``: it rewrites what differs, including files a killed
+        checkout left half-written, and nothing else.
+        """
+        gitcli.checked(self.workdir, f"cannot restore {self.workdir} to tree {target[:12]}",
+                       "read-tree", "--reset", "-u", target, watch=watch, takes=(INDEX_LOCK,))
+
+    def point_head(self, state: HeadState, message: str, watch: Watch | None = None) -> None:
+        """Point HEAD at a branch (``state.ref``) or detach it at ``state.sha``.
+
+        Through git, with ``message`` in the reflog: the reflog is the last
+        record bisectkit can recover from.
+        """
+        if state.ref is not None:
+            args = ["symbolic-ref", "-m", message, "HEAD", state.ref]
+        else:
+            args = ["update-ref", "--no-deref", "-m", message, "HEAD", state.sha]
+        gitcli.checked(self.workdir, f"cannot move HEAD of {self.workdir}", *args,
+                       watch=watch, takes=(HEAD_LOCK,))
+
+    # -- refs and reachability ---------------------------------------------------
+    def create_ref(self, name: str, sha: str, message: str) -> None:
+        """Create ref ``name`` at ``sha`` (refuses to replace an existing one)."""
+        gitcli.checked(self.workdir, f"cannot create {name} in {self.workdir}",
+                       "update-ref", "-m", message, name, sha, "0" * 40)
+
+    def ref_exists(self, name: str) -> bool:
+        """Is there a ref called ``name`` (``refs/...``)?"""
+        return name in self._repo.references
+
+    def head_reflog(self) -> list[ReflogEntry]:
+        """HEAD's reflog, newest first (empty when there is none)."""
+        try:
+            ref = self._repo.references["HEAD"]
+            return [ReflogEntry(str(e.oid_old), str(e.oid_new), e.message or "")
+                    for e in ref.log()]
+        except (KeyError, pygit2.GitError, OSError):
+            return []
+
+    def has_commit(self, sha: str) -> bool:
+        """Is ``sha`` a commit in this repository's object database?"""
+        obj = self._repo.get(sha)
+        return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
+
+    def unreachable(self, shas: Iterable[str]) -> list[str]:
+        """The commits among ``shas`` that no branch, tag or remote-tracking ref contains."""
+        wanted = [s for s in dict.fromkeys(shas) if self.has_commit(s)]
+        if not wanted:
+            return []
+        walker = self._repo.walk(None, SortMode.NONE)
+        for s in wanted:
+            walker.push(s)
+        for ref in self._repo.references.iterator():
+            if not ref.name.startswith(("refs/heads/", "refs/tags/", "refs/remotes/",
+                                        "refs/bisectkit/")):
+                continue
+            with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
+                walker.hide(ref.peel(pygit2.Commit).id)
+        found = {str(c.id) for c in walker}
+        return [s for s in wanted if s in found]

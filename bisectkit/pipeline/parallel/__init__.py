@@ -1,0 +1,1 @@
+"""Several steps at once (``--jobs``, ``--scheduler``): loop, pools, workspaces, remote steps."""

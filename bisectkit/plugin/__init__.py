@@ -1,0 +1,1 @@
+"""Plugins: the hook specifications, the manager that loads them, the typed facade."""

@@ -1,0 +1,289 @@
+"""Moving the user's repositories: every checkout and restore of a bisection goes through here.
+
+Two other writers move HEAD, and neither during a step: ``advance --apply``
+(:mod:`bisectkit.strategies.pinwrite`, with its own record for a kill) and
+``reset <commit>`` (:mod:`bisectkit.commands.parity`: a plain ``git checkout``
+once everything is restored).
+
+Every change is announced in the journal before it starts and marked done
+after it, with stop signals held in between, and runs through the git CLI
+(one process the journal names, one reflog line recovery can read). A
+repository where another git holds a lock file is never moved, and only a
+lock file a killed git of ours left is ever removed (:mod:`bisectkit.safety.gitlocks`).
+Two kinds of move:
+
+- :meth:`Mover.checkout`, a step's checkout: writes exactly the files that
+  differ, and refuses (or, with ``--force-ignored``, sets aside) an
+  untracked or ignored file sitting where the target tracks one;
+- :meth:`Mover.reconcile`, a restore: brings a repository to a commit from
+  *whatever* the disk holds (a checkout a kill left half done included),
+  telling what a killed checkout wrote from what the user changed by
+  content, and refusing to overwrite the latter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import bisectkit.git.files as gitfiles
+import bisectkit.git.shapes.sparse as sparse
+import bisectkit.safety.gitlocks as gitlocks
+import bisectkit.safety.signals as signals
+import bisectkit.safety.userchanges as userchanges
+from bisectkit.errors import BadInput, GitFailure
+from bisectkit.git.cli import Watch
+from bisectkit.git.repo import Repo
+from bisectkit.git.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
+from bisectkit.model import HeadState
+from bisectkit.safety.journal import Journal
+from bisectkit.safety.journalrecords import Move, Side
+from bisectkit.safety.userchanges import name as _name
+
+
+class Mover:
+    """Journaled, signal-safe moves of the repositories of one session."""
+
+    def __init__(self, journal: Journal, backups_dir: Path, force_ignored: bool = False,
+                 note: Callable[[str], None] | None = None) -> None:
+        self.journal = journal
+        self.backups_dir = backups_dir
+        self.force_ignored = force_ignored
+        self._note = note or (lambda text: None)
+        #: (journal number, repo, path, stash) of every file this process set aside.
+        self.set_aside: list[tuple[int, str, str, str]] = []
+        #: The session's journal was lost and rebuilt (from the session file or the
+        #: reflogs): a change bisectkit cannot account for may still be its own.
+        self.records_lost = False
+
+    # -- a step's checkout ----------------------------------------------------
+    def checkout(self, key: str, repo: Repo, sha: str) -> int:
+        """Move ``repo`` (``key`` in the journal) to ``sha``, detached; files written."""
+        target = repo.tree_of(sha)
+        with signals.held():
+            head = repo.head_state()
+            base = repo.head_tree()
+            diff = repo.diff_trees(base, target)
+            self._clear_way(key, repo, base, diff.added, what=f"{sha[:12]}",
+                            force=self.force_ignored)
+            shape = sparse.of(repo)
+            bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None
+            _prefetch(repo, base, target, shape, bits)
+            new = HeadState(None, sha)
+            n = self.journal.move(key, Side(head, base), Side(new, target),
+                                  gitlocks.free_since(repo))
+            watch = self._watch(n)
+            # HEAD first: its tagged reflog line says where HEAD came from and goes to
+            # before index and files change, so a reset can tell what a checkout cut
+            # short wrote even when the journal is lost (see recovery.from_reflogs).
+            repo.point_head(new, self._message(f"checkout {sha}", head), watch)
+            if diff.paths:
+                before = recently_written(repo.workdir, diff.modified)
+                # Racily-clean index entries (file and index written in the same
+                # second) look modified to read-tree until the stat data is refreshed.
+                repo.refresh_index(watch)
+                _read_tree(repo, base, target, diff.paths, watch)
+                freshen_mtimes(repo.workdir, before)
+            self.journal.moved(n)
+        # A sparse checkout: git wrote only the paths its patterns cover.
+        return sparse.files_written(repo.workdir, shape, diff.paths, bits)
+
+    # -- restores ----------------------------------------------------------------
+    def reconcile(self, key: str, repo: Repo, target: HeadState, pending: Move | None,
+                  ignore: Iterable[str] = ()) -> int:
+        """Bring ``repo`` to ``target`` (HEAD, index, files) from whatever state it is in.
+
+        ``pending`` is the journaled move a kill may have left half done; its
+        traces are undone. A change of the user's (an edit, a staged change)
+        is never overwritten: :class:`GitFailure`, nothing touched. Files in
+        the way (untracked where ``target`` tracks a file) are set aside.
+        Returns the number of files written.
+        """
+        with signals.held():
+            died = gitlocks.settle(repo, pending, self._note)
+            self._refresh(key, repo, pending)
+            index_tree = repo.index_tree()
+            tree = repo.tree_of(target.sha)
+            moved = userchanges.refuse(key, repo, (index_tree, tree), pending, died, ignore,
+                                       self.records_lost)
+            if pending is not None and moved is not None:
+                self._remove_leftovers(repo, pending, moved.added, died)
+            diff = repo.diff_trees(index_tree, tree)
+            # Files in the way of a restore are set aside, never refused: a
+            # restore must be able to finish (a build may have generated them).
+            self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
+            shape = sparse.of(repo)
+            bits = sparse.bits_before(repo.workdir, shape)
+            _prefetch(repo, index_tree, tree, shape, bits)
+            n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree),
+                                  gitlocks.free_since(repo))
+            watch = self._watch(n)
+            before = recently_written(repo.workdir, diff.modified)
+            repo.reset_tree(tree, watch)
+            freshen_mtimes(repo.workdir, before)
+            repo.point_head(target, self._message("restore", None), watch)
+            self.journal.moved(n)
+            if pending is not None:
+                self.journal.moved(pending.n)
+        return sparse.files_written(repo.workdir, shape, diff.paths, bits)
+
+    def _refresh(self, key: str, repo: Repo, pending: Move | None) -> None:
+        """Refresh the index's stat data, journaled like every git that writes the index:
+        killed holding ``index.lock``, it must leave a lock the next restore knows is its
+        own. Its pid goes with the move a kill cut short (whose traces this restore
+        undoes: that move must stay the pending one), else with a move that changes
+        nothing: from HEAD's tree to HEAD's tree, never the index's (a kill here must not
+        make staged changes look like a tree of bisectkit's to the next restore), read
+        before any index (git, pinned, leaves a split index whole for libgit2)."""
+        if pending is not None:
+            repo.refresh_index(self._watch(pending.n))
+            return
+        here = Side(repo.head_state(), repo.head_tree())
+        n = self.journal.move(key, here, here, gitlocks.free_since(repo))
+        repo.refresh_index(self._watch(n))
+        self.journal.moved(n)
+
+    def _remove_leftovers(self, repo: Repo, pending: Move, added: Sequence[str],
+                          died: bool) -> None:
+        """Files a killed checkout created that no index knows about: not the user's.
+
+        A checkout only ever starts once nothing untracked sits where it will
+        write (see :meth:`_clear_way`), so such a file came from that git: it
+        holds what the git wrote there (or, the git killed, the beginning of
+        it). A file holding anything else is somebody's since: left alone.
+        """
+        for path in added:
+            if repo.index_has(path):
+                continue
+            new = repo.entry_at(pending.new.tree, path)
+            if (gitfiles.trace_of if died else gitfiles.holds)(repo, path, [new]):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(repo.workdir / path)
+                prune_empty_dirs(repo.workdir, path)
+
+    # -- files in the way ----------------------------------------------------------
+    def _clear_way(self, key: str, repo: Repo, base: str, added: Sequence[str], what: str,
+                   force: bool) -> None:
+        """Refuse, or set aside, untracked/ignored files at paths about to be written."""
+        found = obstacles(repo, base, added)
+        if not found:
+            return
+        if not force:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            raise BadInput(f"{_name(key)} has an untracked or ignored file at {found[0]}{more}, "
+                           f"which {what} tracks: checking it out would overwrite it; move it "
+                           "away, or pass --force-ignored to set it aside until the end")
+        for path in found:
+            self._set_aside(key, repo, path)
+
+    def _set_aside(self, key: str, repo: Repo, path: str) -> None:
+        # A folder per session and record: files kept from an earlier session
+        # (that could not go back) are never overwritten.
+        stash = self.backups_dir / f"{self.journal.session_id}-{self.journal.peek()}" / \
+            _safe(key) / path
+        if stash.exists() or stash.is_symlink():
+            raise GitFailure(f"cannot set {path} aside: {stash} exists")
+        n = self.journal.backup(key, path, str(stash))
+        stash.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(repo.workdir / path, stash)
+        except OSError:
+            shutil.move(str(repo.workdir / path), str(stash))  # another file system
+        self.journal.backed_up(n)
+        self.set_aside.append((n, key, path, str(stash)))
+        self._note(f"set aside {_name(key)}: {path} (until the end) in {stash}")
+
+    def put_back(self, root: Path, backups: Sequence[tuple[int, str, str, str]]) -> list[str]:
+        """Return set-aside files to their places; lines for those that cannot go back."""
+        lines = []
+        for n, key, path, stash in backups:
+            src = Path(stash)
+            if not src.exists() and not src.is_symlink():
+                continue
+            dest = (root if key == "." else root / key) / path
+            if dest.exists() or dest.is_symlink():
+                lines.append(f"kept {_name(key)}: {path} at {src} (the restored tree has a "
+                             "file there)")
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(src, dest)
+            self.journal.put_back(n)
+            lines.append(f"put back {_name(key)}: {path}")
+        return lines
+
+    # -- helpers ---------------------------------------------------------------------
+    def _watch(self, n: int) -> _Watch:
+        return _Watch(self.journal, n)
+
+    def _message(self, what: str, origin: HeadState | None) -> str:
+        """Reflog message: tagged with the session id, the origin in the first of them."""
+        came = ""
+        if origin is not None:
+            came = f" from {origin.ref or 'detached'}"
+        return f"bisectkit {self.journal.session_id}: {what}{came}"
+
+
+def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
+               watch: Watch) -> None:
+    """Move index and files from ``base`` to ``target``. git refuses to overwrite a file it
+    calls modified; one whose bytes are exactly the checkout of its index entry (a CRLF
+    file under `text eol=lf`, checked out in the second its index was written, stays
+    "modified" to git for good) loses nothing: removed, and git writes the target's."""
+    try:
+        repo.read_tree(base, target, watch)
+    except GitFailure:
+        moving = set(paths)
+        same = [p for p in repo.worktree_changes() if p in moving and
+                (e := repo.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
+        if not same:
+            raise
+        for path in same:
+            os.unlink(repo.workdir / path)
+        repo.read_tree(base, target, watch)
+
+
+def _prefetch(repo: Repo, old: str, new: str, shape: sparse.SparseCheckout | None,
+              bits: dict[str, bool] | None) -> None:
+    """A partial clone: fetch, in one batch and before the move is journaled (an
+    unreachable remote leaves nothing half done), the blobs git will write moving
+    from tree ``old`` to ``new``: the paths that differ, and of those only the ones a
+    sparse checkout writes (its cone; in non-cone mode, those whose skip-worktree bit
+    is clear: a path new to the index may be written, so it is fetched)."""
+    if not repo.promisor.partial:
+        return
+    wanted: Callable[[str], bool] | None = None
+    if shape is not None and shape.cone:
+        wanted = shape.covers
+    elif shape is not None:
+        skipped = bits or {}
+        wanted = lambda path: not skipped.get(path, False)  # noqa: E731
+    repo.promisor.ensure(repo.changed_blobs(old, new, wanted))
+
+
+def _safe(key: str) -> str:
+    return "superproject" if key == "." else key.replace("/", "%")
+
+
+class _Watch:
+    """Journals the gits of move ``n``: start and lock files taken, pid, then exit status
+    (:mod:`bisectkit.safety.gitlocks` tells a lock file a killed one left from another's); a git
+    failing on somebody else's lock file is tried again for a while (nothing was written)."""
+
+    def __init__(self, journal: Journal, n: int) -> None:
+        self.journal = journal
+        self.n = n
+
+    def starting(self, since: float, takes: tuple[str, ...]) -> None:
+        self.journal.git_start(self.n, since, takes)
+
+    def spawned(self, pid: int, since: float, takes: tuple[str, ...]) -> None:
+        self.journal.git(self.n, pid, since, takes)
+
+    def exited(self, pid: int, status: int) -> None:
+        self.journal.git_exit(self.n, pid, status)
+
+    def patience(self) -> float:
+        return gitlocks.FOREIGN_LOCK_WAIT_S
