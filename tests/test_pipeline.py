@@ -29,6 +29,7 @@ from bisectkit.model import (
     Verdict,
     hookimpl,
 )
+from bisectkit.model.params import Params
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.replaylog import log_lines, parse_log
 from bisectkit.pipeline.results import result_json
@@ -48,7 +49,7 @@ GOOD = "f" * 40
 class FakeStrategy(Strategy):
     """Candidates are strings; ``conflicts`` cannot be materialised (skipped unbuilt)."""
 
-    name = "submodule"
+    name = "fake"
 
     def __init__(self, session: Session, conflicts: frozenset[str] = frozenset()) -> None:
         super().__init__(None, session, None)  # type: ignore[arg-type]  # no repository
@@ -74,6 +75,12 @@ class FakeStrategy(Strategy):
 
     def header_lines(self) -> list[str]:
         return ["fake"]
+
+    def target_argv(self) -> list[str]:
+        return ["--submodule", "third_party/llvm-project"]
+
+    def stack_unchecked(self) -> str | None:
+        return "not checked: submodule third_party/llvm-project has no local patches"
 
 
 class Repro:
@@ -118,9 +125,9 @@ def _bisection(tmp_path: Path, repro: Repro, terms: Terms = PLAIN,
     pm, _ = make_plugin_manager(builtins, PluginRequest([], []), {AUTOLOAD_OFF: "1"})
     hooks = Hooks(pm)
     hooks.configure(Config(option=None, pluginmanager=pm, run=RunOptions((), rules=rules)))
-    session = Session(strategy="submodule", root=str(tmp_path), bad=CANDIDATES[-1], good=[GOOD],
+    session = Session(strategy="fake", root=str(tmp_path), bad=CANDIDATES[-1], good=[GOOD],
                       pathspec=[], candidates=list(CANDIDATES),
-                      orig={".": HeadState(None, GOOD)}, params={},
+                      orig={".": HeadState(None, GOOD)}, params=Params(),
                       start_argv=["start"], terms=terms)
     store = SessionStore(tmp_path / "gitdir")
     store.save(session)
@@ -267,7 +274,6 @@ def test_an_answer_resting_on_the_untested_bad_end_is_confirmed(tmp_path: Path) 
 def test_run_to_end_reports_what_its_checks_concluded(tmp_path: Path) -> None:
     repro = Repro(15)
     b = _bisection(tmp_path, repro)
-    b.session.params["submodule"] = "third_party/llvm-project"
     decision, checks = run_to_end(b, None, RunOptions(()), check_the_stack=True)
     assert decision == Found(CANDIDATES[15])
     # The bad end was confirmed (no "unconfirmed"); there is no stack to take away.
@@ -275,4 +281,4 @@ def test_run_to_end_reports_what_its_checks_concluded(tmp_path: Path) -> None:
     assert checks["check_stack"] == {
         "verdict": None, "reason": None, "stack_implicated": None,
         "conclusion": "not checked: submodule third_party/llvm-project has no local patches"}
-    assert b.session.params["stack_implicated"] is False
+    assert b.session.params.stack_implicated is False

@@ -26,6 +26,7 @@ from bisectkit.model import (
     SubmoduleRequest,
     Terms,
 )
+from bisectkit.model.params import IntegrateParams, SubmoduleParams
 from bisectkit.patches.upstream import GuessRefused, resolve_upstream
 from bisectkit.strategies.common import check_clean, step_env
 
@@ -76,9 +77,10 @@ def test_submodule_start_gives_the_first_parent_range(sub_world: World) -> None:
     assert session.candidates == w.shas[151:251]
     assert (session.bad, session.good) == (w.sha(250), [w.sha(150)])
     assert session.start_argv == []  # the caller words the command line
-    assert session.params["upstream_ref"] == "upstream/main"
-    assert session.params["upstream_guessed"].startswith("nearest merge-base")
-    assert [p["sha"] for p in session.params["stack"]["patches"]] == w.stack
+    params = session.params_as(SubmoduleParams)
+    assert params.upstream_ref == "upstream/main"
+    assert (params.upstream_guessed or "").startswith("nearest merge-base")
+    assert [p["sha"] for p in params.patches] == w.stack
     settled = strategies.settled(request, session)
     assert requests.start_argv(settled) == ["start", "--submodule", SUBMODULE, "--upstream",
                                             "upstream/main", w.sha(250), w.sha(150)]
@@ -94,7 +96,7 @@ def test_submodule_start_keeps_terms_pathspec_and_on_conflict(sub_world: World) 
     # The one commit touching lib/bug.txt, and the bad end (always a candidate).
     assert session.candidates == [w.sha(200), w.sha(260)]
     assert session.terms == Terms("broken", "repaired", find_fix=True)
-    assert session.params["on_conflict"] == "drop"
+    assert session.params_as(SubmoduleParams).on_conflict == "drop"
     assert requests.start_argv(strategies.settled(request, session)) == [
         "start", "--find-fix", "--term-new", "repaired", "--submodule", SUBMODULE,
         "--upstream", "upstream/main", "--on-conflict", "drop", w.sha(260), w.sha(100),
@@ -164,7 +166,7 @@ def test_submodule_followup_is_a_stack_bisect_once_the_stack_is_implicated(
     session = strategies.start(sp, SubmoduleRequest(SUBMODULE, bad=w.sha(250),
                                                     good=(w.sha(150),)))
     assert strategies.make_strategy(sp, session).followup(w.sha(200)) == []
-    session.params["stack_implicated"] = True
+    session.params.stack_implicated = True
     [followup] = strategies.make_strategy(sp, session).followup(w.sha(200))
     assert followup == FollowUp(
         StackRequest(SUBMODULE, at=w.sha(200), upstream="upstream/main"),
@@ -266,8 +268,9 @@ def test_integrate_start_and_prepare_follow_the_pins(int_world: World) -> None:
     order = [*(f"adv{k}" for k in range(1, 7)), "break", "fix",
              *(f"adv{k}" for k in range(7, 13))]
     assert session.candidates == [names[n] for n in order]
-    assert session.params["submodules"] == [SUBMODULE]
-    assert session.params["upstreams"][SUBMODULE]["ref"] == "upstream/main"
+    params = session.params_as(IntegrateParams)
+    assert params.submodules == [SUBMODULE]
+    assert params.upstreams[SUBMODULE]["ref"] == "upstream/main"
     assert requests.start_argv(strategies.settled(request, session)) == [
         "start", "--integrate", names["adv12"], names["init"]]
 
@@ -319,6 +322,6 @@ def test_integrate_goes_on_when_the_upstream_cannot_be_guessed(
     w.git(w.submodule, "remote", "remove", "upstream")
     session = strategies.start(_sp(w), IntegrateRequest(bad=w.integrate["adv12"],
                                                         good=(w.integrate["init"],)))
-    found = session.params["upstreams"][SUBMODULE]
+    found = session.params_as(IntegrateParams).upstreams[SUBMODULE]
     assert found["ref"] is None and found["why"].startswith("cannot guess the upstream")
     assert strategies.make_strategy(_sp(w), session).followup(w.integrate["adv8"]) == []

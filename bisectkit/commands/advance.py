@@ -20,6 +20,7 @@ from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import open_submodule
 from bisectkit.model import AdvanceRequest, ApplyRequest
+from bisectkit.model.params import AdvanceParams
 from bisectkit.patches.stack import Stack
 from bisectkit.pipeline import results
 from bisectkit.pipeline.bisection import Bisection
@@ -55,7 +56,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         branch = (apply.branch or pinning.default_branch()) if apply else ""
         base = None
         if apply is not None:
-            path = session.params["submodule"]
+            path = session.params_as(AdvanceParams).submodule
             sub = open_submodule(sp, path)[1]
             pinning.check(sp, path, sub, branch)
             base = pinning.base(sp, path, sub)  # the apply builds on this, or on nothing
@@ -104,11 +105,12 @@ def _result(ctx: Context, b: Bisection, decision: Decision,
 def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any]) -> None:
     """The answer: where the pin can go, the first commit it cannot (as a bisect shows a
     first bad commit), what could not be decided."""
-    console, path = ctx.console, b.session.params["submodule"]
+    console, params = ctx.console, b.session.params_as(AdvanceParams)
+    path = params.submodule
     status, to, total = result["status"], result["to"], len(b.session.candidates)
     builds = plural(result['builds'], 'build')
     if status == "up-to-date":
-        console.line(f"up-to-date: {path} already contains {b.session.params['to_ref']} "
+        console.line(f"up-to-date: {path} already contains {params.to_ref} "
                      f"({b.session.bad[:12]}); {builds}", style="bold")
     elif status == "advanced":
         console.line(f"advanced: {path} can move {result['crossed']} of {total} upstream "
@@ -139,7 +141,8 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any],
         ctx.console.line("--apply: nothing to apply, the pin stays where it is", style="dim")
         result["applied"] = None
         return
-    path = s.params["submodule"]
+    params = s.params_as(AdvanceParams)
+    path = params.submodule
     _, sub = open_submodule(sp, path)
     lo = result["crossed"] - 1
     verdicts = s.verdict_map()
@@ -149,8 +152,8 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any],
     targets = [s.candidates[i] for i in ends]
     # Each move crosses the candidates after the previous one, up to its own.
     crossed = [s.candidates[a + 1:i + 1] for a, i in zip([-1, *ends], ends, strict=False)]
-    stack = Stack.from_json(s.params["stack"])
-    moves = pinning.plan(sub, stack, s.params["on_conflict"], targets, crossed)
+    stack = Stack.from_json(params.stack)
+    moves = pinning.plan(sub, stack, params.on_conflict, targets, crossed)
     steps = len(result["steps"])
     tested = f"{' '.join(ctx.typed_repro).removeprefix('-- ')} ({plural(steps, 'step')})"
     messages = [pinning.message(path, sub, m, branch, tested) for m in moves]

@@ -17,6 +17,7 @@ from bisectkit.pipeline import descent, results
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.trace import Tracer
 from bisectkit.safety.fileio import write_json_atomic, write_text_atomic
+from bisectkit.strategies import kind_named
 from bisectkit.ui import report
 from bisectkit.ui.report.advance import render_advance_markdown, render_advance_terminal
 
@@ -98,7 +99,8 @@ def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:
     sp = ctx.superproject
     url = sp.config_get("bisectkit.commit-url") if sp else None
     fork_url = sp.config_get("bisectkit.fork-url") if sp else None
-    advancing = result.get("strategy") == "advance"
+    kind = kind_named(str(result.get("strategy")))
+    advancing = kind is not None and kind.report == "advance"
     markdown = render_advance_markdown if advancing else report.render_markdown
     terminal = render_advance_terminal if advancing else report.render_terminal
     write_text_atomic(path, markdown(result, url, fork_url=fork_url))

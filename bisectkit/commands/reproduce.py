@@ -10,6 +10,7 @@ from pathlib import Path
 from bisectkit.cli import requests
 from bisectkit.commands.context import Context
 from bisectkit.model import GIT_PROG
+from bisectkit.model.params import AdvanceParams
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.plugin import manager as plugins
 
@@ -27,15 +28,14 @@ def reproduce_command(ctx: Context, b: Bisection, ends: tuple[str, str] | None =
     bad commits: the answer tests both).
     """
     s = b.session
-    target = [*_target(b), *requests.terms_argv(b.terms)]
+    target = [*b.strategy.target_argv(), *requests.terms_argv(b.terms)]
     pathspec, good, bad = (s.pathspec, s.good, s.bad) if ends is None else \
         ([], [ends[0]], ends[1])
     run_words = _run_words(ctx)
     if pathspec:
         start = [*GIT_PROG.split(), "start", *target, bad, *good, "--", *pathspec]
         return f"{shlex.join(start)} && {shlex.join([*GIT_PROG.split(), 'run', *run_words])}"
-    words = [] if s.strategy == "stack" else [
-        *(w for g in good for w in ("--good", g)), "--bad", bad]
+    words = b.strategy.range_argv(good, bad)
     return shlex.join(["bisectkit", "run", *target, *words, *run_words])
 
 
@@ -46,12 +46,11 @@ def advance_command(ctx: Context, b: Bisection, to: str) -> str:
     last good commit and ``to`` could not test ``to`` (no build happens where the stack
     does not apply); this gives the same answer, the conflict and the last good commit.
     """
-    p = b.session.params
-    words = ["--submodule", p["submodule"], "--upstream", p["upstream_ref"], "--to", to,
+    p = b.session.params_as(AdvanceParams)
+    words = ["--submodule", p.submodule, "--upstream", p.upstream_ref, "--to", to,
              *(w for prefix in b.session.pathspec for w in ("--pathspec", prefix))]
-    words += ["--linear"] if p.get("search") == "linear" else []
-    on_conflict = p.get("on_conflict", "skip")
-    words += ["--on-conflict", on_conflict] if on_conflict != "skip" else []
+    words += ["--linear"] if p.search == "linear" else []
+    words += ["--on-conflict", p.on_conflict] if p.on_conflict != "skip" else []
     return shlex.join(["bisectkit", "advance", *words, *_run_words(ctx)])
 
 
@@ -65,23 +64,6 @@ def _run_words(ctx: Context) -> list[str]:
     if opts.repro:
         words = [*words[:len(words) - len(opts.repro)], *_portable_repro(ctx, opts.repro)]
     return run_words + words
-
-
-def _target(b: Bisection) -> list[str]:
-    """What is bisected, as options (the submodule and upstream written out)."""
-    s, p = b.session, b.session.params
-    target: list[str] = []
-    if s.strategy == "integrate":
-        target.append("--integrate")
-        for path in p.get("submodules", []):
-            target += ["--submodule", path]
-        if p.get("upstream_ref"):
-            target += ["--upstream", p["upstream_ref"]]
-    else:
-        target += ["--submodule", p["submodule"], "--upstream", p["upstream_ref"]]
-    if s.strategy == "stack":
-        target += ["--stack", "--at", p["at"]]
-    return target + (["--all-parents"] if p.get("all_parents") else [])
 
 
 def _plugins_from_elsewhere(ctx: Context) -> list[str]:

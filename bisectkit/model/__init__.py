@@ -7,6 +7,7 @@ from :mod:`bisectkit`.
 
 - :mod:`.values`: verdicts and terms, commits, outcomes, steps and step records;
 - :mod:`.requests`: start requests, run options, follow-ups, plugin configuration;
+- :mod:`.params`: each strategy's parameters, as a session keeps them;
 - :mod:`.dropped`: the lines written where a command's output was dropped.
 """
 

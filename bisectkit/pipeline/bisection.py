@@ -47,7 +47,7 @@ class Bisection:
         # ``strategy``: the session's own unless given (the pipeline's unit tests).
         self.strategy = strategy or make_strategy(superproject, session, mover)
         #: How the next candidate is chosen (a bisection, or an advance's gallop or walk).
-        self.search = search.named(session.params.get("search"))
+        self.search = search.named(session.params.search)
         self.tracer: Tracer = NullTracer()
         #: The build and repro commands as shown to the user (set by the run command).
         self.commands: dict[str, str] = {}

@@ -54,20 +54,16 @@ class Bisection(Protocol):
     def terms(self) -> Terms:
         """The session's words for its two sides."""
 
-#: The session parameter listing the merges descended into, outermost first.
-DESCENDED = "descended"
-
-
 def descended(b: Bisection) -> list[str]:
     """The merges this session descended into, outermost first."""
-    return list(b.session.params.get(DESCENDED, []))
+    return list(b.session.params.descended)
 
 
 def descend(b: Bisection, decision: Decision) -> bool:
     """When ``decision`` names a merge to bisect into (``--all-parents``), make the
     commits it merged the candidates and say so; True when it did."""
     s = b.session
-    if not isinstance(decision, Found) or not s.params.get("all_parents"):
+    if not isinstance(decision, Found) or not s.params.all_parents:
         return False
     merge = decision.first_bad
     repo = b.strategy.history
@@ -82,7 +78,7 @@ def descend(b: Bisection, decision: Decision) -> bool:
     if not side:
         return False  # its second parent was merged already: nothing to bisect into
     s.candidates = [*side, merge]  # a new list: the engine memoises positions per list
-    s.params[DESCENDED] = [*descended(b), merge]
+    s.params.descended = [*descended(b), merge]
     b.store.candidates_changed()
     b.strategy.candidates_changed()
     many = plural(len(side), 'commit')
@@ -105,7 +101,7 @@ def good_ends(b: Bisection) -> list[str]:
 def answer_notes(b: Bisection, first_bad: str) -> list[str]:
     """What the answer owes to ``--all-parents``: the merge itself is the culprit, or an
     octopus merge was not descended into."""
-    if not b.session.params.get("all_parents"):
+    if not b.session.params.all_parents:
         return []
     new = b.terms.new
     if descended(b)[-1:] == [first_bad]:

@@ -102,7 +102,7 @@ class Run:
         origins = {key: Origin(head, len(recovery.open_repo(self.superproject, key).head_reflog()))
                    for key, head in session.orig.items()}
         if self.force_ignored:
-            session.params["force_ignored"] = True
+            session.params.force_ignored = True
         for key in session.orig:  # another git at work there: refused, nothing touched
             gitlocks.refuse_locked(recovery.open_repo(self.superproject, key))
         with signals.held():
@@ -244,7 +244,7 @@ class Run:
             return None, str(exc)
 
     def _bisector(self, session: Session) -> Bisection:
-        force = self.force_ignored or bool(session.params.get("force_ignored"))
+        force = self.force_ignored or session.params.force_ignored
         mover = Mover(self.journal, self.store.backups_dir, force_ignored=force,
                       note=self._note)
         self.bisection = Bisection(self.superproject, self.store, session, self.hooks, mover)

@@ -24,6 +24,7 @@ from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import SUPERPROJECT, RunOptions
 from bisectkit.store.session import Session, state_dir
+from bisectkit.strategies import kind_named
 
 
 def apart_from_inputs(outputs: Mapping[str, str], opts: RunOptions, root: Path,
@@ -84,7 +85,8 @@ def outside_moved(outputs: Mapping[str, str], sp: Repo, session: Session,
         if sp.tracks(sp.head_tree(), rel) or sp.index_has(rel):
             raise BadInput(f"{flag} {value}: the superproject tracks this file: writing it "
                            "would change your work tree; choose an untracked file")
-        if session.strategy == "integrate":
+        kind = kind_named(session.strategy)
+        if kind is not None and kind.moves_superproject:
             tracking = _tracked_by(sp, rel, [*session.candidates, *session.good, session.bad])
             if tracking is not None:
                 raise BadInput(f"{flag} {value}: candidate {tracking[:12]} tracks this file, "

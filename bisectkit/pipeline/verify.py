@@ -107,16 +107,7 @@ def stack_check(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dic
     (with the reason in ``conclusion``) when there was nothing to check or the
     test could not tell (a failed build is a skip, not an acquittal).
     """
-    patches = (b.session.params.get("stack") or {}).get("patches")
-    conclusion = ""
-    if b.strategy.name == "stack":
-        conclusion = "not checked: the candidates already are the patch stack's patches"
-    elif b.strategy.name not in ("submodule", "advance"):
-        conclusion = (f"not checked: an {b.strategy.name} bisect has no patch stack to take "
-                      "away (bisect the submodule move it found, with --check-stack)")
-    elif not patches:
-        conclusion = (f"not checked: submodule {b.session.params['submodule']} has no local "
-                      "patches")
+    conclusion = b.strategy.stack_unchecked() or ""
     checked = None if conclusion else check_stack(b, first_bad, cache)
     verdict = checked.verdict if checked else None
     implicated: bool | None = None
@@ -134,7 +125,7 @@ def stack_check(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dic
         conclusion = (f"could not be checked: {short} without the patch stack tested skip "
                       f"({checked.reason})")
     # The strategy suggests bisecting the stack (a follow-up) only when it is implicated.
-    b.session.params["stack_implicated"] = bool(implicated)
+    b.session.params.stack_implicated = bool(implicated)
     return {"verdict": verdict, "reason": checked.reason if checked else None,
             "stack_implicated": implicated, "conclusion": conclusion}
 

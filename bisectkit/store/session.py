@@ -26,16 +26,19 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bisectkit.engine import search
 from bisectkit.errors import BadInput
 from bisectkit.model import GIT_PROG, HeadState, StepRecord, Terms, Verdict
+from bisectkit.model.params import Params, params_from_json
 from bisectkit.safety.fileio import write_json_atomic, writing
 from bisectkit.store import cachefile, sessionshape, steplog
 from bisectkit.store.cachefile import CacheData
 from bisectkit.store.fingerprint import file_digest
 from bisectkit.store.waitstate import Waiting
+
+_P = TypeVar("_P", bound=Params)
 
 SESSION_VERSION = 3
 
@@ -67,8 +70,8 @@ class Session:
     #: HEAD of every repository the session may move, to restore on reset:
     #: ``"."`` is the superproject, other keys are submodule paths.
     orig: dict[str, HeadState]
-    #: Strategy-specific settings (submodule path, upstream, patch stack...).
-    params: dict[str, Any]
+    #: The strategy's parameters (submodule path, upstream, patch stack...).
+    params: Params
     start_argv: list[str]
     #: Words for the two sides, and whether a passing repro is the new side (find-fix).
     terms: Terms = field(default_factory=Terms)
@@ -78,11 +81,19 @@ class Session:
     #: Step details of the checked-out candidate (patches, files_written, prepare_s).
     current_step: dict[str, Any] = field(default_factory=dict)
 
+    def params_as(self, kind: type[_P]) -> _P:
+        """The parameters, as the ``kind`` of parameters its strategy keeps (a session file
+        naming one strategy and holding another's parameters is damaged)."""
+        if not isinstance(self.params, kind):
+            raise BadInput(f"the session's {self.strategy} parameters are damaged (not "
+                           f"{kind.__name__}); run '{GIT_PROG} reset'")
+        return self.params
+
     # -- verdicts ----------------------------------------------------------
     def verdict_map(self) -> dict[str, Verdict]:
         """Latest verdict per commit (later entries override earlier ones)."""
         # An advance's far end is a question, not a known bad end: its search says so.
-        open_end = search.named(self.params.get("search")).open_end
+        open_end = search.named(self.params.search).open_end
         known: dict[str, Verdict] = {} if open_end else {self.bad: "bad"}
         for entry in self.verdicts:
             known[entry.commit] = entry.verdict
@@ -103,7 +114,7 @@ class Session:
             "good": self.good,
             "pathspec": self.pathspec,
             "orig": {k: v.to_json() for k, v in self.orig.items()},
-            "params": self.params,
+            "params": self.params.to_json(),
             "start_argv": self.start_argv,
             "terms": self.terms.as_dict(),
             "find_fix": self.terms.find_fix,
@@ -127,7 +138,7 @@ class Session:
             pathspec=list(data["pathspec"]),
             candidates=candidates,
             orig={k: HeadState.from_json(v) for k, v in data["orig"].items()},
-            params=dict(data["params"]),
+            params=params_from_json(data["strategy"], data["params"]),
             start_argv=list(data["start_argv"]),
             terms=Terms(str(data["terms"]["old"]), str(data["terms"]["new"]),
                         bool(data["find_fix"])),

@@ -17,11 +17,12 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import AdvanceRequest, Verdict
+from bisectkit.model.params import AdvanceParams
 from bisectkit.patches.stack import analyse
 from bisectkit.patches.status import default_submodule
 from bisectkit.patches.upstream import resolve_upstream
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import new_session
+from bisectkit.strategies.base import Kind, new_session, register
 from bisectkit.strategies.common import LineAncestry, ask_ahead, check_clean, guess_lines
 from bisectkit.strategies.submodule import SubmoduleStrategy
 from bisectkit.text import plural
@@ -59,18 +60,19 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
     return new_session(
         "advance", superproject, bad=target, good=[base], candidates=candidates, moves=[path],
         pathspec=req.pathspec, terms=req.terms,
-        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
-                "upstream_guessed": up.guessed, "stack": stack.to_json(),
-                "on_conflict": req.on_conflict,
-                "search": "linear" if req.linear else "gallop",
-                "to_ref": req.to or up.ref})
+        params=AdvanceParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
+                             upstream_guessed=up.guessed, stack=stack.to_json(),
+                             on_conflict=req.on_conflict,
+                             search="linear" if req.linear else "gallop",
+                             to_ref=req.to or up.ref))
 
 
 def settled(req: AdvanceRequest, session: Session) -> AdvanceRequest:
     """``req`` as ``session`` understood it: the submodule's path, the upstream found and
     ``--to`` as a full sha (a replay means the same candidates)."""
-    return dataclasses.replace(req, submodule=session.params["submodule"], to=session.bad,
-                               upstream=session.params["upstream_ref"])
+    p = session.params_as(AdvanceParams)
+    return dataclasses.replace(req, submodule=p.submodule, to=session.bad,
+                               upstream=p.upstream_ref)
 
 
 def blocks(reason: str) -> bool:
@@ -92,22 +94,22 @@ class AdvanceStrategy(SubmoduleStrategy):
         return verdict, reason
 
     def header_lines(self) -> list[str]:
-        s, p = self.session, self.session.params
-        stack = p["stack"]
+        s, p = self.session, self.session.params_as(AdvanceParams)
+        stack = p.stack
         where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
-        how = ("each in order (--linear)" if p.get("search") == "linear" else
+        how = ("each in order (--linear)" if p.search == "linear" else
                "the far end first, then a gallop from the pin")
         lines = [
             f"advancing submodule {self.path}",
             f"  from merge-base {stack['merge_base'][:12]} (patched HEAD {stack['head'][:12]}) "
-            f"toward {p['to_ref']} at {s.bad[:12]}",
+            f"toward {p.to_ref} at {s.bad[:12]}",
             *guess_lines(p),
             f"  {plural(len(s.candidates), 'upstream commit')}"
             f"{where} to cross; testing {how}",
         ]
-        patches = stack["patches"]
+        patches = p.patches
         lines.append(f"  patch stack: {plural(len(patches), 'patch', 'patches')}")
-        lines += [f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}" for p in patches]
+        lines += [f"    {q['kind']:<11} {q['sha'][:12]}  {q['subject']}" for q in patches]
         return lines
 
     def stops_upto(self) -> int | None:
@@ -140,7 +142,11 @@ class AdvanceStrategy(SubmoduleStrategy):
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
         extra = super().result_extra(first_bad)
-        extra.update(search=self.session.params.get("search"),
-                     to_ref=self.session.params["to_ref"],
+        p = self.session.params_as(AdvanceParams)
+        extra.update(search=p.search, to_ref=p.to_ref,
                      stopped_by=self.stopped_by(first_bad) if first_bad else None)
         return extra
+
+
+register(Kind(AdvanceStrategy.name, AdvanceStrategy, AdvanceRequest, start, settled,
+              report="advance"))

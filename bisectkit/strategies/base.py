@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.git.shapes.partial import NOTHING, Fetched, add_fetched
-from bisectkit.model import SUPERPROJECT, CommitInfo, FollowUp, HeadState, Terms, Verdict
+from bisectkit.model import (
+    SUPERPROJECT,
+    CommitInfo,
+    FollowUp,
+    HeadState,
+    StartRequest,
+    Terms,
+    Verdict,
+)
+from bisectkit.model.params import Params
 from bisectkit.safety.undertest import Held
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
@@ -107,6 +116,18 @@ class Strategy(ABC):
         and the repro for the step's outcome to be a verdict."""
 
     @abstractmethod
+    def target_argv(self) -> list[str]:
+        """What is bisected, as ``bisectkit run`` options (``--submodule PATH --upstream
+        REF``...): with the range (:meth:`range_argv`), the same bisection again."""
+
+    def range_argv(self, good: Sequence[str], bad: str) -> list[str]:
+        """The range ``good`` .. ``bad`` as ``bisectkit run`` options."""
+        return [*(w for g in good for w in ("--good", g)), "--bad", bad]
+
+    def _parents_argv(self) -> list[str]:
+        return ["--all-parents"] if self.session.params.all_parents else []
+
+    @abstractmethod
     def header_lines(self) -> list[str]:
         """Lines describing the bisection, shown before the first step and by ``status``."""
 
@@ -139,6 +160,12 @@ class Strategy(ABC):
         computed from the old ones."""
         return None
 
+    def stack_unchecked(self) -> str | None:
+        """Why ``--check-stack`` has nothing to check here (None: it can test the answer
+        without the local patch stack, :meth:`prepare_pristine`)."""
+        return (f"not checked: an {self.name} bisect has no patch stack to take away (bisect "
+                "the submodule move it found, with --check-stack)")
+
     def prepare_pristine(self, commit: str) -> Prepared | None:
         """``commit`` without any local patches (``--check-stack``); None if not meaningful."""
         return None
@@ -167,7 +194,7 @@ class Strategy(ABC):
 
 
 def new_session(strategy: str, superproject: Repo, *, bad: str, good: list[str],
-                candidates: list[str], moves: Sequence[str], params: dict[str, Any],
+                candidates: list[str], moves: Sequence[str], params: Params,
                 terms: Terms, pathspec: Sequence[str] = ()) -> Session:
     """A new session of ``strategy`` that may move ``moves`` (submodule paths) and the
     superproject: their HEADs now are what a reset restores. The command line is the
@@ -225,3 +252,62 @@ def _maybe_behind(repo: Repo, rev: str) -> bool:
     that names nothing is mistyped, and fetching history would only cost time."""
     base = re.split(r"[~^@]", rev, maxsplit=1)[0]
     return bool(_HEX_BASE.fullmatch(base)) or (base != rev and repo.try_resolve(base) is not None)
+
+
+_R = TypeVar("_R", bound=StartRequest)
+
+
+@dataclass(frozen=True)
+class Kind(Generic[_R]):
+    """A strategy as the rest of bisectkit sees it, registered once by its own module
+    (:func:`register`): nothing outside :mod:`bisectkit.strategies` asks for a strategy
+    by name to decide what to do."""
+
+    #: The name a session records (``Session.strategy``, the JSON result's ``strategy``).
+    name: str
+    #: What tests the candidates of a saved session.
+    strategy: type[Strategy]
+    #: The request that starts one (:class:`~bisectkit.model.SubmoduleRequest`...).
+    request: type[_R]
+    #: Validate a request into a new session (nothing touched).
+    start: Callable[[Repo, _R], Session]
+    #: The request as the session understood it (full shas, the upstream found).
+    settled: Callable[[_R, Session], _R]
+    #: Steps check candidates out in the user's superproject itself (so no output may go
+    #: to a file a candidate tracks).
+    moves_superproject: bool = False
+    #: Its candidates are local patches of the submodule (commit links go to the fork).
+    candidates_are_patches: bool = False
+    #: The report it gets: ``"bisection"`` (a first bad commit) or ``"advance"`` (where the
+    #: pin can go).
+    report: str = "bisection"
+
+    def where(self, path: str | None) -> str:
+        """Where it ran, for a report's title: `` in PATH`` (``path`` as the caller shows
+        it), `` on the integrate branch``..."""
+        if self.moves_superproject:
+            return " on the integrate branch"
+        if self.candidates_are_patches:
+            return f" in the patch stack of {path}" if path else " in the patch stack"
+        return f" in {path}" if path else ""
+
+
+_KINDS: dict[str, Kind[Any]] = {}
+
+
+def register(kind: Kind[Any]) -> None:
+    """Make ``kind`` known by its name and by its request type."""
+    _KINDS[kind.name] = kind
+
+
+def kind_named(name: str) -> Kind[Any] | None:
+    """The strategy a session or a JSON result names (None: not one of this bisectkit)."""
+    return _KINDS.get(name)
+
+
+def kind_of(request: StartRequest) -> Kind[Any]:
+    """The strategy ``request`` starts."""
+    for kind in _KINDS.values():
+        if type(request) is kind.request:
+            return kind
+    raise AssertionError(f"no strategy starts a {type(request).__name__}")

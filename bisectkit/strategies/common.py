@@ -17,6 +17,7 @@ from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.git.shapes.partial import Fetched
 from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
+from bisectkit.model.params import PatchedParams
 from bisectkit.patches.stack import Stack, analyse, targets
 from bisectkit.safety.undertest import Held, as_found
 from bisectkit.safety.worktree import Mover
@@ -96,25 +97,24 @@ def pin_variable(path: str) -> str:
 
 
 def analysed(sub: Repo, head: str, upstream: str, extra: tuple[str, ...]
-             ) -> tuple[Stack, dict[str, Any]]:
+             ) -> tuple[Stack, dict[str, Any] | None]:
     """:func:`~bisectkit.patches.stack.analyse`, and the session parameter saying what a
     partial clone fetched for it (none for a full clone)."""
     mark = sub.promisor.total
     stack = analyse(sub, head, upstream, extra_upstream=extra)
     got = sub.promisor.total - mark
-    return stack, ({"analysis_fetched": got.to_json()} if got else {})
+    return stack, (got.to_json() if got else None)
 
 
-def fetch_lines(params: Mapping[str, Any]) -> list[str]:
+def fetch_lines(params: PatchedParams) -> list[str]:
     """The header line of what the patch-stack analysis fetched (a partial clone)."""
-    got = params.get("analysis_fetched")
+    got = params.analysis_fetched
     return [f"  patch-stack analysis: {fetched(got)}"] if got else []
 
 
-def guess_lines(params: Mapping[str, Any]) -> list[str]:
+def guess_lines(params: PatchedParams) -> list[str]:
     """The header line saying the upstream was guessed, and why (none when it was given)."""
-    note = Upstream(params["upstream_ref"], params["upstream"],
-                    params.get("upstream_guessed")).note()
+    note = Upstream(params.upstream_ref, params.upstream, params.upstream_guessed).note()
     return [f"  {note}"] if note else []
 
 
@@ -181,9 +181,19 @@ class PatchedSubmodule(Strategy):
 
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
-        self.path: str = session.params["submodule"]
+        self.params = session.params_as(PatchedParams)
+        self.path = self.params.submodule
         _, self.sub = open_submodule(superproject, self.path)
-        self.stack = Stack.from_json(session.params["stack"])
+        self.stack = Stack.from_json(self.params.stack)
+
+    def target_argv(self) -> list[str]:
+        return ["--submodule", self.path, "--upstream", self.params.upstream_ref,
+                *self._parents_argv()]
+
+    def stack_unchecked(self) -> str | None:
+        if not self.params.patches:
+            return f"not checked: submodule {self.path} has no local patches"
+        return None
 
     @functools.cached_property
     def _super(self) -> Held:

@@ -23,11 +23,12 @@ from bisectkit.model import (
     SubmoduleRequest,
     Upstream,
 )
+from bisectkit.model.params import IntegrateParams
 from bisectkit.patches.upstream import CONFIG_KEY, GuessRefused, resolve_upstream
 from bisectkit.safety.undertest import Held
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import Prepared, Strategy, new_session, resolve_range
+from bisectkit.strategies.base import Kind, Prepared, Strategy, new_session, register, resolve_range
 from bisectkit.strategies.common import (
     candidates_touching,
     check_clean,
@@ -50,15 +51,15 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
         candidates=candidates_touching(superproject, bad, goods, req.pathspec,
                                        "the superproject"),
         moves=paths, pathspec=req.pathspec, terms=req.terms,
-        params={"submodules": paths, "all_parents": req.all_parents,
-                "upstream_ref": req.upstream or superproject.config_get(CONFIG_KEY),
-                "upstreams": upstreams})
+        params=IntegrateParams(submodules=paths, all_parents=req.all_parents,
+                               upstream_ref=req.upstream or superproject.config_get(CONFIG_KEY),
+                               upstreams=upstreams))
 
 
 def settled(req: IntegrateRequest, session: Session) -> IntegrateRequest:
     """``req`` as ``session`` understood it: full shas, and the submodules' paths when they
     were named (none named stays none: every initialised one)."""
-    paths = tuple(session.params["submodules"]) if req.submodules else ()
+    paths = tuple(session.params_as(IntegrateParams).submodules) if req.submodules else ()
     return dataclasses.replace(req, bad=session.bad, good=tuple(session.good), submodules=paths)
 
 
@@ -86,9 +87,16 @@ class IntegrateStrategy(Strategy):
 
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
-        self.paths: list[str] = list(session.params["submodules"])
+        self.params = session.params_as(IntegrateParams)
+        self.paths = list(self.params.submodules)
         self.subs = {p: Repo(superproject.workdir / p) for p in self.paths}
         self._upstreams: dict[str, dict[str, Any]] = {}
+
+    def target_argv(self) -> list[str]:
+        words = ["--integrate", *(w for path in self.paths for w in ("--submodule", path))]
+        if self.params.upstream_ref:
+            words += ["--upstream", self.params.upstream_ref]
+        return [*words, *self._parents_argv()]
 
     def describe(self, sha: str) -> CommitInfo:
         return self.superproject.commit_info(sha)
@@ -154,15 +162,15 @@ class IntegrateStrategy(Strategy):
         return (found["ref"], found["sha"]) if found["ref"] else None
 
     def _upstream_data(self, path: str) -> dict[str, Any]:
-        known = self.session.params.get("upstreams")
-        if known is not None and path in known:
+        known = self.params.upstreams
+        if path in known:
             return dict(known[path])
         # A session started before upstreams were recorded: find it now, leniently
         # (the refs may have moved since; the session must still finish).
         if path not in self._upstreams:
             try:
                 found = find_upstream(self.superproject, path,
-                                      self.session.params.get("upstream_ref"))
+                                      self.params.upstream_ref)
             except BadInput as exc:
                 found = {"ref": None, "why": str(exc)}
             self._upstreams[path] = found
@@ -218,8 +226,12 @@ class IntegrateStrategy(Strategy):
             request = SubmoduleRequest(submodule=move["path"], bad=move["new_base"],
                                        good=(move["old_base"],), upstream=upstream[0],
                                        terms=self.terms,
-                                       all_parents=bool(self.session.params.get("all_parents")))
+                                       all_parents=self.params.all_parents)
             found.append(FollowUp(request, f"{first_bad[:12]} advanced {move['path']} by "
                                            f"{move['upstream_commits']} upstream commits; to "
                                            "find the upstream culprit, run:"))
         return found
+
+
+register(Kind(IntegrateStrategy.name, IntegrateStrategy, IntegrateRequest, start, settled,
+              moves_superproject=True))

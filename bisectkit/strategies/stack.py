@@ -11,16 +11,18 @@ end is REV itself, pristine.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import StackRequest
+from bisectkit.model.params import StackParams
 from bisectkit.patches.stack import Stack, conflict_reason, replay
 from bisectkit.patches.upstream import resolve_upstream
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import Prepared, Replay, new_session
+from bisectkit.strategies.base import Kind, Prepared, Replay, new_session, register
 from bisectkit.strategies.common import (
     PatchedSubmodule,
     analysed,
@@ -52,17 +54,16 @@ def start(superproject: Repo, req: StackRequest) -> Session:
     return new_session(
         "stack", superproject, bad=patches[-1], good=[at], candidates=patches, moves=[path],
         terms=req.terms,
-        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
-                "upstream_guessed": up.guessed, "stack": stack.to_json(), "at": at,
-                **fetched})
+        params=StackParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
+                           upstream_guessed=up.guessed, stack=stack.to_json(), at=at,
+                           analysis_fetched=fetched))
 
 
 def settled(req: StackRequest, session: Session) -> StackRequest:
     """``req`` as ``session`` understood it: the submodule's path, the upstream found and
     ``--at`` as a full sha."""
-    return dataclasses.replace(req, submodule=session.params["submodule"],
-                               at=session.params["at"],
-                               upstream=session.params["upstream_ref"])
+    p = session.params_as(StackParams)
+    return dataclasses.replace(req, submodule=p.submodule, at=p.at, upstream=p.upstream_ref)
 
 
 class StackStrategy(PatchedSubmodule):
@@ -72,7 +73,17 @@ class StackStrategy(PatchedSubmodule):
 
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
-        self.at = session.params["at"]
+        self.at = session.params_as(StackParams).at
+
+    def target_argv(self) -> list[str]:
+        return ["--submodule", self.path, "--upstream", self.params.upstream_ref, "--stack",
+                "--at", self.at, *self._parents_argv()]
+
+    def range_argv(self, good: Sequence[str], bad: str) -> list[str]:
+        return []  # --at and the stack are the range
+
+    def stack_unchecked(self) -> str | None:
+        return "not checked: the candidates already are the patch stack's patches"
 
     def prepare(self, candidate: str) -> Prepared:
         """The first k patches (k = the candidate's position, 0 for ``--at``) onto ``--at``."""
@@ -92,16 +103,20 @@ class StackStrategy(PatchedSubmodule):
                         replay=again)
 
     def header_lines(self) -> list[str]:
-        patches = self.session.params["stack"]["patches"]
+        patches = self.params.patches
         lines = [f"bisecting the local patch stack of submodule {self.path}",
                  f"  on upstream {self.at[:12]} {self.sub.commit_info(self.at).subject}",
-                 *guess_lines(self.session.params),
-                 *fetch_lines(self.session.params),
+                 *guess_lines(self.params),
+                 *fetch_lines(self.params),
                  f"  {len(patches)} patches, oldest first (candidate k = the first k applied):"]
         for p in patches:
             lines.append(f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}")
         return lines
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
-        return {"submodule": self.path, "upstream": self.session.params["upstream_ref"],
+        return {"submodule": self.path, "upstream": self.params.upstream_ref,
                 "at": self.at}
+
+
+register(Kind(StackStrategy.name, StackStrategy, StackRequest, start, settled,
+              candidates_are_patches=True))

@@ -12,12 +12,13 @@ from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
-from bisectkit.model import ON_CONFLICT, FollowUp, OnConflict, StackRequest, SubmoduleRequest
+from bisectkit.model import FollowUp, OnConflict, StackRequest, SubmoduleRequest
+from bisectkit.model.params import SubmoduleParams
 from bisectkit.patches.stack import conflict_reason, replay
 from bisectkit.patches.upstream import CONFIG_KEY, prefer_remote, resolve_upstream
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import Prepared, Replay, new_session, resolve_range
+from bisectkit.strategies.base import Kind, Prepared, Replay, new_session, register, resolve_range
 from bisectkit.strategies.common import (
     LineAncestry,
     PatchedSubmodule,
@@ -55,17 +56,19 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
         pathspec=req.pathspec, terms=req.terms,
         # on_conflict decides what is tested at a candidate, so it belongs to the
         # session: later good/bad/run commands and the log's replay use it too.
-        params={"submodule": path, "upstream_ref": up.ref, "upstream": up.sha,
-                "upstream_guessed": up.guessed, "stack": stack.to_json(),
-                "on_conflict": req.on_conflict, "all_parents": req.all_parents, **fetched})
+        params=SubmoduleParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
+                               upstream_guessed=up.guessed, stack=stack.to_json(),
+                               on_conflict=req.on_conflict, all_parents=req.all_parents,
+                               analysis_fetched=fetched))
 
 
 def settled(req: SubmoduleRequest, session: Session) -> SubmoduleRequest:
     """``req`` as ``session`` understood it: full shas, the submodule's path, the upstream
     found; a replay of it means the same range."""
-    return dataclasses.replace(req, submodule=session.params["submodule"], bad=session.bad,
+    p = session.params_as(SubmoduleParams)
+    return dataclasses.replace(req, submodule=p.submodule, bad=session.bad,
                                good=tuple(session.good),
-                               upstream=session.params["upstream_ref"])
+                               upstream=p.upstream_ref)
 
 
 class SubmoduleStrategy(PatchedSubmodule):
@@ -76,11 +79,8 @@ class SubmoduleStrategy(PatchedSubmodule):
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
         self.ancestry = LineAncestry(self.sub, session.candidates)
-        on_conflict = session.params.get("on_conflict", "skip")
-        if on_conflict not in ON_CONFLICT:
-            raise BadInput(f"the session has an unknown on_conflict {on_conflict!r}; run "
-                           "'git bisect-patched reset'")
-        self.on_conflict: OnConflict = on_conflict
+        # Checked when the session was read (model.params): "skip" or "drop".
+        self.on_conflict: OnConflict = self.params.on_conflict
         # stops_applying() per number of steps it was computed from.
         self._stops: tuple[int, list[dict[str, Any]]] | None = None
 
@@ -109,7 +109,7 @@ class SubmoduleStrategy(PatchedSubmodule):
             # Step flags (console, JSON, report), not part of the verdict cache's
             # entry: the cache keys on the tree, which already lacks the patch.
             details["flags"] = flags
-        again = Replay(self.path, candidate, self.session.params["stack"], self.on_conflict,
+        again = Replay(self.path, candidate, self.params.stack, self.on_conflict,
                        str(replayed.tree))
         return Prepared(candidate, (self._super_tree, str(replayed.tree)), details, env,
                         target=replayed.commit, checkouts=self.checkouts(str(replayed.commit)),
@@ -124,17 +124,17 @@ class SubmoduleStrategy(PatchedSubmodule):
 
     def followup(self, first_bad: str) -> list[FollowUp]:
         """After ``--check-stack`` found the stack implicated: bisect the stack itself."""
-        if not self.session.params.get("stack_implicated"):
+        if not self.session.params.stack_implicated:
             return []
         terms = self.terms
         request = StackRequest(submodule=self.path, at=first_bad,
-                               upstream=self.session.params["upstream_ref"], terms=terms)
+                               upstream=self.params.upstream_ref, terms=terms)
         return [FollowUp(request, f"{first_bad[:12]} is {terms.old} without the local patch "
                                   f"stack and {terms.new} with it: one of our patches is the "
                                   "culprit; to find which, run:")]
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:
-        return {"submodule": self.path, "upstream": self.session.params["upstream_ref"],
+        return {"submodule": self.path, "upstream": self.params.upstream_ref,
                 "on_conflict": self.on_conflict, "stops_applying": self.stops_applying()}
 
     def closing_lines(self, first_bad: str | None) -> list[str]:
@@ -171,13 +171,13 @@ class SubmoduleStrategy(PatchedSubmodule):
         return self._stops[1]
 
     def header_lines(self) -> list[str]:
-        s, p = self.session, self.session.params
-        stack = p["stack"]
+        s, p = self.session, self.params
+        stack = p.stack
         goods = ", ".join(g[:12] for g in s.good)
         where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
         lines = [
             f"bisecting submodule {self.path}",
-            f"  upstream {p['upstream_ref']} at {p['upstream'][:12]}, merge-base "
+            f"  upstream {p.upstream_ref} at {p.upstream[:12]}, merge-base "
             f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
             *guess_lines(p),
             *fetch_lines(p),
@@ -198,3 +198,5 @@ class SubmoduleStrategy(PatchedSubmodule):
                          "step flagged")
         return lines
 
+
+register(Kind(SubmoduleStrategy.name, SubmoduleStrategy, SubmoduleRequest, start, settled))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisectkit.strategies import kind_named
 from bisectkit.ui.report.text import Result
 
 
@@ -36,7 +37,8 @@ class Links:
                  fork_url: str | None = None) -> None:
         self.commit_url = commit_url
         self.fork_url = fork_url
-        self._stack = result.get("strategy") == "stack"
+        kind = kind_named(str(result.get("strategy")))
+        self._stack = kind is not None and kind.candidates_are_patches
         # The only upstream commit of a stack bisect: the --at it patches.
         self._upstream = {str(g) for g in result.get("good") or []}
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bisectkit import safetext
+from bisectkit.strategies import kind_named
 
 #: A bisect result: the dict ``run --json`` writes.
 Result = Mapping[str, Any]
@@ -126,13 +127,11 @@ def verdict_word(verdict: str, result: Result) -> str:
 def where_ran(result: Result, markdown: bool = True) -> str:
     """Where the bisect ran, for the title: `` in `path` ``, `` on the integrate branch``
     (``markdown=False``: the path as it is)."""
-    strategy, sub = result.get("strategy"), result.get("submodule")
-    if strategy == "integrate":
-        return " on the integrate branch"
-    path = md_code(sub) if markdown else str(sub)
-    if strategy == "stack":
-        return f" in the patch stack of {path}" if sub else " in the patch stack"
-    return f" in {path}" if sub else ""
+    kind, sub = kind_named(str(result.get("strategy"))), result.get("submodule")
+    path = (md_code(sub) if markdown else str(sub)) if sub else None
+    if kind is None:  # a result of another bisectkit: its path alone
+        return f" in {path}" if path else ""
+    return kind.where(path)
 
 
 def result_steps(result: Result) -> list[dict[str, Any]]:
