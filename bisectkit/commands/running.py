@@ -239,4 +239,4 @@ def _wrap_up_aborted(ctx: Context, b: Bisection, error: str | None) -> None:
 
 def _run_done(ctx: Context, b: Bisection) -> None:
     """The steps are over: observers sum them up (the console's summary)."""
-    ctx.hooks.run_done([st.to_json() for st in b.session.steps], b.terms.as_dict())
+    ctx.hooks.run_done(list(b.session.steps), b.terms)

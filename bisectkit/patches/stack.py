@@ -27,6 +27,7 @@ from typing import Any, Literal
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import OnConflict
+from bisectkit.model.documents import PatchJSON
 from bisectkit.patches.ids import same_patch_upstream
 
 Kind = Literal["revert", "cherry-pick", "local"]
@@ -81,7 +82,7 @@ class PatchAction:
         """Whether the patch did not apply here (a conflict, or dropped for one)."""
         return conflicted(self.action, self.why)
 
-    def to_json(self) -> dict[str, str | float | None]:
+    def to_json(self) -> PatchJSON:
         return {
             "commit": self.patch.sha,
             "subject": self.patch.subject,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectkit import safetext
+from bisectkit.model.documents import PatchJSON
 from bisectkit.safety.fileio import write_json_atomic
 from bisectkit.text import ellipsize
 
@@ -84,7 +85,7 @@ class NullTracer(Tracer):
         return None
 
 
-def patch_spans(tracer: Tracer, track: int, start: float, patches: Iterable[dict[str, Any]],
+def patch_spans(tracer: Tracer, track: int, start: float, patches: Iterable[PatchJSON],
                 **args: Any) -> None:
     """A "materialise" span from ``start`` to now on ``track``, one sub-span per patch
     replayed (their ``seconds`` laid end to end)."""

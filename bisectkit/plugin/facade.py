@@ -9,13 +9,24 @@ checked by mypy at every call site.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, cast
 
 import pluggy
 
 from bisectkit.errors import BisectkitError, PluginFailed
-from bisectkit.model import CommitInfo, Config, OptionGroup, Outcome, Step, Verdict
+from bisectkit.model import (
+    CommitInfo,
+    Config,
+    OptionGroup,
+    Outcome,
+    Step,
+    StepRecord,
+    Terms,
+    Verdict,
+)
+from bisectkit.model.documents import JobRow, ResultJSON, StepDetails
 
 
 class Hooks:
@@ -46,27 +57,29 @@ class Hooks:
     def step_done(self, step: Step, verdict: Verdict) -> None:
         self._call("bisectkit_step_done", step=step, verdict=verdict)
 
-    def session_finish(self, result: dict[str, Any]) -> None:
-        self._call("bisectkit_session_finish", result=result)
+    def session_finish(self, result: Mapping[str, Any]) -> None:
+        # The document holds its strategy's own fields beside ResultJSON's (a TypedDict
+        # cannot say "and more"): typed for the plugins that read it.
+        self._call("bisectkit_session_finish", result=cast(ResultJSON, result))
 
     def phase(self, index: int, phase: str) -> None:
         self._call("bisectkit_phase", index=index, phase=phase)
 
-    def run_done(self, steps: list[dict[str, Any]], terms: dict[str, str]) -> None:
+    def run_done(self, steps: list[StepRecord], terms: Terms) -> None:
         self._call("bisectkit_run_done", steps=steps, terms=terms)
 
     def candidate(self, index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
         self._call("bisectkit_candidate", index=index, info=info, remaining=remaining,
                    steps_left=steps_left)
 
-    def prepared(self, index: int, details: dict[str, Any], files_written: int | None) -> None:
+    def prepared(self, index: int, details: StepDetails, files_written: int | None) -> None:
         self._call("bisectkit_prepared", index=index, details=details,
                    files_written=files_written)
 
     def message(self, text: str, kind: str = "info") -> None:
         self._call("bisectkit_message", text=text, kind=kind)
 
-    def jobs(self, jobs: list[dict[str, Any]]) -> None:
+    def jobs(self, jobs: list[JobRow]) -> None:
         self._call("bisectkit_jobs", jobs=jobs)
 
     def runs_commands_itself(self) -> list[str]:

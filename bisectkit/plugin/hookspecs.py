@@ -1,4 +1,4 @@
-"""Hook specifications: the one place bisectkit's plugin hooks are declared.
+"""Hook specifications: the one place bisectkit's plugin hooks are declared, by phase.
 
 Implement them in a module or class with :data:`bisectkit.hookimpl` and load
 it with ``-p NAME|PATH``, ``BISECTKIT_PLUGINS``, git config
@@ -6,16 +6,48 @@ it with ``-p NAME|PATH``, ``BISECTKIT_PLUGINS``, git config
 later are called first, so a user's plugin wins over the built-in ones; a
 ``firstresult`` hook stops at the first implementation that returns
 something other than ``None``.
+
+The order of the calls in one ``run`` (as pytest's hookspec writes it down):
+
+1. Initialization: :func:`bisectkit_addoption` (when the parser is built),
+   :func:`bisectkit_configure` (once the command line is parsed).
+2. Each step: :func:`bisectkit_candidate` (before the candidate is made),
+   :func:`bisectkit_prepared` (made, and checked out unless it needs no test),
+   :func:`bisectkit_step_start`, :func:`bisectkit_phase` ``"build"``,
+   :func:`bisectkit_build`, :func:`bisectkit_phase` ``"repro"``,
+   :func:`bisectkit_repro`, :func:`bisectkit_classify`, then
+   :func:`bisectkit_step_done` (also for a cached, skipped-unbuilt or marked
+   verdict, without the calls between). A parallel run (``--jobs``,
+   ``--scheduler``) calls the step hooks on the client as each step's result
+   comes back, and :func:`bisectkit_jobs` while steps are in flight.
+3. The end: :func:`bisectkit_run_done` (the steps are over, before the answer
+   prints and the repositories are restored), then
+   :func:`bisectkit_session_finish` (the result).
+
+:func:`bisectkit_message` may come at any time.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bisectkit.model import hookspec
 
 if TYPE_CHECKING:
-    from bisectkit.model import CommitInfo, Config, OptionGroup, Outcome, Step, Verdict
+    from bisectkit.model import (
+        CommitInfo,
+        Config,
+        OptionGroup,
+        Outcome,
+        Step,
+        StepRecord,
+        Terms,
+        Verdict,
+    )
+    from bisectkit.model.documents import JobRow, ResultJSON, StepDetails
+
+
+# -- Initialization --------------------------------------------------------------------
 
 @hookspec(historic=True)
 def bisectkit_addoption(parser: OptionGroup) -> None:
@@ -41,12 +73,46 @@ def bisectkit_configure(config: Config) -> None:
     """
 
 
+# -- Each step -------------------------------------------------------------------------
+
+@hookspec
+def bisectkit_candidate(index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
+    """Step ``index`` will test ``info`` (before it is materialised and checked out).
+
+    :param index: the step number (1-based).
+    :param info: the candidate commit.
+    :param remaining: candidates still undecided, this one included.
+    :param steps_left: roughly how many steps remain.
+    """
+
+
+@hookspec
+def bisectkit_prepared(index: int, details: StepDetails, files_written: int | None) -> None:
+    """Step ``index``'s candidate was materialised (and checked out, unless it needs no test).
+
+    :param details: what the strategy did: ``patches`` (per-patch action) or
+        ``submodules`` (moves), as in the JSON result.
+    :param files_written: files the checkout wrote; ``None`` when nothing was
+        checked out (a conflict skip or a cached verdict).
+    """
+
+
 @hookspec
 def bisectkit_step_start(step: Step) -> None:
     """A candidate is checked out and about to be built and tested.
 
     :param step: the step under test; ``step.env`` is what the build and the
         repro will get.
+    """
+
+
+@hookspec
+def bisectkit_phase(index: int, phase: str) -> None:
+    """Step ``index`` enters ``phase``: ``"build"`` or ``"repro"`` (the checkout starts
+    with :func:`bisectkit_candidate`); the live status shows it.
+
+    :param index: the step number (1-based).
+    :param phase: the phase's name.
     """
 
 
@@ -109,8 +175,33 @@ def bisectkit_step_done(step: Step, verdict: Verdict) -> None:
     """
 
 
+# -- Parallel steps --------------------------------------------------------------------
+
 @hookspec
-def bisectkit_session_finish(result: dict[str, Any]) -> None:
+def bisectkit_jobs(jobs: list[JobRow]) -> None:
+    """The steps in flight of a parallel run (``--jobs``, ``--scheduler``), about twice a
+    second while any runs, then once with an empty list.
+
+    :param jobs: one row per step in flight: ``index``, ``commit``, ``subject``,
+        ``phase`` (``queued``, ``checkout``, ``build``, ``repro``), ``where``,
+        ``elapsed`` (seconds in that phase) and ``line`` (its last output line).
+    """
+
+
+# -- The end of a run ------------------------------------------------------------------
+
+@hookspec
+def bisectkit_run_done(steps: list[StepRecord], terms: Terms) -> None:
+    """A run's steps are over (it found, was inconclusive or aborted): before its answer
+    prints and before the repositories are restored. The console prints the summary.
+
+    :param steps: the session's step records (``to_json()``: as in the JSON result).
+    :param terms: the words of the two sides (``old``, ``new``).
+    """
+
+
+@hookspec
+def bisectkit_session_finish(result: ResultJSON) -> None:
     """A ``run`` ended (found, inconclusive or aborted).
 
     :param result: the JSON result (as written by ``--json``): ``status``,
@@ -118,47 +209,7 @@ def bisectkit_session_finish(result: dict[str, Any]) -> None:
     """
 
 
-@hookspec
-def bisectkit_phase(index: int, phase: str) -> None:
-    """Step ``index`` enters ``phase``: ``"build"`` or ``"repro"`` (the checkout starts
-    with :func:`bisectkit_candidate`); the live status shows it.
-
-    :param index: the step number (1-based).
-    :param phase: the phase's name.
-    """
-
-
-@hookspec
-def bisectkit_run_done(steps: list[dict[str, Any]], terms: dict[str, str]) -> None:
-    """A run's steps are over (it found, was inconclusive or aborted): before its answer
-    prints and before the repositories are restored. The console prints the summary.
-
-    :param steps: the session's step records (as in the JSON result).
-    :param terms: the words of the two sides (``old``, ``new``).
-    """
-
-
-@hookspec
-def bisectkit_candidate(index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
-    """Step ``index`` will test ``info`` (before it is materialised and checked out).
-
-    :param index: the step number (1-based).
-    :param info: the candidate commit.
-    :param remaining: candidates still undecided, this one included.
-    :param steps_left: roughly how many steps remain.
-    """
-
-
-@hookspec
-def bisectkit_prepared(index: int, details: dict[str, Any], files_written: int | None) -> None:
-    """Step ``index``'s candidate was materialised (and checked out, unless it needs no test).
-
-    :param details: what the strategy did: ``patches`` (per-patch action) or
-        ``submodules`` (moves), as in the JSON result.
-    :param files_written: files the checkout wrote; ``None`` when nothing was
-        checked out (a conflict skip or a cached verdict).
-    """
-
+# -- Any time --------------------------------------------------------------------------
 
 @hookspec
 def bisectkit_message(text: str, kind: str) -> None:
@@ -167,15 +218,4 @@ def bisectkit_message(text: str, kind: str) -> None:
     :param text: one line, plain text.
     :param kind: ``"progress"`` (what is being done now), ``"note"`` (a side
         remark), ``"warning"`` (something the user should act on) or ``"info"``.
-    """
-
-
-@hookspec
-def bisectkit_jobs(jobs: list[dict[str, Any]]) -> None:
-    """The steps in flight of a parallel run (``--jobs``, ``--scheduler``), about twice a
-    second while any runs, then once with an empty list.
-
-    :param jobs: one dict per step in flight: ``index``, ``commit``, ``subject``,
-        ``phase`` (``queued``, ``checkout``, ``build``, ``repro``), ``elapsed``
-        (seconds in that phase) and ``line`` (its last output line).
     """

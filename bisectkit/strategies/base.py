@@ -26,6 +26,7 @@ from bisectkit.model import (
     Terms,
     Verdict,
 )
+from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import Params
 from bisectkit.safety.undertest import Held
 from bisectkit.safety.worktree import Mover
@@ -54,7 +55,7 @@ class Prepared:
     trees: tuple[str, ...]
     #: Merged into the step record (``patches`` and/or ``submodules``); a ``flags``
     #: list is added to the step's flags.
-    details: dict[str, Any] = field(default_factory=dict)
+    details: StepDetails = field(default_factory=lambda: StepDetails())
     #: Extra environment for the build and the repro.
     env: dict[str, str] = field(default_factory=dict)
     #: Set when the candidate cannot be tested; the step is skipped unbuilt.

@@ -23,6 +23,7 @@ from bisectkit.model import (
     SubmoduleRequest,
     Upstream,
 )
+from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import IntegrateParams
 from bisectkit.patches.upstream import CONFIG_KEY, GuessRefused, resolve_upstream
 from bisectkit.safety.undertest import Held
@@ -123,7 +124,7 @@ class IntegrateStrategy(Strategy):
         old_pins = self.pins(parents[0]) if parents else dict.fromkeys(self.paths)
         moves = [self._move(p, old_pins[p], pins[p]) for p in self.paths
                  if old_pins[p] != pins[p]]
-        details = {"submodules": moves}
+        details: StepDetails = {"submodules": moves}
         if missing:
             reason = (f"{', '.join(missing)} missing from every remote of the submodule "
                       "(cannot update it)")

@@ -17,6 +17,7 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import StackRequest
+from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import StackParams
 from bisectkit.patches.stack import Stack, conflict_reason, replay
 from bisectkit.patches.upstream import resolve_upstream
@@ -91,7 +92,7 @@ class StackStrategy(PatchedSubmodule):
         k = shas.index(candidate) + 1 if candidate in shas else 0
         prefix = Stack(self.stack.head, self.stack.merge_base, self.stack.patches[:k])
         replayed = replay(self.sub, prefix, self.at)
-        details: dict[str, Any] = {"patches": [a.to_json() for a in replayed.actions]}
+        details: StepDetails = {"patches": [a.to_json() for a in replayed.actions]}
         if replayed.conflict is not None:
             return Prepared(candidate, (), details, skip_reason=conflict_reason(replayed.conflict))
         details["patched"] = replayed.commit

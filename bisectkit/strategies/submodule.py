@@ -13,6 +13,7 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import FollowUp, OnConflict, StackRequest, SubmoduleRequest
+from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import SubmoduleParams
 from bisectkit.patches.stack import conflict_reason, replay
 from bisectkit.patches.upstream import CONFIG_KEY, prefer_remote, resolve_upstream
@@ -97,7 +98,7 @@ class SubmoduleStrategy(PatchedSubmodule):
         """
         replayed = replay(self.sub, self.stack, candidate, self.ancestry,
                                    self.on_conflict)
-        details: dict[str, Any] = {"patches": [a.to_json() for a in replayed.actions]}
+        details: StepDetails = {"patches": [a.to_json() for a in replayed.actions]}
         if replayed.conflict is not None:
             return Prepared(candidate, (), details, skip_reason=conflict_reason(replayed.conflict))
         env = step_env(strategy=self.name, commit=candidate, submodule=self.path,

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from bisectkit import safetext
 from bisectkit.model import CommitInfo, Upstream
+from bisectkit.model.documents import JobRow, StepDetails
 from bisectkit.text import (
     INDENT,
     affecting_lines,
@@ -126,7 +127,7 @@ class Console:
         self.panel.show()
         self.panel.refresh()
 
-    def details(self, details: dict[str, Any], files_written: int | None) -> None:
+    def details(self, details: StepDetails, files_written: int | None) -> None:
         """What preparing a candidate did: patch actions, submodule moves, files written."""
         details, width = safetext.data(details), self._c.width
         for a in details.get("patches", ()):
@@ -141,7 +142,7 @@ class Console:
         if files_written is not None:
             self.line(f"    {plural(files_written, 'file')} written", style="dim")
 
-    def jobs(self, rows: Sequence[dict[str, Any]]) -> None:
+    def jobs(self, rows: Sequence[JobRow]) -> None:
         """The parallel steps in flight, a table in the live panel (terminals only; an empty
         ``rows`` takes the table away)."""
         self.status.jobs = safetext.data(list(rows))

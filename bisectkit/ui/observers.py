@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from bisectkit.model import CommitInfo, Step, Verdict, hookimpl
+from bisectkit.model import CommitInfo, Step, StepRecord, Terms, Verdict, hookimpl
+from bisectkit.model.documents import JobRow, StepDetails
 from bisectkit.ui.console import Console
 
 #: How each kind of ``bisectkit_message`` is shown.
@@ -22,8 +21,8 @@ class ConsoleObserver:
         self.console.step_done(step.record)
 
     @hookimpl
-    def bisectkit_run_done(self, steps: list[dict[str, Any]], terms: dict[str, str]) -> None:
-        self.console.summary(steps, terms)
+    def bisectkit_run_done(self, steps: list[StepRecord], terms: Terms) -> None:
+        self.console.summary([step.to_json() for step in steps], terms.as_dict())
 
     @hookimpl
     def bisectkit_phase(self, index: int, phase: str) -> None:
@@ -35,12 +34,12 @@ class ConsoleObserver:
         self.console.step_start(index, info, remaining, steps_left)
 
     @hookimpl
-    def bisectkit_prepared(self, index: int, details: dict[str, Any],
+    def bisectkit_prepared(self, index: int, details: StepDetails,
                            files_written: int | None) -> None:
         self.console.details(details, files_written)
 
     @hookimpl
-    def bisectkit_jobs(self, jobs: list[dict[str, Any]]) -> None:
+    def bisectkit_jobs(self, jobs: list[JobRow]) -> None:
         self.console.jobs(jobs)
 
     @hookimpl

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
 from bisectkit.errors import EXIT_USAGE, BisectkitError, GitFailure
+from bisectkit.model.documents import StepDetails
 
 T = TypeVar("T")
 
@@ -88,7 +89,7 @@ class Fetched:
 NOTHING = Fetched()
 
 
-def add_fetched(details: dict[str, Any], more: Fetched) -> None:
+def add_fetched(details: StepDetails, more: Fetched) -> None:
     """Count ``more`` in a step's ``fetched`` detail (absent while nothing was fetched)."""
     if more:
         details["fetched"] = (Fetched.from_json(details.get("fetched")) + more).to_json()

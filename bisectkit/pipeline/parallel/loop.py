@@ -28,6 +28,7 @@ from bisectkit.engine import Decision
 from bisectkit.errors import BadInput, MachineSkips
 from bisectkit.git.shapes.partial import add_fetched
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
+from bisectkit.model.documents import JobRow
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.parallel.pools import Pool
@@ -241,7 +242,7 @@ class ParallelBisection(Bisection):
 
     def _show(self) -> None:
         now = time.monotonic()
-        rows = []
+        rows: list[JobRow] = []
         for job in sorted(self.jobs.values(), key=lambda j: j.index):
             seen = self.pool.progress.get(job.index)
             rows.append({"index": job.index, "commit": job.commit,
