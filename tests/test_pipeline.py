@@ -233,7 +233,7 @@ def test_the_log_replays_the_same_marks(tmp_path: Path) -> None:
     b = _bisection(tmp_path, Repro(3))
     b.mark("good", [CANDIDATES[1]])
     b.mark("bad", [CANDIDATES[9]])
-    lines = log_lines(b)
+    lines = log_lines(b.parts)
     log = parse_log("\n".join(lines), Path("log"))
     assert log.start == ["start"]
     assert log.marks == [["good", CANDIDATES[1]], ["bad", CANDIDATES[9]]]

@@ -66,7 +66,7 @@ def show_result(ctx: Context, b: Bisection, decision: Decision,
 
 
 def _closing_lines(ctx: Context, b: Bisection, first_bad: str | None) -> None:
-    lines = [*(descent.answer_notes(b, first_bad) if first_bad else ()),
+    lines = [*(descent.answer_notes(b.parts, first_bad) if first_bad else ()),
              *b.strategy.closing_lines(first_bad)]
     if lines:
         ctx.console.line("")

@@ -62,7 +62,7 @@ def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         b = run.resume()
-        if not revs and b.session.current is None and isinstance(b.decide(), Next):
+        if not revs and b.session.current is None and isinstance(b.decide_and_descend(), Next):
             # The last checkout did not happen (refused, or interrupted), or another
             # process moved the tree under test (run stopped): nothing was under test,
             # so there is nothing to mark; check the candidate out now.
@@ -83,7 +83,7 @@ def cmd_mark(ctx: Context, word: str, revs: Sequence[str]) -> int:
             # file in the way). Say so: the same command again checks the candidate
             # out without marking anything twice (nothing is under test).
             what = ", ".join(f"{st.commit[:12]} {st.shown}" for st in b.session.steps[before:])
-            nxt = b.decide() if b.session.current is None else None
+            nxt = b.decide_and_descend() if b.session.current is None else None
             cand = f" {nxt.commit[:12]}" if isinstance(nxt, Next) else ""
             raise exc.reworded(f"marked {what} (kept); the next candidate{cand} was not "
                                f"checked out ('{GIT_PROG} {word}' with no revision checks it "
@@ -128,7 +128,7 @@ def cmd_status(ctx: Context) -> int:
     counts = {v: sum(1 for e in s.verdict_map().values() if e == v) for v in VERDICTS}
     console.line(f"  verdicts: {counts['good']} {old}, {counts['bad']} {new}, "
                  f"{counts['skip']} skip (the {new} end included)")
-    decision = b.decide()
+    decision = b.decide_and_descend()
     if not isinstance(decision, Next):
         return answer.show_result(ctx, b, decision)
     lo, hi = b.search.bounds(s.candidates, s.verdict_map())
@@ -159,7 +159,7 @@ def cmd_stack_status(ctx: Context, submodule: str | None, upstream: str | None,
 
 def cmd_log(ctx: Context) -> int:
     sp, store = ctx.open()
-    for line in log_lines(ctx.reader(sp, store)):
+    for line in log_lines(ctx.reader(sp, store).parts):
         ctx.console.line(line)
     return 0
 

@@ -24,7 +24,7 @@ from bisectkit.pipeline.lifecycle import Run
 from bisectkit.pipeline.parallel.loop import ParallelBisection
 from bisectkit.pipeline.parallel.pools import open_pool
 from bisectkit.pipeline.parallel.workspace import default_root
-from bisectkit.pipeline.trace import Tracer
+from bisectkit.pipeline.trace import NullTracer, Tracer
 from bisectkit.safety import signals
 from bisectkit.store.cache import VerdictCache
 from bisectkit.store.cachekey import Skipped, run_identity, workspace_gaps
@@ -161,11 +161,10 @@ def _run_parallel_or_not(ctx: Context, b: Bisection, show: Shower) -> int:
 def _run_loop(ctx: Context, b: Bisection, show: Shower) -> int:
     opts, flags = ctx.options, ctx.flags
     cache = _cache(ctx, b)
-    if flags.trace:
-        b.tracer = Tracer()
+    b.trace_to(Tracer() if flags.trace else NullTracer(),
+               {"build": opts.build or "", "repro": shlex.join(opts.repro)})
     answered = False
     error: str | None = None
-    b.commands = {"build": opts.build or "", "repro": shlex.join(opts.repro)}
     try:
         decision, checks = verify.run_to_end(b, cache, opts, verify_range_first=flags.verify_range,
                                              check_the_stack=flags.check_stack)

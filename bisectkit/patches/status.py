@@ -103,7 +103,8 @@ def _shapes(sub: Repo) -> dict[str, Any]:
                     "remotes": [dataclasses.asdict(r) for r in sub.promisor.remotes],
                     "fetched": sub.promisor.total.to_json()} if sub.promisor.partial else None,
         # The submodule's sparse checkout ({"mode", "patterns"}).
-        "sparse": shape.to_json() if (shape := sparse.of(sub)) is not None else None,
+        "sparse": shape.to_json() if (shape := sparse.of(sub.git_dir, sub.config_get))
+        is not None else None,
         "shallow": _shallow(sub),
     }
 

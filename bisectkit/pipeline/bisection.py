@@ -6,28 +6,26 @@ session after every change and tells observers through the hooks; it never print
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from bisectkit import engine
 from bisectkit.engine import Decision, Next, search
-from bisectkit.errors import BadInput, MachineSkips, PluginFailed
+from bisectkit.errors import BadInput, MachineSkips
 from bisectkit.git.repo import Repo
 from bisectkit.model import Step, StepRecord, Terms, Verdict
 from bisectkit.pipeline import descent
 from bisectkit.pipeline import revs as revs_mod
+from bisectkit.pipeline.parts import RunParts
 from bisectkit.pipeline.testing import StepTester, Tested
-from bisectkit.pipeline.trace import NullTracer, Tracer, patch_spans
+from bisectkit.pipeline.trace import Tracer, patch_spans
 from bisectkit.plugin.facade import Hooks
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.cache import VerdictCache
 from bisectkit.store.session import Session, SessionStore, VerdictEntry
-from bisectkit.store.steplog import append_failure
 from bisectkit.strategies import make_strategy
 from bisectkit.strategies.base import Prepared, Strategy
-from bisectkit.strategies.common import step_env
 
 T = TypeVar("T")
 #: Record fields a strategy's or a test's details may fill (the rest goes to ``extra``).
@@ -38,37 +36,60 @@ class Bisection:
     """One session's pipeline, saving the session after every change."""
 
     def __init__(self, superproject: Repo, store: SessionStore, session: Session,
-                 hooks: Hooks, mover: Mover | None, strategy: Strategy | None = None) -> None:
+                 hooks: Hooks, mover: Mover | None, strategy: Strategy | None = None,
+                 parts: RunParts | None = None) -> None:
         self.superproject = superproject
-        self.store = store
-        self.session = session
-        self.hooks = hooks
         self.mover = mover
-        # ``strategy``: the session's own unless given (the pipeline's unit tests).
-        self.strategy = strategy or make_strategy(superproject, session, mover)
+        # ``strategy``: the session's own unless given (the pipeline's unit tests);
+        # ``parts``: another loop's over the same run (the parallel loop shares them).
+        self.parts = parts or RunParts(
+            session, store, strategy or make_strategy(superproject, session, mover), hooks)
         #: How the next candidate is chosen (a bisection, or an advance's gallop or walk).
         self.search = search.named(session.params.search)
-        self.tracer: Tracer = NullTracer()
-        #: The build and repro commands as shown to the user (set by the run command).
-        self.commands: dict[str, str] = {}
-        self.tester = StepTester(self)
+        self.tester = StepTester(self.parts)
         # The checked-out candidate as prepared, when this process prepared it.
         self._prepared: Prepared | None = None
         self._step_started: dict[int, float] = {}
 
+    # The shared parts, by name (read-only: they are the run's, not this loop's).
+    @property
+    def session(self) -> Session:
+        return self.parts.session
+
+    @property
+    def store(self) -> SessionStore:
+        return self.parts.store
+
+    @property
+    def strategy(self) -> Strategy:
+        return self.parts.strategy
+
+    @property
+    def hooks(self) -> Hooks:
+        return self.parts.hooks
+
+    @property
+    def tracer(self) -> Tracer:
+        return self.parts.tracer
+
     @property
     def terms(self) -> Terms:
-        return self.session.terms
+        return self.parts.terms
 
-    def decide(self) -> Decision:
-        decision = self.search.decide(self.session.candidates, self.session.verdict_map())
-        return self.decide() if descent.descend(self, decision) else decision  # --all-parents
+    def trace_to(self, tracer: Tracer, commands: dict[str, str]) -> None:
+        """Record this run's steps in ``tracer``, naming the build and repro ``commands``."""
+        self.parts.tracer, self.parts.commands = tracer, commands
+
+    def decide_and_descend(self) -> Decision:
+        """The engine's decision; with ``--all-parents``, a merge found first bad first
+        becomes the candidates (the session's candidates are rewritten and saved)."""
+        return descent.decide_and_descend(self.parts, self.search)
 
     def advance(self, cache: VerdictCache | None = None) -> Decision:
         """The next candidate that needs a real test (checked out), or the result: one whose
         patch stack conflicts is skipped unbuilt, one the cache knows recorded unchecked-out."""
         while True:
-            decision = self.decide()
+            decision = self.decide_and_descend()
             if not isinstance(decision, Next):
                 self.session.current = None
                 self.store.save(self.session)
@@ -152,7 +173,7 @@ class Bisection:
 
     def term(self, verdict: str) -> str:
         """The word shown for an engine verdict (``--term-old/--term-new``)."""
-        return self.terms.word(verdict)
+        return self.parts.term(verdict)
 
     # -- recording ----------------------------------------------------------------
     def record(self, commit: str, verdict: Verdict, reason: str, source: str,
@@ -175,7 +196,7 @@ class Bisection:
             **core)
         # Observers see (and may add to) the JSON record: the step log adds its path.
         step.record = record.to_json()
-        self.call_step_hook(step, lambda: self.hooks.step_done(step, verdict))
+        self.parts.call_step_hook(step, lambda: self.hooks.step_done(step, verdict))
         record.extra.update({k: v for k, v in step.record.items()
                              if k not in record.to_json()})
         self.tracer.instant(f"verdict: {self.term(verdict)}", step.index, reason=reason,
@@ -190,24 +211,6 @@ class Bisection:
         self.store.save(self.session)
         return record
 
-    def call_step_hook(self, step: Step, call: Callable[[], T]) -> T:
-        """Call a step hook; a plugin that raises stops the run, its traceback in the step log."""
-        try:
-            return call()
-        except PluginFailed as exc:
-            path = append_failure(self.store.logs_dir, step, f"{exc}\n{exc.traceback_text}")
-            if path is None:
-                raise exc from None  # the one line is what matters; the log is a bonus
-            raise PluginFailed(exc.plugin, exc.hook, exc.cause, exc.traceback_text,
-                               log=str(path)) from exc.cause
-
-    def new_step(self, index: int, commit: str, prep: Prepared) -> Step:
-        """Step ``index`` testing ``commit``: the build/repro environment is ours plus the
-        strategy's (``prep.env``) plus ``BISECTKIT_STEP``."""
-        env = {**os.environ, **prep.env, **step_env(step=index)}
-        return Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
-                    workdir=self.session.root)
-
     # -- manual marking ------------------------------------------------------
     def mark(self, word: str, revs: Sequence[str], source: str = "manual") -> None:
         """``good``/``bad``/``skip`` (the repro's outcome) or ``old``/``new`` (the sides).
@@ -216,7 +219,7 @@ class Bisection:
         (the repro passes) means the new side.
         """
         s, side = self.session, self.terms.mark(word)
-        self.decide()  # a merge found bad is bisected into first (--all-parents; a replay)
+        self.decide_and_descend()  # a merge found bad is bisected into first (a replay)
         if not revs:
             if s.current is None:
                 raise BadInput("no commit is under test; name the revision to mark")
@@ -235,8 +238,7 @@ class Bisection:
 
     def contradiction(self, exc: engine.ContradictoryVerdicts) -> str:
         """The engine's complaint in the session's words (``--find-fix``, ``--term-*``)."""
-        return (f"{exc.old[:12]} is marked {self.term('good')} but is not older than "
-                f"{exc.new[:12]}, which is {self.term('bad')}")
+        return self.parts.contradiction(exc)
 
     # -- automatic testing -----------------------------------------------------
     def test_current(self, cache: VerdictCache | None) -> StepRecord:

@@ -31,35 +31,27 @@ descended into are kept in the session's ``descended`` parameter, which is what
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from bisectkit.engine import Decision, Found
-from bisectkit.model import Terms
-from bisectkit.plugin.facade import Hooks
-from bisectkit.store.session import Session, SessionStore
-from bisectkit.strategies.base import Strategy
+from bisectkit.engine.search import Search
+from bisectkit.pipeline.parts import RunParts
 from bisectkit.text import plural
 
 
-class Bisection(Protocol):
-    """What of a :class:`~bisectkit.pipeline.bisection.Bisection` a descent uses (that
-    module calls this one: a type import back would be a cycle)."""
+def decide_and_descend(b: RunParts, search: Search) -> Decision:
+    """``search``'s decision; with ``--all-parents``, a merge found first bad first becomes
+    the candidates (the session's candidates are rewritten and saved), and so on."""
+    while True:
+        decision = search.decide(b.session.candidates, b.session.verdict_map())
+        if not descend(b, decision):
+            return decision
 
-    session: Session
-    store: SessionStore
-    strategy: Strategy
-    hooks: Hooks
 
-    @property
-    def terms(self) -> Terms:
-        """The session's words for its two sides."""
-
-def descended(b: Bisection) -> list[str]:
+def descended(b: RunParts) -> list[str]:
     """The merges this session descended into, outermost first."""
     return list(b.session.params.descended)
 
 
-def descend(b: Bisection, decision: Decision) -> bool:
+def descend(b: RunParts, decision: Decision) -> bool:
     """When ``decision`` names a merge to bisect into (``--all-parents``), make the
     commits it merged the candidates and say so; True when it did."""
     s = b.session
@@ -89,7 +81,7 @@ def descend(b: Bisection, decision: Decision) -> bool:
     return True
 
 
-def good_ends(b: Bisection) -> list[str]:
+def good_ends(b: RunParts) -> list[str]:
     """The good end(s) the current candidates start after: the session's, or the first
     parent of the merge descended into last."""
     merges = descended(b)
@@ -98,7 +90,7 @@ def good_ends(b: Bisection) -> list[str]:
     return [b.strategy.describe(merges[-1]).parents[0]]
 
 
-def answer_notes(b: Bisection, first_bad: str) -> list[str]:
+def answer_notes(b: RunParts, first_bad: str) -> list[str]:
     """What the answer owes to ``--all-parents``: the merge itself is the culprit, or an
     octopus merge was not descended into."""
     if not b.session.params.all_parents:

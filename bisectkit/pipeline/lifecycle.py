@@ -19,6 +19,7 @@ from bisectkit.errors import BadInput, WriteFailed
 from bisectkit.git.repo import Repo
 from bisectkit.model import GIT_PROG
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.parts import RunParts
 from bisectkit.pipeline.replaylog import log_lines
 from bisectkit.plugin.facade import Hooks
 from bisectkit.safety import gitlocks, orphans, recovery, signals
@@ -27,7 +28,7 @@ from bisectkit.safety.journal import Journal, Origin
 from bisectkit.safety.lock import RunLock
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session, SessionStore
-from bisectkit.strategies import pinwrite
+from bisectkit.strategies import make_strategy, pinwrite
 
 
 class Run:
@@ -180,7 +181,8 @@ class Run:
             lines += recovery.restore(self.superproject, mover, state)
         if session is not None:
             with contextlib.suppress(Exception):  # a log is a nicety; the restore is not
-                log = log_lines(self._bisector(session))
+                log = log_lines(RunParts(session, self.store,
+                                         make_strategy(self.superproject, session), self.hooks))
                 # A pathspec that is not UTF-8 is kept byte for byte, for replay.
                 self.store.last_log_path.write_text("\n".join(log) + "\n", encoding="utf-8",
                                                     errors="surrogateescape")

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisectkit import engine, safetext
-from bisectkit.engine import Clear, Decision, Found, Inconclusive
+from bisectkit.engine import Clear, Decision, Found, Inconclusive, search
 from bisectkit.errors import BadInput
 from bisectkit.model import VERDICTS
-from bisectkit.pipeline.bisection import Bisection
-from bisectkit.pipeline.descent import descended
+from bisectkit.pipeline.descent import decide_and_descend, descended
+from bisectkit.pipeline.parts import RunParts
 
 _PROG = ["git", "bisect-patched"]
 
 
-def log_lines(b: Bisection) -> list[str]:
+def log_lines(b: RunParts) -> list[str]:
     """A log that ``replay`` accepts, in the format of ``git bisect log``."""
     s = b.session
     lines = [f"git bisect-patched {shlex.join(s.start_argv)}"]
@@ -45,7 +45,7 @@ def log_lines(b: Bisection) -> list[str]:
     lines += [f"# --all-parents: bisected into merge [{m}] {_subject(b, m)}"
               for m in descended(b)]
     try:
-        decision: Decision | None = b.decide()
+        decision: Decision | None = decide_and_descend(b, search.named(s.params.search))
     except engine.ContradictoryVerdicts as exc:
         decision = None
         lines.append("# the verdicts contradict each other: "
@@ -54,7 +54,7 @@ def log_lines(b: Bisection) -> list[str]:
     return lines
 
 
-def _answer(b: Bisection, decision: Decision | None) -> list[str]:
+def _answer(b: RunParts, decision: Decision | None) -> list[str]:
     new = b.session.terms.new
     if isinstance(decision, Found):
         return [f"# first {new} commit: [{decision.first_bad}] "
@@ -70,7 +70,7 @@ def _answer(b: Bisection, decision: Decision | None) -> list[str]:
     return []
 
 
-def _subject(b: Bisection, sha: str) -> str:
+def _subject(b: RunParts, sha: str) -> str:
     return safetext.one_line(b.strategy.describe(sha).subject)
 
 

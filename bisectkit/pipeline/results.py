@@ -64,7 +64,7 @@ def result_json(b: Bisection, status: str, decision: Decision | None,
         "steps": [st.to_json() for st in s.steps],
         # --all-parents: the merges bisected into, outermost first (the candidates are
         # then the commits the last one merged).
-        "descended": descent.descended(b),
+        "descended": descent.descended(b.parts),
     }
     if isinstance(decision, Found):
         data.update(_found(b, decision.first_bad))
@@ -93,7 +93,7 @@ def _found(b: Bisection, first: str) -> dict[str, Any]:
 def _previous(b: Bisection, first_bad: str) -> dict[str, Any]:
     """The commit just before the first bad one, and what the strategy did there."""
     i = b.session.candidates.index(first_bad)
-    prev = b.session.candidates[i - 1] if i > 0 else descent.good_ends(b)[0]
+    prev = b.session.candidates[i - 1] if i > 0 else descent.good_ends(b.parts)[0]
     info = b.strategy.describe(prev)
     return {"sha": prev, "subject": info.subject, **details_at(b, prev)}
 

@@ -10,34 +10,15 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from bisectkit.errors import Aborted, BadInput, TreeMoved
 from bisectkit.execute.keptoutput import clean_output
 from bisectkit.model import Outcome, Step, Verdict
 from bisectkit.model.dropped import unmarked
-from bisectkit.pipeline.trace import Tracer
-from bisectkit.plugin.facade import Hooks
+from bisectkit.pipeline.parts import RunParts
 from bisectkit.safety import undertest
-from bisectkit.store.session import Session, SessionStore
-from bisectkit.strategies.base import Prepared, Strategy
-
-T = TypeVar("T")
-
-
-class Host(Protocol):
-    """What a :class:`StepTester` needs of the bisection it tests for."""
-
-    session: Session
-    store: SessionStore
-    strategy: Strategy
-    hooks: Hooks
-    tracer: Tracer
-    commands: dict[str, str]
-
-    def new_step(self, index: int, commit: str, prep: Prepared) -> Step: ...
-
-    def call_step_hook(self, step: Step, call: Callable[[], T]) -> T: ...
+from bisectkit.strategies.base import Prepared
 
 #: What shells and ``env`` print when a command cannot run (dash, bash, zsh, busybox).
 _CANNOT_RUN = re.compile(
@@ -62,10 +43,10 @@ Tested = tuple[Step, Verdict, str, dict[str, Any]]
 
 
 class StepTester:
-    """Builds, runs and classifies candidates for one bisection (its :class:`Host`)."""
+    """Builds, runs and classifies candidates for one run (its :class:`RunParts`)."""
 
-    def __init__(self, bisection: Host) -> None:
-        self.b = bisection
+    def __init__(self, parts: RunParts) -> None:
+        self.b = parts
         # Phases ("build", "repro") whose command was seen to run at the good end
         # after exiting 126/127 somewhere: checked once per run, as git does.
         self._runs_at_good_end: set[str] = set()

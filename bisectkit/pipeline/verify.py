@@ -54,7 +54,7 @@ def confirm_ends(b: Bisection, decision: Found, cache: VerdictCache | None) -> s
     lo, _ = b.search.bounds(s.candidates, s.verdict_map())
     ends: list[tuple[str, Verdict]] = []
     if lo < 0:
-        ends += [(g, "good") for g in descent.good_ends(b) if g not in tested]
+        ends += [(g, "good") for g in descent.good_ends(b.parts) if g not in tested]
     if decision.first_bad == s.bad and s.bad not in tested:
         ends.append((s.bad, "bad"))
     for end, expected in ends:
@@ -135,7 +135,7 @@ def confirm_boundary(b: Bisection, decision: Found) -> dict[str, Any]:
     s = b.session
     lo, _ = b.search.bounds(s.candidates, s.verdict_map())
     pair: list[tuple[str, Verdict]] = [
-        (s.candidates[lo], "good") if lo >= 0 else (descent.good_ends(b)[0], "good"),
+        (s.candidates[lo], "good") if lo >= 0 else (descent.good_ends(b.parts)[0], "good"),
         (decision.first_bad, "bad")]
     agree: list[bool] = []
     for commit, expected in pair:

@@ -69,7 +69,7 @@ class Mover:
             diff = repo.diff_trees(base, target)
             self._clear_way(key, repo, base, diff.added, what=f"{sha[:12]}",
                             force=self.force_ignored)
-            shape = sparse.of(repo)
+            shape = sparse.of(repo.git_dir, repo.config_get)
             bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None
             _prefetch(repo, base, target, shape, bits)
             new = HeadState(None, sha)
@@ -115,7 +115,7 @@ class Mover:
             # Files in the way of a restore are set aside, never refused: a
             # restore must be able to finish (a build may have generated them).
             self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
-            shape = sparse.of(repo)
+            shape = sparse.of(repo.git_dir, repo.config_get)
             bits = sparse.bits_before(repo.workdir, shape)
             _prefetch(repo, index_tree, tree, shape, bits)
             n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree),

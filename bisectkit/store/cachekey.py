@@ -242,7 +242,7 @@ def sparse_shapes(sp: Repo) -> dict[str, Any]:
             if (sp.workdir / path / ".git").exists():
                 repos[path] = Repo(sp.workdir / path)
     for key, repo in repos.items():
-        shape = sparse.of(repo)
+        shape = sparse.of(repo.git_dir, repo.config_get)
         if shape is not None:
             shapes[key] = {"cone": shape.cone, "patterns": shape.text}
     return shapes

@@ -14,24 +14,14 @@ tell "not on disk by design" from "deleted by the user".
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import bisectkit.git.cli as gitcli
 
 #: Values git reads as true for a boolean config key.
 _TRUE = ("true", "yes", "on", "1")
-
-
-class _Configured(Protocol):
-    """What :func:`of` needs of a repository (:class:`bisectkit.git.repo.Repo` has it)."""
-
-    @property
-    def git_dir(self) -> Path: ...
-
-    def config_get(self, key: str) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -75,16 +65,17 @@ class SparseCheckout:
         return {"mode": "cone" if self.cone else "non-cone", "patterns": list(self.patterns)}
 
 
-def of(repo: _Configured) -> SparseCheckout | None:
-    """The sparse checkout of ``repo``; ``None`` when ``core.sparseCheckout`` is off."""
-    if not _flag(repo.config_get("core.sparseCheckout")):
+def of(git_dir: Path, config_get: Callable[[str], str | None]) -> SparseCheckout | None:
+    """The sparse checkout of the repository at ``git_dir`` (``config_get``: its config);
+    ``None`` when ``core.sparseCheckout`` is off."""
+    if not _flag(config_get("core.sparseCheckout")):
         return None
     try:
-        text = (repo.git_dir / "info" / "sparse-checkout").read_text(encoding="utf-8",
-                                                                      errors="surrogateescape")
+        text = (git_dir / "info" / "sparse-checkout").read_text(encoding="utf-8",
+                                                                errors="surrogateescape")
     except OSError:
         text = ""  # git writes nothing but the root's files then
-    return parse(text, _flag(repo.config_get("core.sparseCheckoutCone")))
+    return parse(text, _flag(config_get("core.sparseCheckoutCone")))
 
 
 def sparse_index_fix(workdir: Path) -> str:

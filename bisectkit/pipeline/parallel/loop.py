@@ -60,7 +60,8 @@ class ParallelBisection(Bisection):
     """A :class:`Bisection` whose steps run on a :class:`Pool`, several at once."""
 
     def __init__(self, b: Bisection, pool: Pool, opts: RunOptions) -> None:
-        super().__init__(b.superproject, b.store, b.session, b.hooks, b.mover, b.strategy)
+        # The serial loop's parts, shared (its session, hooks, trace), not copied.
+        super().__init__(b.superproject, b.store, b.session, b.hooks, b.mover, parts=b.parts)
         busy = self.hooks.runs_commands_itself()
         if busy:
             raise BadInput(f"plugin {', '.join(busy)} runs the build or the repro itself, in "
@@ -73,7 +74,7 @@ class ParallelBisection(Bisection):
         if problem:
             raise BadInput(problem)
         self.pool, self.opts = pool, opts
-        self.tester = PoolTester(self)
+        self.tester = PoolTester(self.parts, self.run_at)
         self.jobs: dict[int, Job] = {}
         self._stopped: list[Future[StepResult]] = []
         self._durations: list[float] = []
@@ -110,7 +111,7 @@ class ParallelBisection(Bisection):
             plan = self.search.schedule(self.session.candidates, verdicts, flying, free,
                                         self.pool.slots)
             if not isinstance(plan, engine.Picks):
-                if descent.descend(self, plan):
+                if descent.descend(self.parts, plan):
                     continue  # --all-parents: the commits of a merge found bad are next
                 self.stop_all()  # the answer is known: nothing in flight can change it
                 self.session.current = None
@@ -149,9 +150,9 @@ class ParallelBisection(Bisection):
 
     def _dispatch(self, index: int, commit: str, prep: Prepared, source: str,
                   phases: tuple[str, ...] = ("build", "repro")) -> Job:
-        step = self.new_step(index, commit, prep)
+        step = self.parts.new_step(index, commit, prep)
         if phases == ("build", "repro"):
-            self.call_step_hook(step, lambda: self.hooks.step_start(step))
+            self.parts.call_step_hook(step, lambda: self.hooks.step_start(step))
         add_fetched(prep.details, prefetch_trees(Path(self.session.root), self.checkouts(prep)))
         future, control = self.pool.submit(make_recipe(
             self.opts, self.pool, self.session.root, index, commit, prep, self.checkouts(prep),

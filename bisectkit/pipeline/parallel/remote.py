@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from bisectkit.errors import BisectkitError, Cancelled, InfrastructureFailed
 from bisectkit.git.repo import Repo
@@ -17,7 +16,8 @@ from bisectkit.model import Outcome, RunOptions, Step
 from bisectkit.pipeline.parallel.cluster import killed_worker
 from bisectkit.pipeline.parallel.pools import Pool
 from bisectkit.pipeline.parallel.steptask import Control, Recipe, StepResult
-from bisectkit.pipeline.testing import Host, StepTester, cleaned
+from bisectkit.pipeline.parts import RunParts
+from bisectkit.pipeline.testing import StepTester, cleaned
 from bisectkit.strategies.base import Prepared
 from bisectkit.strategies.common import step_env
 
@@ -119,23 +119,21 @@ def checked_result(job: Job, future: Future[StepResult], expected: dict[str, str
     return result
 
 
-class PoolHost(Host, Protocol):
-    """What :class:`PoolTester` needs: a :class:`Host` that runs phases on the pool, now."""
-
-    def run_at(self, commit: str, prep: Prepared, phases: tuple[str, ...]) -> StepResult: ...
+#: Runs phases of a commit on the pool, now (and waits for them).
+RunAt = Callable[[str, Prepared, tuple[str, ...]], StepResult]
 
 
 class PoolTester(StepTester):
     """The good-end double check (exit 126/127) runs on the pool too."""
 
-    def __init__(self, bisection: PoolHost) -> None:
-        super().__init__(bisection)
-        self.parallel = bisection
+    def __init__(self, parts: RunParts, run_at: RunAt) -> None:
+        super().__init__(parts)
+        self.run_at = run_at
 
     def _phases_at(self, good: str, prep: Prepared, phase: str, step: Step
                    ) -> tuple[Outcome | None, Outcome | None]:
         """The build (and repro) at the good end as a step on the pool; the worker runs the
         repro only when the build passed, as a local check does."""
         phases = ("build",) if phase == "build" else ("build", "repro")
-        result = self.parallel.run_at(good, prep, phases)
+        result = self.run_at(good, prep, phases)
         return cleaned(result.build), cleaned(result.repro)

@@ -153,7 +153,7 @@ def prefetch_trees(root: Path, checkouts: Mapping[str, str]) -> Fetched:
         repo = _opened(str(root if key == SUPERPROJECT else root / key))
         if repo.promisor.partial and repo.has_commit(sha):
             # A sparse cone: the workspace writes only the cone too (_mirror_sparse).
-            shape = sparse.of(repo)
+            shape = sparse.of(repo.git_dir, repo.config_get)
             wanted = shape.covers if shape is not None and shape.cone else None
             got = got + repo.promisor.ensure(repo.changed_blobs(None, repo.tree_of(sha), wanted))
     return got
@@ -228,7 +228,8 @@ def _mirror_sparse(where: Path, sources: Sequence[str]) -> sparse.SparseCheckout
     user = Path(sources[0]) if sources else None
     if user is None or not (user / ".git").exists():
         return None
-    shape = sparse.of(_opened(str(user.resolve())))
+    opened = _opened(str(user.resolve()))
+    shape = sparse.of(opened.git_dir, opened.config_get)
     _git(where, "config", "core.sparseCheckout", "true" if shape is not None else "false")
     if shape is not None:
         _git(where, "config", "core.sparseCheckoutCone", "true" if shape.cone else "false")
