@@ -9,11 +9,10 @@ candidates, computes patch ids and reads remotes and config. Beside it:
   memory, and commits created without moving a ref;
 - :mod:`bisectkit.git.cli`: the git CLI, for what it does better than libgit2;
 - :mod:`bisectkit.git.objects`: typed lookups of pygit2 objects;
-- :mod:`bisectkit.git.diffs` (a mixin of ``Repo``): what a commit changes, its patch id;
 - :mod:`bisectkit.git.shapes.shallow`: the graph answers a shallow clone leaves open
   (``Repo.shallow``).
 
-pygit2 is imported by git, gitstate, gitdiffs, gitobjects and merge only.
+pygit2 is imported in :mod:`bisectkit.git` only.
 """
 
 from __future__ import annotations
@@ -30,16 +29,15 @@ from pygit2.enums import SortMode
 import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
 from bisectkit.errors import BadInput
-from bisectkit.git.diffs import CommitDiffs
 from bisectkit.git.merge import Merger
-from bisectkit.git.objects import GITLINK_MODE
+from bisectkit.git.objects import GITLINK_MODE, entry_id
 from bisectkit.git.shapes.partial import Prefetcher, Promisor
 from bisectkit.git.shapes.shallow import Boundary, fetch_commit
 from bisectkit.git.state import WorkTreeOps
 from bisectkit.model import CommitInfo
 
 
-class Repo(WorkTreeOps, CommitDiffs):
+class Repo(WorkTreeOps):
     """A git repository with a work tree (a superproject or a submodule checkout)."""
 
     def __init__(self, path: str | Path) -> None:
@@ -122,6 +120,45 @@ class Repo(WorkTreeOps, CommitDiffs):
 
     def _commit(self, sha: str) -> pygit2.Commit:
         return gitobjects.commit(self._repo, sha)
+
+    # -- what a commit changes against its first parent (patch-stack analysis asks these
+    # of every stacked patch and of the upstream commits that may be the same change; in
+    # a partial clone the blobs a patch id reads are fetched first) -------------------
+    def _touches(self, commit: pygit2.Commit, paths: Sequence[str]) -> bool:
+        return any(_changes(commit, p) for p in paths)
+
+    def touches_all(self, sha: str, paths: Iterable[str]) -> bool:
+        """Cheap pre-filter for patch-id matching: does ``sha`` change every one of ``paths``?"""
+        commit = self._commit(sha)
+        return all(_changes(commit, p) for p in paths)
+
+    # -- patches ------------------------------------------------------------
+    def changed_paths(self, sha: str) -> frozenset[str]:
+        """Paths a commit changes compared with its first parent."""
+        paths: set[str] = set()
+        for delta in self._first_parent_diff(sha).deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+        return frozenset(paths)
+
+    def patch_id(self, sha: str) -> str:
+        """Stable patch id of a commit's change against its first parent (as ``git patch-id``;
+        it reads both sides' blobs, which a partial clone fetches)."""
+        return self.promisor.retrying(lambda: str(self._first_parent_diff(sha).patchid),
+                                      lambda: self.patch_blobs(sha))
+
+    def patch_blobs(self, sha: str) -> set[str]:
+        """Ids of the blobs on both sides of a commit's change (what its patch id reads)."""
+        c = self._commit(sha)
+        return gitobjects.diff_blobs(c.parents[0].tree if c.parents else
+                                     gitobjects.empty_tree(self._repo), c.tree)
+
+    def _first_parent_diff(self, sha: str) -> pygit2.Diff:
+        self.promisor.check_trees()  # a tree:0 clone: one line, not libgit2's error
+        commit = self._commit(sha)
+        if commit.parents:
+            return gitobjects.diff(commit.parents[0].tree, commit.tree)
+        return commit.tree.diff_to_tree(swap=True)
 
     # -- ancestry ---------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
@@ -287,3 +324,9 @@ def _git_config(cwd: Path, *args: str) -> str:
     """``git config -z args...``'s values (NUL-ended), "" when it finds none."""
     proc = gitcli.run(cwd, "config", "-z", *args)
     return proc.stdout.rstrip("\0") if proc.returncode == 0 else ""
+
+
+def _changes(commit: pygit2.Commit, path: str) -> bool:
+    """Does ``commit`` change ``path`` against its first parent (tree entries only)?"""
+    parent_tree = commit.parents[0].tree if commit.parents else None
+    return entry_id(commit.tree, path) != entry_id(parent_tree, path)
