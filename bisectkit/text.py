@@ -1,8 +1,9 @@
-"""Plain-text layout for the console: lines that fit the terminal, clock times, plurals, ETA.
+"""Words every package may use: plurals, sizes, clock times, ETA, lines that fit a width.
 
-Pure functions (no rich, no I/O), so the console and the live panel lay text
-out the same way and the tests can check them directly. Lengths are counted
-in characters: commit subjects, paths and our own words.
+Pure functions (no rich, no I/O), so the pipeline's messages, the console and the
+live panel word and lay text out the same way, and the tests can check them
+directly. Lengths are counted in characters: commit subjects, paths and our own
+words.
 """
 
 from __future__ import annotations
