@@ -29,14 +29,7 @@ from bisectkit.cli.options import repro_warning
 from bisectkit.cli.parser import build_parser
 from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
 from bisectkit.commands.context import Context
-from bisectkit.errors import (
-    EXIT_GIT_FAILURE,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    BadInput,
-    BisectkitError,
-)
+from bisectkit.errors import BadInput, BisectkitError, ExitCode
 from bisectkit.execute.builtin import BuildPlugin, ReproPlugin
 from bisectkit.execute.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.git.repo import Repo, find_superproject
@@ -76,7 +69,7 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         try:
             code = _run(argv, git_mode, prog, console)
         except SystemExit as exc:  # argparse: -h, --version, a usage error
-            code = exc.code if isinstance(exc.code, int) else EXIT_USAGE if exc.code else 0
+            code = exc.code if isinstance(exc.code, int) else ExitCode.USAGE if exc.code else 0
         out.flush()
         return _output_kept(prog, console.lost() or out.lost, code)
     finally:
@@ -90,7 +83,7 @@ def _run(argv: list[str], git_mode: bool, prog: str, console: Console) -> int:
                 return usage.show_manual(build_parser(git_mode), sys.stdout)
             if not argv:  # what to type, as 'git bisect' alone says (errors are one line)
                 usage.cmd_help(build_parser(git_mode), None, sys.stderr)
-                return EXIT_USAGE
+                return ExitCode.USAGE
             ctx, args = _prepare(argv, git_mode, console)
             return _HANDLERS[args.handler](ctx, args)
     except BisectkitError as exc:
@@ -105,13 +98,13 @@ def _run(argv: list[str], git_mode: bool, prog: str, console: Console) -> int:
         # journal is intact, so 'reset' finishes once it is fixed.
         _say(f"{prog}: error: {exc.strerror} ({exc.filename or 'writing'}); free the space or "
              f"fix the file system, then run the command again or '{GIT_PROG} reset'")
-        return EXIT_GIT_FAILURE
+        return ExitCode.GIT_FAILURE
     except KeyboardInterrupt as exc:
         if isinstance(exc, signals.Interrupted) and exc.signum != signal.SIGINT:
             _say(f"{prog}: interrupted by {signal.Signals(exc.signum).name}")
             return exc.exit_code
         _say(f"{prog}: interrupted")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # a bug (ours or a plugin's): show it, but not as exit 1
         return _internal(prog, exc)
 
@@ -124,7 +117,7 @@ def _output_kept(prog: str, lost: OSError | None, code: int) -> int:
          "(or write elsewhere) and run the command again")
     with contextlib.suppress(OSError):  # what stdout buffers must not fail at exit (120)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return code or EXIT_GIT_FAILURE
+    return code or ExitCode.GIT_FAILURE
 
 
 #: OS errors that are the machine's state, reported as one line (not as a bug): EFBIG is
@@ -137,7 +130,7 @@ def _internal(prog: str, exc: BaseException) -> int:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(safetext.lines(traceback.format_exc()))
     _say(f"{prog}: internal error: {type(exc).__name__}: {exc}")
-    return EXIT_INTERNAL
+    return ExitCode.INTERNAL
 
 
 def _say(line: str) -> None:

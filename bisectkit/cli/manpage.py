@@ -16,9 +16,9 @@ import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bisectkit import errors
 from bisectkit.cli import about
 from bisectkit.cli.parser import build_parser
+from bisectkit.errors import ExitCode
 from bisectkit.model import GIT_PROG, VERSION
 
 #: The page of each program: file name -> ``git_mode``.
@@ -33,24 +33,24 @@ REGENERATE = "python3 -m bisectkit.cli.manpage --write"
 _USAGE_WIDTH, _BLOCK_WIDTH = 72, 68
 
 _EXIT_STATUS = [
-    (str(errors.EXIT_FOUND), "the first bad commit was found (advance: where the pin can go is "
+    (str(int(ExitCode.FOUND)), "the first bad commit was found (advance: where the pin can go is "
                              "known); any other command succeeded"),
-    (str(errors.EXIT_INCONCLUSIVE), "only skipped commits are left; the possible first bad "
+    (str(int(ExitCode.INCONCLUSIVE)), "only skipped commits are left; the possible first bad "
                                     "commits are listed"),
-    (str(errors.EXIT_USAGE), "bad input (an unknown revision, a dirty work tree, a session "
+    (str(int(ExitCode.USAGE)), "bad input (an unknown revision, a dirty work tree, a session "
                              "already in progress, ...): one line on stderr, nothing touched"),
-    (str(errors.EXIT_ABORTED), "the run had to stop: the repro exited 128 or more or was "
+    (str(int(ExitCode.ABORTED)), "the run had to stop: the repro exited 128 or more or was "
                                "killed, a command cannot run, too many steps were skipped for "
                                "the machine's sake, another process moved the tree under test, "
                                "or a plugin raised"),
-    (str(errors.EXIT_GIT_FAILURE), "a git operation failed after the session started, or the "
+    (str(int(ExitCode.GIT_FAILURE)), "a git operation failed after the session started, or the "
                                    "disk is full or read-only; 'reset' finishes once it is "
                                    "fixed"),
-    (str(errors.EXIT_RANGE_NOT_VERIFIED), "an end does not test as claimed (the good end is "
+    (str(int(ExitCode.RANGE_NOT_VERIFIED)), "an end does not test as claimed (the good end is "
                                           "not good, or the bad end not bad)"),
-    (str(errors.EXIT_INTERNAL), "internal error: an unexpected exception (traceback on "
+    (str(int(ExitCode.INTERNAL)), "internal error: an unexpected exception (traceback on "
                                 "stderr)"),
-    ("128+N", f"stopped by signal N ({errors.EXIT_INTERRUPTED}: Ctrl-C, 143: SIGTERM); the "
+    ("128+N", f"stopped by signal N ({int(ExitCode.INTERRUPTED)}: Ctrl-C, 143: SIGTERM); the "
               "running build or repro is killed"),
 ]
 _FILES = [
