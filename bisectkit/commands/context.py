@@ -24,7 +24,7 @@ from bisectkit.ui.console import Console
 
 @dataclass
 class Context:
-    """Everything a command needs, prepared by the CLI."""
+    """Everything a command needs, prepared by the entry point (:mod:`bisectkit.app`)."""
 
     console: Console
     pm: pluggy.PluginManager
