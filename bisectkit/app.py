@@ -1,8 +1,9 @@
 """The ``bisectkit`` and ``git-bisect-patched`` entry points.
 
-``main(argv) -> int``: load plugins, parse the command line (with their
-options), translate it into typed values (:mod:`bisectkit.cli.requests`), run the
-command, and map every error to its exit code in one place.
+``main(argv) -> int``: load plugins, parse the command line (with their options)
+with the program's parser (:mod:`bisectkit.commands.registry`), prepare what every
+command gets (a :class:`~bisectkit.commands.context.Context`), run the handler of
+the command chosen, and map every error to its exit code in one place.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import shlex
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -24,25 +25,18 @@ import pluggy
 
 from bisectkit import safetext
 from bisectkit.cli import about, parallelopts, requests
-from bisectkit.cli.advancing import apply_request
 from bisectkit.cli.options import repro_warning
-from bisectkit.cli.parser import build_parser
-from bisectkit.commands import advance, manual, parity, running, usage, waiting, workspaces
+from bisectkit.commands.command import chosen
 from bisectkit.commands.context import Context
-from bisectkit.errors import (
-    EXIT_GIT_FAILURE,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    BadInput,
-    BisectkitError,
-)
+from bisectkit.commands.help import cmd_help
+from bisectkit.commands.manpage import show_manual
+from bisectkit.commands.registry import build_parser
+from bisectkit.errors import BadInput, BisectkitError, ExitCode
 from bisectkit.execute.builtin import BuildPlugin, ReproPlugin
 from bisectkit.execute.classify import ExitStatusPlugin, RulesPlugin
 from bisectkit.git.repo import Repo, find_superproject
-from bisectkit.model import GIT_PROG, AdvanceRequest, Config, RunOptions, StartRequest
-from bisectkit.patches.status import default_submodule
-from bisectkit.pipeline import outputs, replaylog
+from bisectkit.model import GIT_PROG, Config, RunOptions
+from bisectkit.pipeline import outputs
 from bisectkit.plugin import manager as plugins
 from bisectkit.plugin.facade import Hooks
 from bisectkit.safety import signals
@@ -76,7 +70,7 @@ def _dispatch(argv: Sequence[str] | None, git_mode: bool) -> int:
         try:
             code = _run(argv, git_mode, prog, console)
         except SystemExit as exc:  # argparse: -h, --version, a usage error
-            code = exc.code if isinstance(exc.code, int) else EXIT_USAGE if exc.code else 0
+            code = exc.code if isinstance(exc.code, int) else ExitCode.USAGE if exc.code else 0
         out.flush()
         return _output_kept(prog, console.lost() or out.lost, code)
     finally:
@@ -87,12 +81,12 @@ def _run(argv: list[str], git_mode: bool, prog: str, console: Console) -> int:
     try:
         with signals.as_interrupt():
             if argv[:1] == ["--help"]:  # the manual; -h stays argparse's help
-                return usage.show_manual(build_parser(git_mode), sys.stdout)
+                return show_manual(build_parser(git_mode), sys.stdout)
             if not argv:  # what to type, as 'git bisect' alone says (errors are one line)
-                usage.cmd_help(build_parser(git_mode), None, sys.stderr)
-                return EXIT_USAGE
+                cmd_help(build_parser(git_mode), None, sys.stderr)
+                return ExitCode.USAGE
             ctx, args = _prepare(argv, git_mode, console)
-            return _HANDLERS[args.handler](ctx, args)
+            return chosen(args).handler(ctx, args)
     except BisectkitError as exc:
         # One line, always: messages from git or pluggy may span several.
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
@@ -105,13 +99,13 @@ def _run(argv: list[str], git_mode: bool, prog: str, console: Console) -> int:
         # journal is intact, so 'reset' finishes once it is fixed.
         _say(f"{prog}: error: {exc.strerror} ({exc.filename or 'writing'}); free the space or "
              f"fix the file system, then run the command again or '{GIT_PROG} reset'")
-        return EXIT_GIT_FAILURE
+        return ExitCode.GIT_FAILURE
     except KeyboardInterrupt as exc:
         if isinstance(exc, signals.Interrupted) and exc.signum != signal.SIGINT:
             _say(f"{prog}: interrupted by {signal.Signals(exc.signum).name}")
             return exc.exit_code
         _say(f"{prog}: interrupted")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # a bug (ours or a plugin's): show it, but not as exit 1
         return _internal(prog, exc)
 
@@ -124,7 +118,7 @@ def _output_kept(prog: str, lost: OSError | None, code: int) -> int:
          "(or write elsewhere) and run the command again")
     with contextlib.suppress(OSError):  # what stdout buffers must not fail at exit (120)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return code or EXIT_GIT_FAILURE
+    return code or ExitCode.GIT_FAILURE
 
 
 #: OS errors that are the machine's state, reported as one line (not as a bug): EFBIG is
@@ -137,7 +131,7 @@ def _internal(prog: str, exc: BaseException) -> int:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(safetext.lines(traceback.format_exc()))
     _say(f"{prog}: internal error: {type(exc).__name__}: {exc}")
-    return EXIT_INTERNAL
+    return ExitCode.INTERNAL
 
 
 def _say(line: str) -> None:
@@ -172,13 +166,14 @@ def _prepare(argv: list[str], git_mode: bool,
     from_config = sp.config_get_all("bisectkit.plugins") if sp else []
     req = plugins.request(plugins.scan_argv(argv), dict(os.environ), from_config)
     pm, origins = plugins.make_plugin_manager(_builtins(console, sp), req, dict(os.environ))
-    args = _parse(build_parser(git_mode, pm), argv)
+    parser = build_parser(git_mode, pm)
+    args = _parse(parser, argv)
     warning = repro_warning(original, args)
     if warning:
         _say(warning)
     if getattr(args, "json", None) == "-":
         console.to_stderr()  # stdout holds nothing but the JSON result
-    is_run = args.handler in ("run", "oneshot", "advance")
+    is_run = chosen(args).runs
     run = _run_options(args, sp, pm, origins) if is_run else None
     flags = requests.run_flags(args) if is_run else requests.RunFlags()
     if run is not None:
@@ -188,7 +183,7 @@ def _prepare(argv: list[str], git_mode: bool,
                     console=console, run=run, origins=origins)
     Hooks(pm).configure(config)
     prog = GIT_PROG if git_mode else "bisectkit"
-    ctx = Context(console=console, pm=pm, config=config, superproject=sp,
+    ctx = Context(console=console, pm=pm, config=config, superproject=sp, parser=parser,
                   command=shlex.join([*prog.split(), *original]),
                   force_ignored=bool(getattr(args, "force_ignored", False)),
                   deepen=bool(getattr(args, "deepen", False)),
@@ -235,69 +230,6 @@ def _source_digest(plugin: object) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
     except OSError:
         return ""
-
-
-def _start_request(ctx: Context, args: argparse.Namespace) -> StartRequest:
-    sp = ctx.superproject
-    # Outside a repository: no default, the command then says where it needs one.
-    return requests.start_request(args, lambda: default_submodule(
-        sp, None, "" if getattr(args, "advance", False) else ", --integrate") if sp else None)
-
-
-def _advance_request(ctx: Context, args: argparse.Namespace) -> AdvanceRequest:
-    request = _start_request(ctx, args)
-    assert isinstance(request, AdvanceRequest)
-    return request
-
-
-def _replay(ctx: Context, args: argparse.Namespace) -> int:
-    """``replay FILE``: the log is read and its start line parsed before anything ends."""
-    path = Path(args.file)
-    log = replaylog.parse_log(manual.read_log(path), path)
-    try:
-        start, unknown = build_parser(git_mode=True).parse_known_args(log.start)
-    except SystemExit as exc:
-        raise BadInput(f"{path}: its 'start' line does not parse: {shlex.join(log.start)}"
-                       ) from exc
-    if unknown:
-        raise BadInput(f"{path}: unknown words in its 'start' line: {' '.join(unknown)}")
-    start.pathspec = log.pathspec
-    ctx.superproject = ctx.open()[0]
-    if waiting.lacks_ends(start):  # a log of a session that was waiting for its ends
-        return waiting.cmd_replay(ctx, log, _start_request(ctx, waiting.with_unknown_ends(start)))
-    return manual.cmd_replay(ctx, log, _start_request(ctx, start))
-
-
-def _start(ctx: Context, args: argparse.Namespace) -> int:
-    """``start``: with both ends, the first candidate; with fewer, a session waiting for them."""
-    if waiting.lacks_ends(args):
-        return waiting.cmd_start(ctx, _start_request(ctx, waiting.with_unknown_ends(args)))
-    return manual.cmd_start(ctx, _start_request(ctx, args))
-
-
-Handler = Callable[[Context, argparse.Namespace], int]
-#: The parser's ``handler`` names -> the commands, with their typed arguments.
-_HANDLERS: dict[str, Handler] = {
-    "oneshot": lambda ctx, a: running.cmd_oneshot(ctx, _start_request(ctx, a)),
-    "advance": lambda ctx, a: advance.cmd_advance(ctx, _advance_request(ctx, a),
-                                                  apply_request(a)),
-    "run": lambda ctx, a: running.cmd_run(ctx, {"advance": advance.show_result}),
-    "start": _start,
-    "mark": lambda ctx, a: waiting.cmd_mark(ctx, a.verdict, a.revs),
-    "status": lambda ctx, a: waiting.cmd_status(ctx),
-    "stack_status": lambda ctx, a: manual.cmd_stack_status(
-        ctx, a.submodule, a.upstream, a.pathspec, a.json, a.limit),
-    "log": lambda ctx, a: waiting.cmd_log(ctx),
-    "replay": _replay,
-    "reset": lambda ctx, a: parity.cmd_reset(ctx, a.commit),
-    "visualize": lambda ctx, a: parity.cmd_visualize(ctx, a.log),
-    "terms": lambda ctx, a: parity.cmd_terms(ctx, a.which),
-    "show_step": lambda ctx, a: manual.cmd_show_step(ctx, a.index),
-    "plugins": lambda ctx, a: manual.cmd_plugins(ctx),
-    "help": lambda ctx, a: usage.cmd_help(build_parser(a.git_mode, ctx.pm), a.topic,
-                                          ctx.console.file),
-    "workspaces": lambda ctx, a: workspaces.cmd_workspaces(ctx, a.workspace_root, a.prune),
-}
 
 
 if __name__ == "__main__":  # pragma: no cover

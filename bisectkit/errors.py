@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import TypeVar
 
-#: Exit codes of every bisectkit command (documented in the README).
-EXIT_FOUND = 0
-EXIT_INCONCLUSIVE = 1
-EXIT_USAGE = 2
-EXIT_ABORTED = 3
-EXIT_GIT_FAILURE = 4
-EXIT_RANGE_NOT_VERIFIED = 5
-#: An unexpected exception (a bug in bisectkit or in a plugin); traceback on stderr.
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
+
+class ExitCode(IntEnum):
+    """The exit status of every bisectkit command (documented in the README and the man
+    pages); a stop signal N exits 128+N instead."""
+
+    #: The first bad commit was found (advance: where the pin can go is known); any other
+    #: command succeeded.
+    FOUND = 0
+    #: Only skipped commits are left; the possible first bad commits are listed.
+    INCONCLUSIVE = 1
+    #: Bad input: one line on stderr, nothing touched.
+    USAGE = 2
+    #: The run had to stop (the repro asked to, a plugin raised, the tree was moved, ...).
+    ABORTED = 3
+    #: A git operation failed after the session started, or the disk is full or read-only.
+    GIT_FAILURE = 4
+    #: ``--verify-range``: an end does not test as claimed.
+    RANGE_NOT_VERIFIED = 5
+    #: An unexpected exception (a bug in bisectkit or in a plugin); traceback on stderr.
+    INTERNAL = 70
+    #: Ctrl-C (SIGINT, 128+2).
+    INTERRUPTED = 130
 
 
 _E = TypeVar("_E", bound="BisectkitError")
@@ -22,7 +35,7 @@ _E = TypeVar("_E", bound="BisectkitError")
 class BisectkitError(Exception):
     """Base class: a failure the user can act on, printed as one line."""
 
-    exit_code = EXIT_USAGE
+    exit_code: int = ExitCode.USAGE
 
     def reworded(self: _E, message: str) -> _E:
         """The same error (class, exit code, attributes) saying ``message`` instead: to add
@@ -44,7 +57,7 @@ class GitFailure(BisectkitError):
     is kept and says where it stands.
     """
 
-    exit_code = EXIT_GIT_FAILURE
+    exit_code = ExitCode.GIT_FAILURE
 
 
 class WriteFailed(BisectkitError):
@@ -60,7 +73,7 @@ class WriteFailed(BisectkitError):
         then = "run the command again" + (" or 'git bisect-patched reset'" if started else "")
         super().__init__(f"cannot write {path}: {reason}; free the space or fix the file "
                          f"system or permissions, then {then}")
-        self.exit_code = EXIT_GIT_FAILURE if started else EXIT_USAGE
+        self.exit_code = ExitCode.GIT_FAILURE if started else ExitCode.USAGE
         self.path = str(path)
         self.cause = cause
 
@@ -68,7 +81,7 @@ class WriteFailed(BisectkitError):
 class Aborted(BisectkitError):
     """The repro asked to stop (exit >= 128 or killed by a signal)."""
 
-    exit_code = EXIT_ABORTED
+    exit_code = ExitCode.ABORTED
 
 
 class MachineSkips(Aborted):
@@ -83,7 +96,7 @@ class MachineSkips(Aborted):
 class RangeNotVerified(BisectkitError):
     """``--verify-range``: the good end is not good, or the bad end is not bad."""
 
-    exit_code = EXIT_RANGE_NOT_VERIFIED
+    exit_code = ExitCode.RANGE_NOT_VERIFIED
 
 
 class PluginFailed(Aborted):

@@ -53,7 +53,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 #: Packages that may write to the terminal: everything below ui hands its words up.
-LOUD = ("app", "commands", "commands.*", "ui", "ui.*", "cli.manpage")
+LOUD = ("app", "commands", "commands.*", "ui", "ui.*")
 #: Third-party libraries confined to their own package.
 CONFINED = {"pygit2": ("git", "git.*"),
             "pexpect": ("execute", "execute.*"),

@@ -26,7 +26,7 @@ import pytest
 from conftest import SUBMODULE, World, cli, git_cli, snapshot
 
 from bisectkit.cli import argtypes, precheck
-from bisectkit.cli.parser import build_parser
+from bisectkit.commands.registry import build_parser
 from bisectkit.errors import BadInput
 from bisectkit.model import Parallel, RunOptions
 from bisectkit.pipeline import outputs

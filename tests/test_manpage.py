@@ -17,8 +17,9 @@ import pexpect
 import pytest
 from conftest import World, cli, git_cli
 
-from bisectkit.cli import about, manpage
-from bisectkit.cli.parser import build_parser
+from bisectkit.cli import about
+from bisectkit.commands import manpage
+from bisectkit.commands.registry import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(manpage.PAGES)
@@ -48,10 +49,10 @@ def test_check_names_a_stale_page_and_the_command_to_run(tmp_path: Path) -> None
     (tmp_path / "bisectkit.1").write_text(manpage.render(False).replace("advance", "adv"),
                                           encoding="utf-8")
     assert manpage.stale(tmp_path) == ["bisectkit.1"]
-    check = subprocess.run([sys.executable, "-m", "bisectkit.cli.manpage", "--check", "--dir",
+    check = subprocess.run([sys.executable, "-m", "bisectkit.commands.manpage", "--check", "--dir",
                             str(tmp_path)], capture_output=True, text=True)
     assert (check.returncode, check.stderr) == (
-        1, "out of date: bisectkit.1; run: python3 -m bisectkit.cli.manpage --write\n")
+        1, "out of date: bisectkit.1; run: python3 -m bisectkit.commands.manpage --write\n")
 
 
 @pytest.mark.parametrize("git_mode", [True, False], ids=["git-bisect-patched", "bisectkit"])
@@ -147,7 +148,7 @@ def test_git_bisect_patched_help_opens_the_page_installed_from_the_wheel(
     assert "EXIT STATUS" in shown.stdout
     # Run directly in a terminal, the installed bisectkit opens the page installed with it.
     found = subprocess.run([str(venv / "bin" / "python"), "-c",
-                            "from bisectkit.commands.usage import manual_page as m; "
+                            "from bisectkit.commands.manpage import manual_page as m; "
                             "print(m('git-bisect-patched'))"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
     assert found.stdout.strip() == str(venv / manpage.MAN_DIR / "git-bisect-patched.1")
@@ -158,8 +159,8 @@ def test_an_editable_install_links_the_pages_where_man_finds_them(tmp_path: Path
     """pip install -e installs no data files: --install links them into the prefix."""
     prefix = tmp_path / "prefix"
     (prefix / "bin").mkdir(parents=True)
-    done = subprocess.run([sys.executable, "-m", "bisectkit.cli.manpage", "--install", str(prefix)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-m", "bisectkit.commands.manpage", "--install",
+                           str(prefix)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [str(prefix / manpage.MAN_DIR / n) for n in manpage.PAGES]
     env = _man_env(tmp_path, PATH=f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
     where = subprocess.run(["man", "-w", "git-bisect-patched"], capture_output=True, text=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisectkit.cli import requests
-from bisectkit.cli.parser import build_parser
+from bisectkit.commands.registry import build_parser
 from bisectkit.errors import BadInput
 from bisectkit.model import (
     IntegrateRequest,

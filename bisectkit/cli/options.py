@@ -1,8 +1,7 @@
 """The option groups the subcommands share: run options, parallel steps, plugins, repro.
 
-:mod:`bisectkit.cli.parser` puts them together into ``bisectkit`` and ``git
-bisect-patched``; plugins add theirs to the run commands through
-``bisectkit_addoption``.
+The commands that take them declare them (:mod:`bisectkit.commands`, one module per
+command); plugins add theirs to the run commands through ``bisectkit_addoption``.
 """
 
 from __future__ import annotations

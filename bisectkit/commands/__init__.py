@@ -1,1 +1,1 @@
-"""The commands behind ``bisectkit`` and ``git bisect-patched`` (the CLI maps them)."""
+"""One module per command (``registry`` lists them), and the helpers several commands share."""

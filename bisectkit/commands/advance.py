@@ -9,17 +9,31 @@ only if nothing moved since the advance started.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
+import pluggy
+
+from bisectkit.cli import about, argtypes
+from bisectkit.cli.advancing import apply_request
+from bisectkit.cli.options import (
+    UPSTREAM_HELP,
+    add_force_ignored,
+    add_plugin_group,
+    add_repro,
+    add_run_options,
+)
+from bisectkit.cli.parser import add_advance_target, add_deepen
 from bisectkit.commands import answer, cachenotes, running
+from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import advance_command, reproduce_command
-from bisectkit.commands.starting import new_session
+from bisectkit.commands.starting import new_session, start_request
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import open_submodule
-from bisectkit.model import AdvanceRequest, ApplyRequest
+from bisectkit.model import ON_CONFLICT, AdvanceRequest, ApplyRequest
 from bisectkit.model.params import AdvanceParams
 from bisectkit.patches.stack import Stack
 from bisectkit.pipeline import results
@@ -210,3 +224,67 @@ def _write(ctx: Context, result: dict[str, Any]) -> None:
     ctx.hooks.session_finish(result)
     if ctx.flags.report and result.get("first_bad"):
         answer.write_report(ctx, result, Path(ctx.flags.report))
+
+
+# -- the command line -------------------------------------------------------------
+
+def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
+    p.add_argument("--submodule", action="append", default=[], metavar="PATH",
+                   type=argtypes.nonempty,
+                   help="the patched submodule (default: git config bisectkit.submodule, or "
+                        "the only submodule)")
+    p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
+    add_advance_target(p)
+    p.add_argument("--pathspec", action="append", default=[], metavar="PREFIX",
+                   type=argtypes.pathspec,
+                   help="only upstream commits that change these path prefixes are "
+                        "candidates (repeatable), like 'bisectkit status -- PREFIX'")
+    add_deepen(p)
+    p.add_argument("--on-conflict", choices=ON_CONFLICT, default=None,
+                   help="when a local patch conflicts at a candidate: the candidate blocks "
+                        "the advance (skip, the default), or drop the patch there")
+    _add_apply_options(p)
+    add_run_options(p)
+    add_force_ignored(p)
+    add_plugin_group(p, pm)
+    add_repro(p)
+    # What a start request reads and an advance does not take.
+    p.set_defaults(advance=True, stack=False, integrate=False, at=None, find_fix=False,
+                   term_old=None, term_new=None)
+
+
+def _add_apply_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("moving the pin")
+    g.add_argument("--apply", action="store_true",
+                   help="rebase the patch stack onto the last good commit on a new submodule "
+                        "branch and commit the new pin in the superproject (default: a dry "
+                        "run that prints the plan)")
+    g.add_argument("--branch", metavar="NAME",
+                   help="with --apply: the new submodule branch (default: "
+                        "sm-integrate-YYYYMMDD)")
+    g.add_argument("--step-commits", action="store_true",
+                   help="with --apply --linear: one superproject commit per good step")
+
+
+def _handle(ctx: Context, args: argparse.Namespace) -> int:
+    request = start_request(ctx, args)
+    assert isinstance(request, AdvanceRequest)
+    return cmd_advance(ctx, request, apply_request(args))
+
+
+#: ``bisectkit advance``.
+COMMAND = Command(
+    "advance",
+    help="find how far the submodule's pin can move toward upstream (and move it)",
+    usage="bisectkit advance [--submodule PATH] [--upstream REF] [--to REV] [--linear] "
+          "[--deepen] "
+          "[--pathspec PREFIX]... [--apply [--branch NAME] [--step-commits]] "
+          "[RUN OPTIONS] [--] SMOKETEST [ARGS...]",
+    description="Test the affecting upstream commits after the pin's merge-base (the "
+                "patch stack replayed at each, as a bisect does): the far end first, then "
+                "a gallop from the pin and a bisection, about 2*log2(d) builds when the "
+                "first failure is d commits ahead. Prints the last good commit and the "
+                "first bad one; --apply moves the pin there.",
+    examples=(f"advance {about.EXAMPLE_BUILD} -- ./smoketest.sh",
+              f"advance --apply {about.EXAMPLE_BUILD} -- ./smoketest.sh"),
+    arguments=_arguments, handler=_handle, runs=True)

@@ -89,7 +89,7 @@ def write_result(ctx: Context, target: str, result: dict[str, Any]) -> None:
         write_json_atomic(Path(target), result)
         cachenotes.remember_output(ctx, target)
         return
-    # A reader gone is dropped, a full disk kept and said at the end: see cli._output_kept.
+    # A reader gone is dropped, a full disk kept and said at the end: see app._output_kept.
     sys.stdout.write(json.dumps(result, indent=2) + "\n")
     sys.stdout.flush()
 

@@ -1,7 +1,9 @@
-"""What every command gets from the CLI: typed, no argparse."""
+"""What every command gets from the entry point: the console, the plugins, the superproject,
+the run options (typed), and the parser the command line was read with."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ import pluggy
 from bisectkit.cli.requests import RunFlags
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
-from bisectkit.model import GIT_PROG, Config, RunOptions
+from bisectkit.model import Config, RunOptions
 from bisectkit.pipeline import outputs
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
@@ -22,12 +24,14 @@ from bisectkit.ui.console import Console
 
 @dataclass
 class Context:
-    """Everything a command needs, prepared by the CLI."""
+    """Everything a command needs, prepared by the entry point (:mod:`bisectkit.app`)."""
 
     console: Console
     pm: pluggy.PluginManager
     config: Config
     superproject: Repo | None
+    #: The program's parser, as the command line was read (``help`` lists its commands).
+    parser: argparse.ArgumentParser
     #: The command line as typed (for "reproduce with" in reports).
     command: str = ""
     #: ``--force-ignored``: set aside untracked files in a candidate's way.
@@ -73,8 +77,6 @@ class Context:
         outputs.outside_moved(self.flags.outputs(), sp, session, local_root)
 
     def reader(self, sp: Repo, store: SessionStore) -> Bisection:
-        """The session, for commands that only read it (no lock, moves nothing)."""
-        if not store.exists() and store.journal_path.exists():
-            raise BadInput(f"an interrupted bisection left changes to undo ({store.dir}); "
-                           f"run '{GIT_PROG} reset'")
+        """The session started (:class:`~bisectkit.commands.state.Started`), for commands
+        that only read it (no lock, moves nothing)."""
         return Bisection(sp, store, store.load(), self.hooks, None)

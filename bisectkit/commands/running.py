@@ -1,4 +1,6 @@
-"""``bisectkit run`` (start + run + report + reset) and ``git bisect-patched run``."""
+"""Running a session to its answer, shared by ``run`` (both programs') and ``advance``: the
+loop (in the user's tree or on workspaces), the verdict cache, the answer and the files
+written (``--json``, ``--report``, ``--trace``), and the restore of a one-go run."""
 
 from __future__ import annotations
 
@@ -14,10 +16,9 @@ from bisectkit.cli import requests
 from bisectkit.commands import answer, cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
-from bisectkit.commands.starting import new_session
 from bisectkit.engine import Decision
 from bisectkit.errors import Aborted, BisectkitError
-from bisectkit.model import GIT_PROG, SUPERPROJECT, StartRequest
+from bisectkit.model import SUPERPROJECT
 from bisectkit.pipeline import results, verify
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
@@ -29,16 +30,6 @@ from bisectkit.safety import signals
 from bisectkit.store.cache import VerdictCache
 from bisectkit.store.cachekey import Skipped, run_identity, workspace_gaps
 from bisectkit.store.session import Session
-
-
-def cmd_oneshot(ctx: Context, request: StartRequest) -> int:
-    """``bisectkit run``: start + run + report + reset; always restores."""
-    sp, _ = ctx.open()
-    with ctx.run(sp) as run:
-        run.require_idle()
-        session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
-        ctx.check_outputs(sp, session)
-        return run_restoring(ctx, run, session)[0]
 
 
 def run_restoring(ctx: Context, run: Run, session: Session,
@@ -78,23 +69,6 @@ def run_restoring(ctx: Context, run: Run, session: Session,
         ctx.console.error("aborted; the superproject and the submodules were restored")
         raise
     return code, stop
-
-
-def cmd_run(ctx: Context, shows: dict[str, Shower] | None = None) -> int:
-    """``git bisect-patched run``: test until done; on abort the session is kept.
-
-    ``shows``: how a strategy's result is shown (an advance's is not a bisection's).
-    """
-    sp, _ = ctx.open()
-    with ctx.run(sp) as run:
-        b = run.resume()
-        ctx.check_outputs(sp, b.session)
-        try:
-            return run_with(ctx, b, (shows or {}).get(b.session.strategy))
-        except (Aborted, KeyboardInterrupt):
-            ctx.console.error(f"stopped; the session is kept: fix things, then '{GIT_PROG} run' "
-                              f"again or '{GIT_PROG} reset'")
-            raise
 
 
 def _cache(ctx: Context, b: Bisection) -> VerdictCache | None:

@@ -1,16 +1,34 @@
-"""A new session from a typed request (shared by ``start``, ``bisectkit run``, ``replay``)."""
+"""A new session from the command line: the typed request, the validated session, and its
+first checkout (shared by ``start``, the mark that completes a waiting one, ``bisectkit
+run``, ``advance`` and ``replay``)."""
 
 from __future__ import annotations
 
+from argparse import Namespace
 from collections.abc import Callable
 
 from bisectkit import strategies
 from bisectkit.cli import requests
+from bisectkit.commands import answer
+from bisectkit.commands.context import Context
+from bisectkit.engine import Next
+from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.git.shapes import shallow
 from bisectkit.git.shapes.shallow import ShallowCut
-from bisectkit.model import StartRequest
+from bisectkit.model import GIT_PROG, StartRequest, Terms
+from bisectkit.patches.status import default_submodule
+from bisectkit.pipeline.lifecycle import Run
+from bisectkit.safety import signals
 from bisectkit.store.session import Session
+
+
+def start_request(ctx: Context, args: Namespace) -> StartRequest:
+    """What ``start`` (or ``bisectkit run``/``advance``, or a log's start line) asks for."""
+    sp = ctx.superproject
+    # Outside a repository: no default, the command then says where it needs one.
+    return requests.start_request(args, lambda: default_submodule(
+        sp, None, "" if getattr(args, "advance", False) else ", --integrate") if sp else None)
 
 
 def new_session(sp: Repo, request: StartRequest,
@@ -41,3 +59,30 @@ def _start(sp: Repo, request: StartRequest, deepen: Callable[[str], None] | None
             deepen(shallow.fetch(cut.workdir, left[0]))
             # libgit2 keeps the cut graph of what it already read; start afresh.
             sp.reopen()
+
+
+def start_session(ctx: Context, run: Run, session: Session) -> int:
+    """Begin a validated ``session``: its header, then the first checkout (``run`` locked)."""
+    b = run.begin(session)
+    answer.header(ctx, b)
+    try:
+        decision = b.advance()
+    except BadInput:
+        # The first checkout was refused (a file in the way): nothing moved,
+        # so nothing is left behind either.
+        signals.run_shielded(run.end)
+        raise
+    if isinstance(decision, Next):
+        ctx.console.line(f"Build and run the repro, then: {GIT_PROG} "
+                         f"{_mark_words(b.terms)}  "
+                         f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
+    return answer.finish(ctx, b, decision)
+
+
+def _mark_words(terms: Terms) -> str:
+    """How to mark the commit under test, in the session's words."""
+    if terms.is_default:
+        return "good|bad|skip"
+    passes, fails = terms.word(terms.side("good")), terms.word(terms.side("bad"))
+    return (f"good|bad|skip (the repro passes|fails: {passes}|{fails}), or old|new "
+            f"({terms.old}|{terms.new})")

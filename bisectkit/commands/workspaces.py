@@ -1,10 +1,17 @@
-"""``bisectkit workspaces [--prune]``: the workspaces ``--jobs`` keeps between runs."""
+"""``bisectkit workspaces [--prune]``: list the workspaces ``--jobs`` and ``--scheduler``
+keep between runs (a clone per job, reused so builds stay warm), or remove those no run is
+using."""
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
+import pluggy
+
+from bisectkit.cli.options import add_workspace_root
+from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.pipeline.parallel import workspace, wsroot
 from bisectkit.text import plural
@@ -47,3 +54,19 @@ def _root(ctx: Context, given: str | None) -> Path:
     if configured:
         return Path(configured).expanduser().resolve()
     return workspace.default_root(sp.git_dir)
+
+
+def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
+    add_workspace_root(p)
+    p.add_argument("--prune", action="store_true",
+                   help="remove every workspace no run is using (their builds go too)")
+
+
+#: ``bisectkit workspaces``.
+COMMAND = Command(
+    "workspaces", help="list the workspaces of --jobs (or remove them)",
+    description="List the workspaces kept for --jobs and --scheduler (a clone per job, "
+                "reused so builds stay warm), or remove the unused ones with --prune.",
+    examples=("workspaces --prune",),
+    arguments=_arguments,
+    handler=lambda ctx, args: cmd_workspaces(ctx, args.workspace_root, args.prune))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
-from bisectkit.errors import EXIT_FOUND, EXIT_INCONCLUSIVE
+from bisectkit.errors import ExitCode
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
 
@@ -30,9 +30,9 @@ def exit_code(decision: Decision) -> int:
     """0 when found (or, advancing, when nothing is bad), 1 when only skipped commits are
     left (as ``git bisect run``)."""
     if isinstance(decision, Found) or (isinstance(decision, Clear) and not decision.skipped):
-        return EXIT_FOUND
+        return ExitCode.FOUND
     if isinstance(decision, Inconclusive | Clear):
-        return EXIT_INCONCLUSIVE
+        return ExitCode.INCONCLUSIVE
     raise AssertionError(decision)
 
 

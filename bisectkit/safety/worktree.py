@@ -2,7 +2,7 @@
 
 Two other writers move HEAD, and neither during a step: ``advance --apply``
 (:mod:`bisectkit.strategies.pinwrite`, with its own record for a kill) and
-``reset <commit>`` (:mod:`bisectkit.commands.parity`: a plain ``git checkout``
+``reset <commit>`` (:mod:`bisectkit.commands.reset`: a plain ``git checkout``
 once everything is restored).
 
 Every change is announced in the journal before it starts and marked done

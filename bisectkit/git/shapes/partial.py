@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
-from bisectkit.errors import EXIT_USAGE, BisectkitError, GitFailure
+from bisectkit.errors import BisectkitError, ExitCode, GitFailure
 from bisectkit.model.documents import StepDetails
 
 T = TypeVar("T")
@@ -42,7 +42,7 @@ _UNREACHABLE = re.compile(r"Could not read from remote repository|does not appea
 class PromisorUnreachable(BisectkitError):
     """An object a step needs is on no promisor remote that answers (exit 2)."""
 
-    exit_code = EXIT_USAGE
+    exit_code = ExitCode.USAGE
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,36 @@
-"""The man pages ``git-bisect-patched(1)`` and ``bisectkit(1)``, written from the parsers.
+"""The man pages ``git-bisect-patched(1)`` and ``bisectkit(1)``, written from the parsers,
+and ``--help``, which shows them.
 
-Everything a page says about the commands comes from :func:`bisectkit.cli.parser.build_parser`
-(descriptions, usages, options, the ``example:`` epilogs), so the pages cannot drift from
-``-h``; the committed copies under ``share/man/man1`` (shipped in the wheel) are checked
-against a fresh rendering by ``tests/test_manpage.py``. After changing the parser::
+Everything a page says about the commands comes from
+:func:`bisectkit.commands.registry.build_parser` (descriptions, usages, options, the
+``example:`` epilogs), so the pages cannot drift from ``-h``; the committed copies under
+``share/man/man1`` (shipped in the wheel) are checked against a fresh rendering by
+``tests/test_manpage.py``. After changing a command's arguments or words::
 
-    python3 -m bisectkit.cli.manpage --write
+    python3 -m bisectkit.commands.manpage --write
+
+``git bisect-patched --help`` never reaches bisectkit: git runs ``man
+git-bisect-patched``, which finds the page installed with the wheel
+(``<prefix>/share/man/man1``, found from ``<prefix>/bin`` on PATH). Run directly,
+``--help`` opens the same page in a terminal and prints argparse's help otherwise
+(a pipe, CI), so it never waits for a pager nobody reads.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator, Sequence
+import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
-from bisectkit import errors
 from bisectkit.cli import about
-from bisectkit.cli.parser import build_parser
+from bisectkit.cli.about import commands, epilog_parts, usage_lines
+from bisectkit.commands.registry import build_parser
+from bisectkit.errors import ExitCode
 from bisectkit.model import GIT_PROG, VERSION
 
 #: The page of each program: file name -> ``git_mode``.
@@ -27,30 +39,30 @@ PAGES = {"git-bisect-patched.1": True, "bisectkit.1": False}
 MAN_DIR = Path("share", "man", "man1")
 #: The checkout's copies (an editable install runs from the checkout).
 SOURCE_DIR = Path(__file__).resolve().parents[2] / MAN_DIR
-REGENERATE = "python3 -m bisectkit.cli.manpage --write"
+REGENERATE = "python3 -m bisectkit.commands.manpage --write"
 #: Lines shown as written are wrapped here: the page is read in 80 columns, its text indented
-#: by 7, and 4 more in an indented block.
-_USAGE_WIDTH, _BLOCK_WIDTH = 72, 68
+#: by 7, and 4 more in an indented block (usages in the synopsis: about.USAGE_WIDTH).
+_BLOCK_WIDTH = 68
 
 _EXIT_STATUS = [
-    (str(errors.EXIT_FOUND), "the first bad commit was found (advance: where the pin can go is "
+    (str(int(ExitCode.FOUND)), "the first bad commit was found (advance: where the pin can go is "
                              "known); any other command succeeded"),
-    (str(errors.EXIT_INCONCLUSIVE), "only skipped commits are left; the possible first bad "
+    (str(int(ExitCode.INCONCLUSIVE)), "only skipped commits are left; the possible first bad "
                                     "commits are listed"),
-    (str(errors.EXIT_USAGE), "bad input (an unknown revision, a dirty work tree, a session "
+    (str(int(ExitCode.USAGE)), "bad input (an unknown revision, a dirty work tree, a session "
                              "already in progress, ...): one line on stderr, nothing touched"),
-    (str(errors.EXIT_ABORTED), "the run had to stop: the repro exited 128 or more or was "
+    (str(int(ExitCode.ABORTED)), "the run had to stop: the repro exited 128 or more or was "
                                "killed, a command cannot run, too many steps were skipped for "
                                "the machine's sake, another process moved the tree under test, "
                                "or a plugin raised"),
-    (str(errors.EXIT_GIT_FAILURE), "a git operation failed after the session started, or the "
+    (str(int(ExitCode.GIT_FAILURE)), "a git operation failed after the session started, or the "
                                    "disk is full or read-only; 'reset' finishes once it is "
                                    "fixed"),
-    (str(errors.EXIT_RANGE_NOT_VERIFIED), "an end does not test as claimed (the good end is "
+    (str(int(ExitCode.RANGE_NOT_VERIFIED)), "an end does not test as claimed (the good end is "
                                           "not good, or the bad end not bad)"),
-    (str(errors.EXIT_INTERNAL), "internal error: an unexpected exception (traceback on "
+    (str(int(ExitCode.INTERNAL)), "internal error: an unexpected exception (traceback on "
                                 "stderr)"),
-    ("128+N", f"stopped by signal N ({errors.EXIT_INTERRUPTED}: Ctrl-C, 143: SIGTERM); the "
+    ("128+N", f"stopped by signal N ({int(ExitCode.INTERRUPTED)}: Ctrl-C, 143: SIGTERM); the "
               "running build or repro is killed"),
 ]
 _FILES = [
@@ -87,39 +99,6 @@ def _commands_block(commands: Sequence[str]) -> list[str]:
 
 
 # -- reading the parser ---------------------------------------------------------
-
-Command = tuple[str, str, argparse.ArgumentParser]
-
-
-def commands(parser: argparse.ArgumentParser) -> Iterator[Command]:
-    """(name, one-line help, parser) of every subcommand, in the parser's order; an alias
-    (``view`` for ``visualize``) is named in its command's help, not listed again."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {a.dest: a.help or "" for a in action._choices_actions}
-            seen: set[int] = set()
-            for name, sub in action.choices.items():
-                if id(sub) not in seen:
-                    seen.add(id(sub))
-                    yield name, helps.get(name, ""), sub
-
-
-def usage_lines(p: argparse.ArgumentParser, width: int = _USAGE_WIDTH) -> list[str]:
-    """``p``'s usage, wrapped at ``width`` (argparse would wrap at the terminal's width)."""
-    formatter = argparse.HelpFormatter(prog=p.prog, width=10_000)
-    formatter.add_usage(p.usage, p._actions, p._mutually_exclusive_groups, prefix="")
-    # -h is everywhere; a synopsis without it reads like git's.
-    one_line = " ".join(formatter.format_help().split()).replace(" [-h]", "", 1)
-    return textwrap.wrap(one_line, width, subsequent_indent="    ",
-                         break_long_words=False, break_on_hyphens=False)
-
-
-def epilog_parts(p: argparse.ArgumentParser) -> tuple[str, list[str]]:
-    """``p``'s epilog as (note, example command lines)."""
-    note, _, examples = (p.epilog or "").partition(about.EXAMPLE)
-    return " ".join(note.split()), [line.strip() for line in examples.splitlines()
-                                    if line.strip()]
-
 
 def _invocation(p: argparse.ArgumentParser, action: argparse.Action) -> str:
     formatter = p._get_formatter()
@@ -200,6 +179,42 @@ def _command_section(name: str, sub: argparse.ArgumentParser) -> list[str]:
     return lines
 
 
+# -- --help ---------------------------------------------------------------------
+
+def show_manual(parser: argparse.ArgumentParser, out: TextIO) -> int:
+    """``--help``: the man page in a terminal (where ``man`` is installed), else ``-h``."""
+    page = parser.prog.replace(" ", "-")
+    man = shutil.which("man")
+    if man is not None and out.isatty():
+        found = manual_page(page)
+        argv = [man, "-l", str(found)] if found else [man, page]
+        out.flush()
+        # A page man cannot find or render: argparse's help below, instead of nothing.
+        if (found or _man_knows(man, page)) and subprocess.run(argv).returncode == 0:
+            return 0
+    out.write(parser.format_help())
+    return 0
+
+
+def manual_page(page: str) -> Path | None:
+    """The page ``page`` that belongs to this bisectkit: installed with it (a wheel puts
+    data files under the install scheme's data path), else the checkout's copy (an editable
+    install installs no data files)."""
+    name = f"{page}.1"
+    data = [sysconfig.get_path("data"),
+            sysconfig.get_path("data", sysconfig.get_preferred_scheme("user"))]
+    for directory in [*(Path(d) / MAN_DIR for d in data if d), SOURCE_DIR]:
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def _man_knows(man: str, page: str) -> bool:
+    """Whether ``man`` finds ``page`` on its own path (say, installed by a distribution)."""
+    return subprocess.run([man, "-w", page], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
 # -- the command ----------------------------------------------------------------
 
 def stale(directory: Path = SOURCE_DIR) -> list[str]:
@@ -240,8 +255,8 @@ def install(prefix: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m bisectkit.cli.manpage --write|--check|--install [PREFIX]|--print PAGE``."""
-    ap = argparse.ArgumentParser(prog="python3 -m bisectkit.cli.manpage", description=__doc__,
+    """``python3 -m bisectkit.commands.manpage --write|--check|--install [PREFIX]|--print PAGE``."""
+    ap = argparse.ArgumentParser(prog="python3 -m bisectkit.commands.manpage", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--write", action="store_true", help=f"regenerate {SOURCE_DIR}/*.1")
@@ -264,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in write(args.dir) if args.write else install(Path(args.install)):
             print(path)
     return 0
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

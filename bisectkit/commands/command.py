@@ -1,0 +1,74 @@
+"""What a command is: its words (the one-line help, the description, the examples), its
+arguments and its handler, declared together in the command's own module.
+
+:mod:`bisectkit.commands.registry` lists each program's commands and builds the
+program's parser from them; the entry points run the handler of the command the
+command line chose (:func:`chosen`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pluggy
+
+from bisectkit.cli import about
+from bisectkit.commands.context import Context
+
+#: Runs a command: the parsed command line in, the exit code out.
+Handler = Callable[[Context, argparse.Namespace], int]
+#: Declares a command's arguments on its subparser; the plugin manager (None when the
+#: parser is built for the man pages or a replayed log) adds the plugins' run options.
+Arguments = Callable[[argparse.ArgumentParser, pluggy.PluginManager | None], None]
+
+#: The namespace attribute that holds the command the command line chose.
+_KEY = "_registered_command"
+
+
+def no_arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
+    """A command that takes no arguments (``-h`` aside)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand of ``bisectkit`` or ``git bisect-patched``.
+
+    ``help``, ``description`` and ``examples`` are what ``-h``, ``help`` and the man
+    pages say (``tests/test_manpage.py`` wants all three); ``examples`` are command
+    lines after the program's name.
+    """
+
+    name: str
+    help: str
+    description: str
+    examples: tuple[str, ...]
+    handler: Handler
+    arguments: Arguments = no_arguments
+    #: argparse's usage line, when the generated one would mislead.
+    usage: str | None = None
+    #: Epilog text shown before the examples.
+    note: str = ""
+    aliases: tuple[str, ...] = ()
+    #: Runs builds and repros: it gets the run options, the plugins' state and the output
+    #: files, checked before anything moves.
+    runs: bool = False
+
+    def register(self, sub: argparse._SubParsersAction[argparse.ArgumentParser], prog: str,
+                 pm: pluggy.PluginManager | None) -> argparse.ArgumentParser:
+        """Add this command to a program's subcommands (``prog``: the program's name)."""
+        p = sub.add_parser(
+            self.name, aliases=list(self.aliases), help=self.help, usage=self.usage,
+            description=self.description,
+            epilog=about.example(*(f"{prog} {e}" for e in self.examples), note=self.note))
+        self.arguments(p, pm)
+        p.set_defaults(**{_KEY: self})
+        return p
+
+
+def chosen(args: argparse.Namespace) -> Command:
+    """The command the parsed command line ``args`` is for."""
+    command = vars(args)[_KEY]
+    assert isinstance(command, Command)
+    return command

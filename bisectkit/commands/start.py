@@ -1,0 +1,80 @@
+"""``git bisect-patched start``: start a session and check out the first candidate (with the
+local patch stack applied); with fewer than both ends, as git allows, a session that waits
+for them (nothing is checked out until ``bad``/``good`` give them). Refused, nothing
+touched, unless the superproject is idle."""
+
+from __future__ import annotations
+
+import argparse
+
+import pluggy
+
+from bisectkit.cli.parser import add_advance_target, add_target_options
+from bisectkit.commands import waiting
+from bisectkit.commands.command import Command
+from bisectkit.commands.context import Context
+from bisectkit.commands.starting import new_session, start_request, start_session
+from bisectkit.model import GIT_PROG, StartRequest
+
+
+def start(ctx: Context, args: argparse.Namespace) -> int:
+    """With both ends (or an advance, or a stack), the first candidate; with fewer, a
+    session waiting for them."""
+    if waiting.lacks_ends(args):
+        return _start_waiting(ctx, start_request(ctx, waiting.with_unknown_ends(args)))
+    return _start_session(ctx, start_request(ctx, args))
+
+
+def _start_session(ctx: Context, request: StartRequest) -> int:
+    sp, _ = ctx.open()
+    with ctx.run(sp) as run:
+        run.require_idle()
+        return start_session(ctx, run, new_session(sp, request, ctx.deepener()))
+
+
+def _start_waiting(ctx: Context, request: StartRequest) -> int:
+    """Check what can be checked (the target, the new end if given), then wait: nothing
+    moves."""
+    sp, store = ctx.open()
+    ends = waiting.waiting_for(ctx, sp, request)
+    waiting.repo_of(sp, ends.template)  # a submodule that is none is refused now, not later
+    with ctx.run(sp) as run:
+        run.require_idle()
+        store.save_waiting(ends)
+    waiting.say_status(ctx, ends)
+    return 0
+
+
+def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
+    add_target_options(p)
+    p.add_argument("--advance", action="store_true",
+                   help="a session that finds how far the pin of --submodule can move toward "
+                        "upstream (no BAD/GOOD: see 'bisectkit advance')")
+    add_advance_target(p)
+    p.add_argument("bad", nargs="?", metavar="BAD",
+                   help="a known bad revision (or later: 'bad [REV]')")
+    p.add_argument("good", nargs="*", metavar="GOOD",
+                   help="known good revisions (or later: 'good REV')")
+    # '-- PATHSPEC...' is split off before parsing (argparse cannot tell it from GOOD...).
+    p.set_defaults(pathspec=[])
+
+
+#: ``git bisect-patched start``.
+COMMAND = Command(
+    "start", help="start a session and check out the first candidate",
+    usage=f"{GIT_PROG} start ([--submodule PATH] [--upstream REF] | --integrate "
+          "[--submodule PATH]...) [--first-parent | --all-parents] "
+          "[--on-conflict skip|drop] [--find-fix] [--deepen] [BAD [GOOD...]] "
+          "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
+    description="Start a session: record every HEAD, resolve the candidates between the GOOD "
+                "and BAD revisions, and check out the first one (with the local patch stack "
+                "applied); then build, test and mark it. As with git, the ends may come "
+                "later: with fewer, the session waits (nothing is checked out) for 'bad "
+                "[REV]' and 'good REV' (old/new in your terms); 'bad' with no REV is the "
+                "superproject's HEAD with --integrate, else the upstream commit the "
+                "submodule's pin sits on.",
+    note="PATHSPEC (after --) keeps only candidates that change those path prefixes.",
+    examples=("start --submodule third_party/llvm-project HEAD v1.0",
+              "start --submodule third_party/llvm-project",
+              "start --integrate --all-parents main v1.0"),
+    arguments=_arguments, handler=start)
