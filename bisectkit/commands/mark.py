@@ -20,7 +20,7 @@ from bisectkit.commands import answer, waiting
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.starting import new_session, start_session
-from bisectkit.commands.state import Idle, Started, WaitingForEnds, no_session, session_state
+from bisectkit.commands.state import Idle, Started, WaitingForEnds, session_state
 from bisectkit.engine import Next
 from bisectkit.errors import BadInput, BisectkitError
 from bisectkit.git.repo import Repo
@@ -28,7 +28,7 @@ from bisectkit.model import GIT_PROG, VERDICTS
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import journal as journal_mod
-from bisectkit.store.session import Session
+from bisectkit.store.session import Session, no_session
 from bisectkit.store.waitstate import Waiting
 
 #: The one-line help of each mark (the description repeats what follows the colon).

@@ -15,14 +15,8 @@ from pathlib import Path
 
 from bisectkit.errors import BadInput
 from bisectkit.model import GIT_PROG
-from bisectkit.store.session import SessionStore
+from bisectkit.store.session import SessionStore, no_session, not_started
 from bisectkit.store.waitstate import Waiting
-
-
-def no_session() -> BadInput:
-    """The refusal of a command that needs a session when there is none."""
-    return BadInput(f"no bisect-patched session in progress (start one with '{GIT_PROG} "
-                    "start')")
 
 
 def _interrupted(state_dir: Path) -> BadInput:
@@ -56,8 +50,7 @@ class WaitingForEnds:
         """Why a command that needs the candidates cannot run yet, and what to give."""
         if self.interrupted:
             return _interrupted(self.interrupted)
-        return BadInput(f"the session has not started: {self.waiting.status()}; give "
-                        f"{self.waiting.missing()} first (or '{GIT_PROG} reset')")
+        return not_started(self.waiting)
 
 
 @dataclass(frozen=True)

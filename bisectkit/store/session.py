@@ -43,6 +43,18 @@ _P = TypeVar("_P", bound=Params)
 SESSION_VERSION = 3
 
 
+def no_session() -> BadInput:
+    """The refusal of a command that needs a session when there is none."""
+    return BadInput(f"no bisect-patched session in progress (start one with '{GIT_PROG} "
+                    "start')")
+
+
+def not_started(waiting: Waiting) -> BadInput:
+    """The refusal of a command that needs the candidates while ``start`` waits for ends."""
+    return BadInput(f"the session has not started: {waiting.status()}; give "
+                    f"{waiting.missing()} first (or '{GIT_PROG} reset')")
+
+
 def state_dir(git_dir: Path) -> Path:
     return git_dir / "bisectkit"
 
@@ -178,11 +190,7 @@ class SessionStore:
     def load(self) -> Session:
         if not self.exists():
             waiting = self.load_waiting()
-            if waiting is not None:
-                raise BadInput(f"the session has not started: {waiting.status()}; give "
-                               f"{waiting.missing()} first (or '{GIT_PROG} reset')")
-            raise BadInput("no bisect-patched session in progress "
-                           "(start one with 'git bisect-patched start')")
+            raise not_started(waiting) if waiting is not None else no_session()
         try:
             data = json.loads(self.session_path.read_text(encoding="utf-8"))
             candidates = json.loads(self.candidates_path.read_text(encoding="utf-8"))
