@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,10 +111,10 @@ def pack(parts: Sequence[str], width: int, first: str = "", sep: str = ", ",
     return [ellipsize(x, width) for x in lines if x.strip()]
 
 
-def words(terms: dict[str, str] | None) -> tuple[str, str]:
+def words(terms: Mapping[str, object] | None) -> tuple[str, str]:
     """The words of the old and new sides (``good``/``bad`` unless the session says)."""
     terms = terms or {}
-    return terms.get("old") or "good", terms.get("new") or "bad"
+    return str(terms.get("old") or "good"), str(terms.get("new") or "bad")
 
 
 def moved(m: dict[str, Any]) -> str:
@@ -148,7 +148,7 @@ def fetched(data: dict[str, Any]) -> str:
             f"in {secs(float(data['seconds']))}")
 
 
-def fetched_total(steps: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def fetched_total(steps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """What the steps fetched in all (``None``: nothing, as for a full clone)."""
     got = [s["fetched"] for s in steps if s.get("fetched")]
     return {k: sum(g[k] for g in got) for k in ("objects", "bytes", "seconds")} if got else None

@@ -610,6 +610,16 @@ def test_a_damaged_session_of_the_right_shape_is_one_line_and_reset_restores(
     assert snapshot(world) == before
 
 
+def test_a_session_of_an_unknown_strategy_says_so_and_reset_restores(world: World) -> None:
+    before = snapshot(world)
+    assert git_cli(world, "start", *target(world), world.sha(300), world.sha(0)).returncode == 0
+    damage_json(state_dir(world) / "session.json", "strategy", "bogus")
+    one_error(git_cli(world, "status"), 2, "unknown strategy 'bogus'", "reset",
+              prog="git bisect-patched")
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
+
+
 # -- commands bisectkit suggests ---------------------------------------------------------------
 def test_a_suggested_command_does_what_it_says_when_pasted_whatever_the_path(
         world_factory: Any, tmp_path: Path) -> None:

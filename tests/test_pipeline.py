@@ -29,7 +29,7 @@ from bisectkit.model import (
     Verdict,
     hookimpl,
 )
-from bisectkit.model.params import Params
+from bisectkit.model.params import KINDS, Params
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.replaylog import log_lines, parse_log
 from bisectkit.pipeline.results import result_json
@@ -43,6 +43,8 @@ from bisectkit.store.session import Session, SessionStore
 from bisectkit.strategies.base import Prepared, Strategy
 
 CANDIDATES = [f"{i:040x}" for i in range(1, 17)]  # 16 commits, oldest first
+# The fake strategy's sessions keep the parameters every session may hold.
+KINDS.setdefault("fake", Params)
 GOOD = "f" * 40
 
 

@@ -241,3 +241,29 @@ def test_every_hook_is_documented_in_the_readme():
     firstresult = [n for n in hooks if "Stops at first non-None result." in
                    (getattr(hookspecs, n).__doc__ or "")]
     assert sorted(firstresult) == ["bisectkit_build", "bisectkit_classify", "bisectkit_repro"]
+
+
+def test_end_of_run_hooks_get_the_documented_dicts(world: World, tmp_path: Path):
+    """``bisectkit_run_done`` and ``bisectkit_session_finish`` get JSON dicts (copies), as
+    the README documents them: a plugin indexing them works, and cannot change the result."""
+    plugin = tmp_path / "summary.py"
+    plugin.write_text(textwrap.dedent("""
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_run_done(steps, terms):
+            bad = sum(1 for s in steps if s["verdict"] == "bad")
+            print(f"plugin summary: {bad} {terms['new']}")
+            steps[0]["verdict"] = "tampered"
+
+        @hookimpl
+        def bisectkit_session_finish(result):
+            print(f"plugin result: {result['status']} {result['first_bad']}")
+    """))
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "-p", str(plugin), "--json", str(out)))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"plugin summary: \d+ bad", r.stdout), r.stdout
+    assert f"plugin result: found {world.sha(200)}" in r.stdout
+    steps = json.loads(out.read_text())["steps"]
+    assert "tampered" not in {s["verdict"] for s in steps}

@@ -38,6 +38,37 @@ class StepDetails(TypedDict, total=False):
     fetched: dict[str, Any]
 
 
+class TermsJSON(TypedDict):
+    """The words of a session's two sides (``good``/``bad`` unless ``--term-old/-new``)."""
+
+    old: str
+    new: str
+
+
+class StepJSON(TypedDict, total=False):
+    """One step's record (:meth:`bisectkit.model.StepRecord.to_json`): the keys bisectkit
+    writes; classifiers' ``step.extra`` keys come beside them."""
+
+    index: int
+    commit: str
+    #: The engine's side: ``good``, ``bad`` or ``skip``.
+    verdict: str
+    reason: str
+    #: ``run``, ``manual``, ``cache``, ``auto``, ``verify``, ``check-stack``, ``confirm``...
+    source: str
+    patches: list[PatchJSON]
+    files_written: int | None
+    prepare_s: float | None
+    build_s: float | None
+    repro_s: float | None
+    fetched: dict[str, Any]
+    #: The side in the session's words, when they are not good/bad.
+    term: str
+    flags: list[str]
+    environment: str
+    submodules: list[dict[str, Any]]
+
+
 class JobRow(TypedDict):
     """One parallel step in flight (``bisectkit_jobs``)."""
 
@@ -65,14 +96,14 @@ class ResultJSON(TypedDict, total=False):
     #: ``up-to-date``, ``stuck``).
     status: str
     strategy: str
-    terms: dict[str, str]
+    terms: TermsJSON
     find_fix: bool
     good: list[str]
     bad: str
     range_size: int
     first_bad: str | None
     candidates: list[str]
-    #: One record per step (:meth:`bisectkit.model.StepRecord.to_json`), in order.
-    steps: list[dict[str, Any]]
+    #: One record per step, in order.
+    steps: list[StepJSON]
     descended: list[str]
     error: str

@@ -1,10 +1,11 @@
 """Each strategy's parameters, typed: what a session keeps besides its range and verdicts.
 
 Kept in ``session.json`` under ``"params"`` (:meth:`Params.to_json`, read back by
-:func:`params_from_json`); a key the session never set is left out, as a key of
-another bisectkit would be refused. The strategies (:mod:`bisectkit.strategies`)
-write them when a session starts; the pipeline adds what it learns on the way
-(the merges ``--all-parents`` descended into, whether the stack is implicated).
+:func:`params_from_json`, which refuses a key it does not know); a key a kind of
+session never sets is left out while it holds its default (``omitted``). The
+strategies (:mod:`bisectkit.strategies`) write them when a session starts; the
+pipeline adds what it learns on the way (the merges ``--all-parents`` descended
+into, whether the stack is implicated).
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ from typing import Any, ClassVar
 
 from bisectkit.model.values import ON_CONFLICT, OnConflict
 
-#: Keys left out of the JSON while they hold their default (set only by some runs).
-_OPTIONAL = ("descended", "force_ignored", "stack_implicated", "search", "analysis_fetched")
-
 
 @dataclass(kw_only=True)
 class Params:
@@ -25,6 +23,10 @@ class Params:
 
     #: The strategy these parameters belong to (``Session.strategy``).
     strategy: ClassVar[str] = ""
+    #: Keys left out of the JSON while they hold their default (set only by some runs, or
+    #: not a parameter of this kind of session).
+    omitted: ClassVar[tuple[str, ...]] = ("descended", "force_ignored", "stack_implicated",
+                                          "search")
     #: ``--all-parents``: bisect into the merges of the first-parent line.
     all_parents: bool = False
     #: The merges ``--all-parents`` has descended into, in order.
@@ -43,7 +45,7 @@ class Params:
         defaults = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING
                              else f.default) for f in dataclasses.fields(self)}
         return {k: v for k, v in data.items()
-                if k not in _OPTIONAL or v != defaults[k]}
+                if k not in self.omitted or v != defaults[k]}
 
 
 @dataclass(kw_only=True)
@@ -64,6 +66,8 @@ class PatchedParams(Params):
     #: What a partial clone fetched for the stack's analysis (None: nothing).
     analysis_fetched: dict[str, Any] | None = None
 
+    omitted: ClassVar[tuple[str, ...]] = (*Params.omitted, "analysis_fetched")
+
     @property
     def patches(self) -> list[dict[str, Any]]:
         """The stack's patches as recorded (oldest first)."""
@@ -83,6 +87,7 @@ class StackParams(PatchedParams):
     """``--stack``: the local patches themselves, at one upstream commit."""
 
     strategy: ClassVar[str] = "stack"
+    omitted: ClassVar[tuple[str, ...]] = (*PatchedParams.omitted, "all_parents", "on_conflict")
     #: ``--at``: the upstream commit the patches are bisected on.
     at: str
 
@@ -92,6 +97,7 @@ class AdvanceParams(PatchedParams):
     """``advance``: how far the pin can move toward upstream."""
 
     strategy: ClassVar[str] = "advance"
+    omitted: ClassVar[tuple[str, ...]] = (*PatchedParams.omitted, "all_parents")
     #: ``--to``, else the upstream ref: the far end, as the user named it.
     to_ref: str
 
@@ -114,12 +120,18 @@ KINDS: dict[str, type[Params]] = {kind.strategy: kind for kind in (
     SubmoduleParams, StackParams, AdvanceParams, IntegrateParams)}
 
 
+class UnknownStrategy(ValueError):
+    """A session names a strategy this bisectkit does not have."""
+
+
 def params_from_json(strategy: str, data: object) -> Params:
     """The parameters ``session.json`` holds for ``strategy``; a missing or unknown key, or
     a value of the wrong type, raises (KeyError, TypeError or ValueError): damaged."""
     if not isinstance(data, dict):
         raise TypeError("params is not an object")
-    kind = KINDS.get(strategy, Params)
+    kind = KINDS.get(strategy)
+    if kind is None:
+        raise UnknownStrategy(strategy)
     names = {f.name: f for f in dataclasses.fields(kind)}
     unknown = sorted(set(data) - set(names))
     if unknown:

@@ -243,7 +243,8 @@ class Run:
         try:
             return self.store.load(), None
         except BadInput as exc:
-            return None, str(exc)
+            # Said by reset itself (it is what restores): not "run reset" again.
+            return None, str(exc).removesuffix(f"; run '{GIT_PROG} reset'")
 
     def _bisector(self, session: Session) -> Bisection:
         force = self.force_ignored or session.params.force_ignored

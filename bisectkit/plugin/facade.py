@@ -9,7 +9,7 @@ checked by mypy at every call site.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any, cast
 
@@ -26,7 +26,7 @@ from bisectkit.model import (
     Terms,
     Verdict,
 )
-from bisectkit.model.documents import JobRow, ResultJSON, StepDetails
+from bisectkit.model.documents import JobRow, ResultJSON, StepDetails, StepJSON, TermsJSON
 
 
 class Hooks:
@@ -65,8 +65,10 @@ class Hooks:
     def phase(self, index: int, phase: str) -> None:
         self._call("bisectkit_phase", index=index, phase=phase)
 
-    def run_done(self, steps: list[StepRecord], terms: Terms) -> None:
-        self._call("bisectkit_run_done", steps=steps, terms=terms)
+    def run_done(self, steps: Sequence[StepRecord], terms: Terms) -> None:
+        # Copies, as JSON: what a plugin does with them never reaches the session.
+        self._call("bisectkit_run_done", steps=[cast(StepJSON, st.to_json()) for st in steps],
+                   terms=TermsJSON(old=terms.old, new=terms.new))
 
     def candidate(self, index: int, info: CommitInfo, remaining: int, steps_left: int) -> None:
         self._call("bisectkit_candidate", index=index, info=info, remaining=remaining,

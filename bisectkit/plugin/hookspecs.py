@@ -40,11 +40,9 @@ if TYPE_CHECKING:
         OptionGroup,
         Outcome,
         Step,
-        StepRecord,
-        Terms,
         Verdict,
     )
-    from bisectkit.model.documents import JobRow, ResultJSON, StepDetails
+    from bisectkit.model.documents import JobRow, ResultJSON, StepDetails, StepJSON, TermsJSON
 
 
 # -- Initialization --------------------------------------------------------------------
@@ -191,11 +189,11 @@ def bisectkit_jobs(jobs: list[JobRow]) -> None:
 # -- The end of a run ------------------------------------------------------------------
 
 @hookspec
-def bisectkit_run_done(steps: list[StepRecord], terms: Terms) -> None:
+def bisectkit_run_done(steps: list[StepJSON], terms: TermsJSON) -> None:
     """A run's steps are over (it found, was inconclusive or aborted): before its answer
     prints and before the repositories are restored. The console prints the summary.
 
-    :param steps: the session's step records (``to_json()``: as in the JSON result).
+    :param steps: the session's step records (copies, as in the JSON result).
     :param terms: the words of the two sides (``old``, ``new``).
     """
 

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from bisectkit.engine import search
 from bisectkit.errors import BadInput
 from bisectkit.model import GIT_PROG, HeadState, StepRecord, Terms, Verdict
-from bisectkit.model.params import Params, params_from_json
+from bisectkit.model.params import Params, UnknownStrategy, params_from_json
 from bisectkit.safety.fileio import write_json_atomic, writing
 from bisectkit.store import cachefile, sessionshape, steplog
 from bisectkit.store.cachefile import CacheData
@@ -142,6 +142,11 @@ class Session:
             raise BadInput("the bisect session was written by another bisectkit version; "
                            "run 'git bisect-patched reset'")
         sessionshape.check(data, candidates)
+        try:
+            params = params_from_json(data["strategy"], data["params"])
+        except UnknownStrategy:
+            raise BadInput(f"the session uses an unknown strategy {data['strategy']!r}; run "
+                           f"'{GIT_PROG} reset'") from None
         return cls(
             strategy=data["strategy"],
             root=data["root"],
@@ -150,7 +155,7 @@ class Session:
             pathspec=list(data["pathspec"]),
             candidates=candidates,
             orig={k: HeadState.from_json(v) for k, v in data["orig"].items()},
-            params=params_from_json(data["strategy"], data["params"]),
+            params=params,
             start_argv=list(data["start_argv"]),
             terms=Terms(str(data["terms"]["old"]), str(data["terms"]["new"]),
                         bool(data["find_fix"])),

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from bisectkit import safetext
 from bisectkit.model import CommitInfo, Upstream
-from bisectkit.model.documents import JobRow, StepDetails
+from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.text import (
     INDENT,
     affecting_lines,
@@ -186,8 +186,7 @@ class Console:
         for flag in step.get("flags") or ():
             self.line(f"    flagged: {flag}", style="yellow")
 
-    def summary(self, steps: Sequence[dict[str, Any]],
-                terms: dict[str, str] | None = None) -> None:
+    def summary(self, steps: Sequence[StepJSON], terms: TermsJSON | None = None) -> None:
         """How the steps went and what they cost (``terms``: the sides' words); steps
         announced but never decided (an abort, Ctrl-C) count as stopped. Takes the live
         panel away first: the run's last lines print after it."""

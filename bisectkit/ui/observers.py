@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bisectkit.model import CommitInfo, Step, StepRecord, Terms, Verdict, hookimpl
-from bisectkit.model.documents import JobRow, StepDetails
+from bisectkit.model import CommitInfo, Step, Verdict, hookimpl
+from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.ui.console import Console
 
 #: How each kind of ``bisectkit_message`` is shown.
@@ -21,8 +21,8 @@ class ConsoleObserver:
         self.console.step_done(step.record)
 
     @hookimpl
-    def bisectkit_run_done(self, steps: list[StepRecord], terms: Terms) -> None:
-        self.console.summary([step.to_json() for step in steps], terms.as_dict())
+    def bisectkit_run_done(self, steps: list[StepJSON], terms: TermsJSON) -> None:
+        self.console.summary(steps, terms)
 
     @hookimpl
     def bisectkit_phase(self, index: int, phase: str) -> None:
