@@ -25,7 +25,7 @@ from bisectkit.cli.options import (
     add_run_options,
 )
 from bisectkit.cli.parser import add_advance_target, add_deepen
-from bisectkit.commands import answer, cachenotes, running
+from bisectkit.commands import answer, running
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import advance_command, reproduce_command
@@ -36,7 +36,7 @@ from bisectkit.git.repo import open_submodule
 from bisectkit.model import ON_CONFLICT, AdvanceRequest, ApplyRequest
 from bisectkit.model.params import AdvanceParams
 from bisectkit.patches.stack import Stack
-from bisectkit.pipeline import results
+from bisectkit.pipeline import loops, results
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import signals
@@ -60,7 +60,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         shown.update(result=_result(ctx, b, decision, checks), bisection=b)
         _print(ctx, b, decision, shown["result"])
         if cache is not None:
-            cachenotes.note_cache_use(ctx, b.superproject, cache)
+            loops.note_cache_use(b, cache)
         return results.exit_code(decision)
 
     with ctx.run(sp) as run:
@@ -98,7 +98,7 @@ def show_result(ctx: Context, b: Bisection, decision: Decision, checks: dict[str
     result = _result(ctx, b, decision, checks)
     _print(ctx, b, decision, result)
     if cache is not None:
-        cachenotes.note_cache_use(ctx, b.superproject, cache)
+        loops.note_cache_use(b, cache)
     _write(ctx, result)
     return results.exit_code(decision)
 

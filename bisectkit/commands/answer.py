@@ -1,8 +1,12 @@
-"""Showing an answer: the result block, follow-up commands, ``--json``, ``--report``."""
+"""Showing an answer: the result block, follow-up commands, ``--json``, ``--report``,
+``--trace``; the files written in the work tree are recorded (:func:`remember_output`), so
+the next runs' cache keys skip them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,13 +14,13 @@ from typing import Any
 
 from bisectkit import engine
 from bisectkit.cli import requests
-from bisectkit.commands import cachenotes
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
 from bisectkit.pipeline import descent, results
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.trace import Tracer
 from bisectkit.safety.fileio import write_json_atomic, write_text_atomic
+from bisectkit.store.session import SessionStore
 from bisectkit.strategies import kind_named
 from bisectkit.ui import report
 from bisectkit.ui.report.advance import render_advance_markdown, render_advance_terminal
@@ -87,7 +91,7 @@ def write_result(ctx: Context, target: str, result: dict[str, Any]) -> None:
     then writes to stderr, so stdout parses as JSON)."""
     if target != "-":
         write_json_atomic(Path(target), result)
-        cachenotes.remember_output(ctx, target)
+        remember_output(ctx, target)
         return
     # A reader gone is dropped, a full disk kept and said at the end: see app._output_kept.
     sys.stdout.write(json.dumps(result, indent=2) + "\n")
@@ -104,7 +108,7 @@ def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:
     markdown = render_advance_markdown if advancing else report.render_markdown
     terminal = render_advance_terminal if advancing else report.render_terminal
     write_text_atomic(path, markdown(result, url, fork_url=fork_url))
-    cachenotes.remember_output(ctx, str(path))
+    remember_output(ctx, str(path))
     ctx.console.line("")
     for line in terminal(result, url, fork_url):
         ctx.console.line(line)
@@ -114,4 +118,17 @@ def write_report(ctx: Context, result: dict[str, Any], path: Path) -> None:
 def write_trace(ctx: Context, tracer: Tracer, path: str) -> None:
     """``--trace FILE``: the Chrome trace of every step."""
     tracer.write(path)
-    cachenotes.remember_output(ctx, path)
+    remember_output(ctx, path)
+
+
+def remember_output(ctx: Context, path: str) -> None:
+    """Record ``path``, just written by this run, if it is in the superproject's work tree:
+    while it holds what was written, it is not an input of later runs' cache keys."""
+    sp = ctx.superproject
+    if sp is None:
+        return
+    real = os.path.realpath(path)
+    if not real.startswith(os.path.realpath(sp.workdir) + os.sep):
+        return
+    with contextlib.suppress(OSError):  # only an optimisation: the file stays an input
+        SessionStore(sp.git_dir).remember_output(real)

@@ -1,34 +1,26 @@
 """Running a session to its answer, shared by ``run`` (both programs') and ``advance``: the
-loop (in the user's tree or on workspaces), the verdict cache, the answer and the files
-written (``--json``, ``--report``, ``--trace``), and the restore of a one-go run."""
+loop the pipeline chooses (:mod:`bisectkit.pipeline.loops`: the user's tree or workspaces,
+the verdict cache, the trace), then the answer shown and the files written (``--json``,
+``--report``, ``--trace``), and the restore of a one-go run."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
-import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bisectkit.cli import requests
-from bisectkit.commands import answer, cachenotes
+from bisectkit.commands import answer
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.engine import Decision
 from bisectkit.errors import Aborted, BisectkitError
-from bisectkit.model import SUPERPROJECT
-from bisectkit.pipeline import results, verify
+from bisectkit.pipeline import loops, results, verify
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
-from bisectkit.pipeline.parallel.loop import ParallelBisection
-from bisectkit.pipeline.parallel.pools import open_pool
-from bisectkit.pipeline.parallel.workspace import default_root
-from bisectkit.pipeline.trace import NullTracer, Tracer
 from bisectkit.safety import signals
 from bisectkit.store.cache import VerdictCache
-from bisectkit.store.cachekey import Skipped, run_identity, workspace_gaps
 from bisectkit.store.session import Session
 
 
@@ -71,32 +63,6 @@ def run_restoring(ctx: Context, run: Run, session: Session,
     return code, stop
 
 
-def _cache(ctx: Context, b: Bisection) -> VerdictCache | None:
-    if not ctx.options.use_cache:
-        return None
-    # Read once, before the first step: what the build writes during the run
-    # does not change the key; the run's own output files are not inputs, nor
-    # those earlier runs wrote while they hold what was written. Steps run in
-    # workspaces are keyed by what the workspaces hold: committed files only.
-    sp = b.superproject
-    identity = run_identity(ctx.options, sp, _moved(b), _skipped(ctx, b), ctx.config.cache_env,
-                            workspaces=ctx.options.parallel.enabled)
-    cache = VerdictCache(b.store, identity, lambda text: ctx.hooks.message(text, "note"),
-                         changed=lambda: identity.changed_local_files(sp))
-    cachenotes.note_cache_file(ctx, b.store, cache)
-    return cache
-
-
-def _moved(b: Bisection) -> list[str]:
-    """The submodules the strategy checks out (their trees are in the key)."""
-    return [p for p in b.session.orig if p != SUPERPROJECT]
-
-
-def _skipped(ctx: Context, b: Bisection) -> Skipped:
-    outputs = [os.path.realpath(f) for f in ctx.flags.output_files()]
-    return Skipped.of(b.superproject, outputs, b.store.own_outputs())
-
-
 #: Shows a run's answer (and writes its result): the exit code. ``advance`` has its own.
 Shower = Callable[[Context, Bisection, Decision, dict[str, Any], VerdictCache | None], int]
 
@@ -109,34 +75,14 @@ def run_with(ctx: Context, b: Bisection, show: Shower | None = None) -> int:
 
 
 def _run_parallel_or_not(ctx: Context, b: Bisection, show: Shower) -> int:
-    settings = ctx.options.parallel
-    if not settings.enabled:
-        return _run_loop(ctx, b, show)
-    pool = open_pool(settings, default_root(b.superproject.git_dir), secrets.token_hex(4),
-                     ctx.options.timeout)
-    parallel: ParallelBisection | None = None
-
-    def close() -> None:
-        if parallel is not None:
-            parallel.stop_all()  # a verify step in flight when Ctrl-C came, say
-        pool.close()
-
-    try:
-        parallel = ParallelBisection(b, pool, ctx.options)
-        ctx.hooks.message(f"testing up to {pool.slots} candidates at once: "
-                          f"{pool.description}", "info")
-        cachenotes.note_workspace_gaps(
-            ctx, workspace_gaps(ctx.options, b.superproject, _moved(b), _skipped(ctx, b)))
-        return _run_loop(ctx, parallel, show)
-    finally:
-        signals.run_shielded(close)
+    outputs = ctx.flags.output_files()
+    with loops.loop_for(b, ctx.options, outputs, trace=bool(ctx.flags.trace)) as loop:
+        return _run_loop(ctx, loop, show)
 
 
 def _run_loop(ctx: Context, b: Bisection, show: Shower) -> int:
     opts, flags = ctx.options, ctx.flags
-    cache = _cache(ctx, b)
-    b.trace_to(Tracer() if flags.trace else NullTracer(),
-               {"build": opts.build or "", "repro": shlex.join(opts.repro)})
+    cache = loops.open_cache(b, opts, ctx.config.cache_env, flags.output_files())
     answered = False
     error: str | None = None
     try:
@@ -184,7 +130,7 @@ def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict
     if "confidence" in result:
         ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
     if cache is not None:
-        cachenotes.note_cache_use(ctx, b.superproject, cache)
+        loops.note_cache_use(b, cache)
     if ctx.flags.json:
         answer.write_result(ctx, ctx.flags.json, result)
     ctx.hooks.session_finish(result)
