@@ -7,7 +7,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 #: ``check.sh FILE``: bad (exit 1) or good (exit 0) depending on what FILE says.
 CHECK_SH = """#!/bin/sh

@@ -18,7 +18,8 @@ from typing import Any
 
 import pexpect
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli
+from helpers.advance import BASE, advance, spec, with_smoke
+from helpers.worlds import SUBMODULE, World, cli, git_cli
 from rich.console import Console as RichConsole
 
 from bisectkit.model import CommitInfo
@@ -201,8 +202,6 @@ def test_trace_track_names_keep_the_subject(world: World, tmp_path: Path) -> Non
 
 
 def test_advance_sums_up_before_restoring(world_factory: Any, tmp_path: Path) -> None:
-    from test_advance import BASE, advance, spec, with_smoke
-
     w = with_smoke(world_factory(tmp_path, spec(bug_at=BASE + 5)))
     r, _ = advance(w, tmp_path)
     assert r.returncode == 0, r.stderr

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 SESSION = Path(".git/bisectkit/session.json")

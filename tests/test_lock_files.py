@@ -23,10 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import World, cli, git_cli, snapshot
-from test_journal_lost import killed_at
-from test_reliability import full_state, state_dir
-from test_safety import assert_refused, run_argv, start_argv
+from helpers.sessions import assert_refused, run_argv, start_argv
+from helpers.states import full_state, killed_at, state_dir
+from helpers.worlds import World, cli, git_cli, snapshot
 
 from bisectkit.model import HeadState
 from bisectkit.safety import gitlocks, journal, processes

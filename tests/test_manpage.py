@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from conftest import World, cli, git_cli
+from helpers.worlds import World, cli, git_cli
 
 from bisectkit.cli import about, manpage
 from bisectkit.cli.parser import build_parser

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import (
     MERGE_BUG,
     MERGE_COMMITS,

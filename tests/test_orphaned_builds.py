@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import World, cli, git_cli
-from test_reliability import full_state, state_dir
-from test_safety import run_argv, spawn, start_argv, wait_for, write_script
+from helpers.sessions import run_argv, spawn, start_argv, wait_for, write_script
+from helpers.states import full_state, state_dir
+from helpers.worlds import World, cli, git_cli
 
 from bisectkit.safety import orphans
 from bisectkit.safety.processes import alive, process_start

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 #: A small world whose upstream turns bad at commit 20 (no build breaks, no conflicts).

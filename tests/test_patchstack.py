@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pygit2
-from conftest import World
+from helpers.worlds import World
 
 from bisectkit.git.merge import TreeEntry
 from bisectkit.git.repo import Repo

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from bisectkit_plugins.flaky import combine
-from conftest import SUBMODULE, World, cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, snapshot
 
 GOOD_IF = "device .* not found"
 #: With this seed the flaky repro below hides the bug at some bad step when run

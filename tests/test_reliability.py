@@ -17,26 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
-from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
+from helpers.sessions import assert_refused, run_argv, session_path, spawn, start_argv, write_script
+from helpers.states import full_state, state_dir
+from helpers.worlds import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 from bisectkit.execute.keptoutput import Kept
 from bisectkit.execute.runner import pexpect_command
 from bisectkit.model.dropped import unmarked
-
-STATE = Path(".git") / "bisectkit"
-
-
-def state_dir(world: World) -> Path:
-    return world.superproject / STATE
-
-
-def full_state(world: World) -> dict[str, str]:
-    """``snapshot`` plus ignored files: what a restore must leave exactly as it found."""
-    state = snapshot(world)
-    for name, repo in (("super", world.superproject), ("sub", world.submodule)):
-        state[f"{name}_ignored"] = world.git(repo, "status", "--porcelain", "--ignored")
-    return state
 
 
 def commit_file(world: World, repo: Path, path: str, text: str, message: str) -> str:

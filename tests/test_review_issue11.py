@@ -7,8 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from conftest import SUBMODULE, World
-from test_verdicts import BUG, run, script
+from helpers.repros import BUG, run, script
+from helpers.worlds import SUBMODULE, World
 
 
 # Demonstrates: escapes outside CSI/OSC (``tput sgr0`` writes ``\e(B\e[m``; ``\e7``/``\e8``

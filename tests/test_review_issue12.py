@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SUBMODULE, World, cli
+from helpers.worlds import SUBMODULE, World, cli
 
 
 def test_blocking_the_console_observer_silences_the_pipeline_but_not_the_answer(world: World):

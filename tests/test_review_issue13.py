@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import SUBMODULE, World, cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, snapshot
 
 GOOD_IF = "device .* not found"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World, cli
-from test_advance import BASE, spec, with_smoke
+from helpers.advance import BASE, spec, with_smoke
+from helpers.worlds import SUBMODULE, World, cli
 from torture import write_shim
 
 

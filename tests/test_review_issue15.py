@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from conftest import World, cli
-from test_all_parents import SMALL, _check, _commit, _merge
+from helpers.histories import SMALL, check_script, commit, merge
+from helpers.worlds import World, cli
 
 
 @pytest.fixture
@@ -30,21 +30,21 @@ def test_a_nested_descent_does_not_bisect_the_main_line_a_side_branch_merged(sma
     w, repo = small, small.superproject
     c = {"base": w.git(repo, "rev-parse", "HEAD")}
     w.git(repo, "checkout", "-q", "-b", "side")
-    c["s1"] = _commit(w, repo, "side s1", side_txt="HALF")
+    c["s1"] = commit(w, repo, "side s1", side_txt="HALF")
     w.git(repo, "checkout", "-q", "main")
     for i in range(1, 9):
-        c[f"c{i}"] = _commit(w, repo, f"main c{i}", **{f"m{i}_txt": "x"},
+        c[f"c{i}"] = commit(w, repo, f"main c{i}", **{f"m{i}_txt": "x"},
                              **({"main_txt": "HALF"} if i == 8 else {}))
     w.git(repo, "checkout", "-q", "side")
-    c["SX"] = _merge(w, repo, "main", "Merge main into side")
-    c["s2"] = _commit(w, repo, "side s2", more_txt="s2")
+    c["SX"] = merge(w, repo, "main", "Merge main into side")
+    c["s2"] = commit(w, repo, "side s2", more_txt="s2")
     w.git(repo, "checkout", "-q", "main")
-    c["c9"] = _commit(w, repo, "main c9", m9_txt="x")
-    c["M"] = _merge(w, repo, "side", "Merge branch 'side'")
-    c["c10"] = _commit(w, repo, "main c10", m10_txt="x")
+    c["c9"] = commit(w, repo, "main c9", m9_txt="x")
+    c["M"] = merge(w, repo, "side", "Merge branch 'side'")
+    c["c10"] = commit(w, repo, "main c10", m10_txt="x")
     out = w.root / "r.json"
     r = cli(w, "run", "--integrate", "--all-parents", "--good", c["base"], "--bad", c["c10"],
-            "--json", str(out), "--", _check(w))
+            "--json", str(out), "--", check_script(w))
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads(out.read_text())
     assert result["first_bad"] == c["SX"], r.stdout

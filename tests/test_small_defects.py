@@ -21,8 +21,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
-from test_beyond import local_patch_repro
+from helpers.repros import local_patch_repro
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 UPSTREAM = "upstream/main"
 GOOD_IF = "device .* not found"

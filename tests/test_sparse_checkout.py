@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import SPARSE_BUG_AT, build_sparse_world, copy_world
 
 from bisectkit.git.shapes.sparse import parse

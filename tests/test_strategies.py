@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World
+from helpers.worlds import SUBMODULE, World
 
 from bisectkit import strategies
 from bisectkit.cli import requests

@@ -10,26 +10,10 @@ import json
 import textwrap
 from pathlib import Path
 
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.repros import BUG, run, script
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 from bisectkit.execute.keptoutput import clean_output
-
-BUG = f"grep -q miscompile {SUBMODULE}/lib/bug.txt"
-
-
-def script(path: Path, body: str) -> Path:
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(0o755)
-    return path
-
-
-def run(world: World, *extra: str, repro: tuple[str, ...], good: int = 0, bad: int = 300,
-        json_path: Path | None = None):
-    args = ["run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
-            "--good", world.sha(good), "--bad", world.sha(bad), *extra]
-    if json_path is not None:
-        args += ["--json", str(json_path)]
-    return cli(world, *args, "--", *repro)
 
 
 # -- escapes ---------------------------------------------------------------------------
