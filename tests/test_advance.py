@@ -1,5 +1,5 @@
 """``bisectkit advance``: how far the pin moves, in how many builds; ``--apply``, ``--linear``,
-``--step-commits``, the report, Ctrl-C and the cache shared with ``run`` (issue 14).
+``--step-commits``, the report, Ctrl-C and the cache shared with ``run``.
 
 Every test drives the real CLI on a real world: upstream (400 commits), the
 fork's patch stack on merge-base 100, and the superproject pinning it.

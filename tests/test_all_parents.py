@@ -102,6 +102,40 @@ def test_a_merge_inside_a_merged_branch(small: World):
     assert result["descended"] == [c["M"], c["SM"]]
 
 
+def test_a_nested_descent_does_not_bisect_the_main_line_a_side_branch_merged(small: World):
+    """main: base c1..c8 c9 M c10; side (from base): s1 SX(merges c8) s2. s1 and c8 clash
+    (HALF), so SX, s2 and M are bad and SX is named. Bisecting into SX, the commits it
+    merged are c1..c8: all in M^1 (c9, tested good), none brought in by SX. They were
+    bisected anyway (wasted builds; and a flaky one would be named, an ancestor of a good
+    commit)."""
+    w, repo = small, small.superproject
+    c = {"base": w.git(repo, "rev-parse", "HEAD")}
+    w.git(repo, "checkout", "-q", "-b", "side")
+    c["s1"] = commit(w, repo, "side s1", side_txt="HALF")
+    w.git(repo, "checkout", "-q", "main")
+    for i in range(1, 9):
+        c[f"c{i}"] = commit(w, repo, f"main c{i}", **{f"m{i}_txt": "x"},
+                             **({"main_txt": "HALF"} if i == 8 else {}))
+    w.git(repo, "checkout", "-q", "side")
+    c["SX"] = merge(w, repo, "main", "Merge main into side")
+    c["s2"] = commit(w, repo, "side s2", more_txt="s2")
+    w.git(repo, "checkout", "-q", "main")
+    c["c9"] = commit(w, repo, "main c9", m9_txt="x")
+    c["M"] = merge(w, repo, "side", "Merge branch 'side'")
+    c["c10"] = commit(w, repo, "main c10", m10_txt="x")
+    out = w.root / "r.json"
+    r = cli(w, "run", "--integrate", "--all-parents", "--good", c["base"], "--bad", c["c10"],
+            "--json", str(out), "--", check_script(w))
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == c["SX"], r.stdout
+    steps = [st["commit"] for st in result["steps"]]
+    after_m = steps[steps.index(c["M"]) + 1:]
+    main_line = {c[f"c{i}"] for i in range(1, 11)}
+    assert not main_line & set(after_m), r.stdout
+    assert result["descended"] == [c["M"]]
+
+
 def _by_hand(w: World, first: subprocess.CompletedProcess[str]) -> str:
     """Test each checked-out candidate with the check script and mark it; all output."""
     out, seen = first.stdout, first.stdout

@@ -19,6 +19,7 @@ from typing import Any
 import pexpect
 import pytest
 from helpers.advance import BASE, advance, spec, with_smoke
+from helpers.histories import SMALL
 from helpers.worlds import SUBMODULE, World, cli, git_cli
 from rich.console import Console as RichConsole
 
@@ -187,6 +188,49 @@ def test_the_panel_shows_on_an_80_column_terminal(world: World) -> None:
     # The answer stands out (bold red), and comes after the panel is gone.
     assert re.search(r"\x1b\[1;31m" + world.sha(200), text)
     assert plain.rindex("restored ") > plain.rindex("summary:")
+
+
+@pytest.fixture
+def small(world_factory, tmp_path: Path) -> World:
+    return world_factory(tmp_path, SMALL)
+
+
+def test_the_panel_leaves_room_for_the_terminals_ctrl_c_echo(small: World):
+    """The terminal echoes Ctrl-C as "^C" where the cursor is: the end of the panel's last
+    line. A full-width line (a long build or repro line does that) wraps there, the panel
+    scrolls up one line and its rule stays on the screen after the panel is taken down.
+    Every panel line leaves two columns free, so nothing wraps."""
+    long_line = "x" * 150
+    repro = small.root / "chatty.sh"
+    repro.write_text(f"#!/bin/sh\nfor i in 1 2 3 4 5 6; do echo {long_line}; sleep 0.2; done\n"
+                     "exit 1\n", encoding="utf-8")
+    repro.chmod(0o755)
+    exe = shutil.which("bisectkit")
+    argv = [exe] if exe else [sys.executable, "-m", "bisectkit"]
+    child = pexpect.spawn(argv[0], [*argv[1:], "run", "--upstream", "upstream/main", "--good",
+                                    small.sha(0), "--bad", small.sha(30), "--", str(repro)],
+                          cwd=str(small.superproject), env=dict(small.env), encoding="utf-8",
+                          dimensions=(24, 80), timeout=60)
+    out: list[str] = []
+    deadline, interrupted = time.monotonic() + 60, False
+    while time.monotonic() < deadline:
+        try:
+            out.append(child.read_nonblocking(65536, timeout=0.3))
+        except pexpect.TIMEOUT:
+            pass
+        except pexpect.EOF:
+            break
+        if not interrupted and "> xxxx" in "".join(out):
+            time.sleep(0.3)
+            child.sendintr()  # Ctrl-C while a long line shows in the panel
+            interrupted = True
+    child.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[@-~]", "", "".join(out))
+    panel_lines = [line for line in re.split(r"\r\n|\r", plain) if line.startswith("> x")]
+    assert panel_lines, plain
+    # (the echo itself, "^C", is the terminal's, not the panel's)
+    assert max(len(line.removesuffix("^C")) for line in panel_lines) <= 78, panel_lines
+    assert "summary:" in plain and child.exitstatus == 130, plain[-2000:]
 
 
 def test_trace_track_names_keep_the_subject(world: World, tmp_path: Path) -> None:

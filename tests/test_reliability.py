@@ -515,7 +515,7 @@ def test_full_disk_during_reset_is_finished_by_a_later_reset(world_factory, smal
     assert not session_path(world).exists()
 
 
-# -- found in review: a git that dies with bisectkit, stuck marks, records deleted ----------
+# -- a git that dies with bisectkit, stuck marks, records deleted ---------------------------
 DIE_SHIM = """#!/bin/sh
 # Stands in for an OOM kill of bisectkit and its git together, mid-checkout.
 """ + GIT_SUBCOMMAND_SH + """if [ "$sub" = "read-tree" ]; then

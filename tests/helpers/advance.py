@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers.worlds import World, WorldSpec, cli
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli
 
 BASE = 100
 #: The smoketest: the compiler is fine until lib/bug.txt says "miscompile".
@@ -42,3 +42,15 @@ def advance(w: World, tmp_path: Path, *extra: str, smoke: str = "./smoke.sh",
     r = cli(w, "advance", "--build", build, "--json", str(out), *extra, "--", smoke)
     data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     return r, data
+
+
+def pin_state(w: World) -> dict[str, str]:
+    """The superproject's HEAD, branch and staged pin, the submodule's HEAD and branches."""
+    sp, sub = w.superproject, w.submodule
+    return {"head": w.git(sp, "rev-parse", "HEAD"),
+            "branch": w.git(sp, "rev-parse", "--symbolic-full-name", "HEAD"),
+            "staged": w.git(sp, "ls-files", "-s", SUBMODULE).split()[1],
+            "sub_head": w.git(sub, "rev-parse", "HEAD"),
+            "sub_ref": w.git(sub, "rev-parse", "--symbolic-full-name", "HEAD"),
+            "sub_branches": w.git(sub, "for-each-ref", "--format=%(refname) %(objectname)",
+                                  "refs/heads")}

@@ -37,3 +37,13 @@ def local_patch_repro(tmp_path: Path) -> Path:
                      "  echo 'error: our fixup miscompiles'; exit 1\nfi\necho ok\n")
     repro.chmod(0o755)
     return repro
+
+
+def target(world: World) -> list[str]:
+    """The world's submodule, bisected against upstream/main."""
+    return ["--submodule", SUBMODULE, "--upstream", "upstream/main"]
+
+
+def run_args(world: World, *extra: str) -> list[str]:
+    """``bisectkit run`` arguments for the world's submodule, then ``extra``."""
+    return ["run", *target(world), *extra]

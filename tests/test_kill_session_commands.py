@@ -1,4 +1,4 @@
-"""Kill torture of issue 15's new paths: the mark that completes a waiting ``start``,
+"""Kill torture of the session commands: the mark that completes a waiting ``start``,
 ``reset <commit>``, and a ``--all-parents`` run with a ``skip A..B`` (real CLI, real git).
 
 Two ways to stop bisectkit at an exact point: the git shim of ``scripts/torture.py``
