@@ -82,7 +82,9 @@ def _printed(width: int) -> str:
                     "    revert      a568757ee710  " + LONG + "  (reverts 8f09f77ed1ca)"], 9)
     console.step_start(12, _info(), 1234, 11)
     console.details({"patches": [{"kind": "cherry-pick", "commit": SHA, "action": "applied",
-                                  "why": "63a066723158 is not in the candidate yet, " * 3}],
+                                  "why": "63a066723158 is not in the candidate yet, " * 3,
+                                  "subject": "a fix picked early", "refers_to": None,
+                                  "seconds": 0.01}],
                      "submodules": []}, 1)
     step = {"index": 12, "commit": SHA, "verdict": "good", "source": "run",
             "reason": f"exit 1, matched --good-if '{GOOD_IF}' " * 2, "files_written": 1,

@@ -408,9 +408,10 @@ def test_live_table_on_a_terminal_only() -> None:
 
     from rich.console import Console as RichConsole
 
+    from bisectkit.model.documents import JobRow
     from bisectkit.ui.console import Console
 
-    rows = [{"index": 4, "commit": "a" * 40, "subject": "upstream commit 200",
+    rows: list[JobRow] = [{"index": 4, "commit": "a" * 40, "subject": "upstream commit 200",
              "phase": "build", "where": "wa:ws-2", "elapsed": 12.3, "line": "[41/977] CXX"}]
     piped = io.StringIO()
     Console(piped).jobs(rows)

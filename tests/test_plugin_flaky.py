@@ -85,7 +85,7 @@ def test_policies_as_documented(good: int, bad: int, skip: int, expected: tuple[
 
 def test_single_runs_are_fooled_and_any_bad_repeats_are_not(world_factory, tmp_path: Path):
     repro, counter = seeded_repro(tmp_path)
-    wrong = {}
+    wrong: dict[tuple[str, ...], int] = {}
     for extra in ([], ["-p", "flaky", "--repeat", "1"]):
         counter.unlink(missing_ok=True)
         world = world_factory(tmp_path / f"w{len(wrong)}")

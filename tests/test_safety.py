@@ -59,8 +59,9 @@ def test_run_unknown_rev(world: World, which: str, tmp_path: Path) -> None:
     marker = tmp_path / "built"
     before = snapshot(world)
     result = tmp_path / "result.json"
+    ends = {"good": None, "bad": None, which: "no-such-rev"}
     proc = cli(world, *run_argv(world, build=f"touch {marker}", extra=("--json", str(result)),
-                                **{which: "no-such-rev"}))
+                                good=ends["good"], bad=ends["bad"]))
     assert_refused(world, proc, before, "unknown revision", "no-such-rev")
     assert not marker.exists()
     assert not result.exists()
