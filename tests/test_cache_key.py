@@ -222,7 +222,8 @@ def test_untracked_superproject_files_are_in_the_key(world: World, tmp_path: Pat
     (world.superproject / "tests/new.mlir").write_text("func\n", encoding="utf-8")
     assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))
     assert all_cached(bisect(world, out, "./check.sh", "mode.txt"))
-    # Its content changes: re-test.
+    # Its content changes: re-test. (A moment later, as an edit is: a new mtime too, so the
+    # key must see the change whichever way it reads the file, content or size and mtime.)
     time.sleep(0.01)
     (world.superproject / "tests/new.mlir").write_text("func2\n", encoding="utf-8")
     assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))

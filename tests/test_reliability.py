@@ -13,11 +13,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from helpers.sessions import assert_refused, run_argv, session_path, spawn, start_argv, write_script
+from helpers.sessions import (
+    assert_refused,
+    run_argv,
+    session_path,
+    spawn,
+    start_argv,
+    wait_for,
+    write_script,
+)
 from helpers.states import full_state, state_dir
 from helpers.worlds import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
@@ -55,11 +62,9 @@ def test_second_run_is_refused_while_one_runs(world: World, tmp_path: Path) -> N
     repro = write_script(tmp_path / "slow.sh", SLOW.format(marker=marker))
     first = spawn(world, "bisectkit", *run_argv(world, repro=(str(repro),)))
     try:
-        deadline = time.monotonic() + 30
-        while not marker.exists():
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for(lambda: marker.exists() or first.poll() is not None, 30,
+                 "the slow repro to start")
+        assert marker.exists(), first.communicate()
         under_test = world.git(world.submodule, "rev-parse", "HEAD")
         for second in (cli(world, *run_argv(world)), git_cli(world, "reset"),
                        git_cli(world, "good")):
@@ -81,9 +86,8 @@ def test_stale_lock_of_a_killed_run_is_taken_over(world: World, tmp_path: Path) 
     marker = tmp_path / "started"
     repro = write_script(tmp_path / "slow.sh", SLOW.format(marker=marker))
     proc = spawn(world, "bisectkit", *run_argv(world, repro=(str(repro),)))
-    while not marker.exists():
-        assert proc.poll() is None
-        time.sleep(0.05)
+    wait_for(lambda: marker.exists() or proc.poll() is not None, 30, "the slow repro to start")
+    assert marker.exists(), proc.communicate()
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate()
     assert (state_dir(world) / "lock").exists()

@@ -341,7 +341,7 @@ def interrupt_when_started(world: World, proc: subprocess.Popen[str], marker: Pa
         assert session_path(world).exists()
         for n in range(times):
             if n:
-                time.sleep(0.01)
+                time.sleep(0.01)  # the point: signals a moment apart, a user hitting Ctrl-C
             if to_group:
                 os.killpg(proc.pid, signum)
             else:
