@@ -28,7 +28,8 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "kills": ("kills at every git command and at natural moments, of bisectkit, its git "
               "and both together, of reset, of --jobs runs and their workspaces",
               ("test_kill", "test_kill_flows", "test_parallel_kill",
-               "test_killed_checkout_traces", "test_torture_issue15", "test_torture_issue16")),
+               "test_killed_checkout_traces", "test_kill_session_commands",
+               "test_kill_clone_shapes")),
     "bad-input": ("bad options, values, outputs, terms, non-UTF-8 words and paths, a full "
                   "disk, a read-only state folder",
                   ("test_bad_input", "test_non_utf8_paths", "test_requests")),

@@ -35,10 +35,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from worldgen import EPOCH, SUBMODULE, git, hermetic_env  # noqa: E402
+from worldgen import EPOCH, SUBMODULE, git, hermetic_env
 
 REPRO = """#!/bin/sh
 # Trivial repro: bad once bug/bug.txt says so. Counts its runs.
@@ -227,7 +226,8 @@ def run_repro(w: World, cwd: Path, target: Path) -> bool:
                           env=w.env).returncode != 0
 
 
-def bench_bisectkit(w: World, shape: Shape, cached: bool = False) -> tuple[Result, list[dict]]:
+def bench_bisectkit(w: World, shape: Shape,
+                    cached: bool = False) -> tuple[Result, list[dict[str, Any]]]:
     out = w.root / ("bk-cached.json" if cached else "bk.json")
     exe = shutil.which("bisectkit")
     argv = [exe] if exe else [sys.executable, "-m", "bisectkit"]
@@ -249,7 +249,7 @@ def bench_bisectkit(w: World, shape: Shape, cached: bool = False) -> tuple[Resul
     return r, steps
 
 
-def true_diff(w: World, steps: list[dict]) -> list[int]:
+def true_diff(w: World, steps: list[dict[str, Any]]) -> list[int]:
     """Files that differ between consecutive tested patched trees (the physical limit)."""
     prev = w.patched_head
     out = []

@@ -22,13 +22,12 @@ import json
 import math
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from worldgen import WorldSpec, build_world  # noqa: E402
+from worldgen import WorldSpec, build_world
 
 BASE, COMMITS = 100, 500
 SMOKE = "#!/bin/sh\n! grep -q miscompile third_party/llvm-project/lib/bug.txt\n"
@@ -47,7 +46,7 @@ def world(root: Path, d: int) -> tuple[Path, dict[str, str], list[str]]:
 
 
 def measure(template: Path, env: dict[str, str], where: Path, build: str,
-            extra: list[str]) -> tuple[dict[str, object], float]:
+            extra: list[str]) -> tuple[dict[str, Any], float]:
     """Run ``bisectkit advance`` on a fresh copy of ``template``: (result, wall seconds)."""
     copy = where / "superproject"
     shutil.rmtree(where, ignore_errors=True)
@@ -70,11 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sleep", type=float, default=0.0)
     args = parser.parse_args(argv)
     build = f"sleep {args.sleep:g}; sh build.sh" if args.sleep else "sh build.sh"
-    rows, wrong = [], 0
+    #: (distance, {mode: (builds, wall seconds, right answer)}, the builds bound)
+    rows: list[tuple[int, dict[str, tuple[int, float, bool]], int]] = []
+    wrong = 0
     with tempfile.TemporaryDirectory(prefix="bench-advance-") as tmp:
         for d in (int(x) for x in args.distances.split(",")):
             template, env, shas = world(Path(tmp) / f"world-{d}", d)
-            results = {}
+            results: dict[str, tuple[int, float, bool]] = {}
             for name, extra in (("advance", []), ("advance --linear", ["--linear"])):
                 data, wall = measure(template, env,
                                      Path(tmp) / f"run-{d}-{len(extra)}", build, extra)

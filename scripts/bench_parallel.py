@@ -51,9 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from worldgen import SUBMODULE, World, WorldSpec, build_world, hermetic_env  # noqa: E402
+from worldgen import SUBMODULE, World, WorldSpec, build_world, hermetic_env
 
 GOOD_IF = "device .* not found"
 #: Upstream commits in each world; the range is good=0 .. bad=RANGE_END.

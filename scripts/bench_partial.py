@@ -23,8 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from worldgen import SUBMODULE, World, WorldSpec, build_world, make_partial  # noqa: E402
+from worldgen import SUBMODULE, World, WorldSpec, build_world, make_partial
 
 
 def objects(w: World) -> tuple[int, int]:

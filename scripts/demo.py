@@ -38,9 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import worldgen  # noqa: E402
+import worldgen
 
 GOOD_IF = "device .* not found"
 

@@ -22,10 +22,7 @@ import time
 from pathlib import Path
 
 import pexpect
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import worldgen  # noqa: E402
+import worldgen
 
 _CONTROL = re.compile(r"\x1b\[([0-9;?]*)([@-~])|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b.")
 

@@ -50,24 +50,21 @@ from __future__ import annotations
 import argparse
 import random
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from torture_cache import DAMAGES, forget_cache, read_cache, seed_cache  # noqa: E402
-from torture_flows import (  # noqa: E402
+from torture_cache import DAMAGES, forget_cache, read_cache, seed_cache
+from torture_flows import (
     ORPHANS,
     first_kill_point,
     orphan_round,
     reset_log,
     reset_round,
 )
-from torture_kill import (  # noqa: E402
+from torture_kill import (
     POINT_MODES,
     STOP_SIGNALS,
     Round,
@@ -80,8 +77,8 @@ from torture_kill import (  # noqa: E402
     stopped,
     sweep_points,
 )
-from torture_shim import write_shim  # noqa: E402
-from torture_worlds import (  # noqa: E402
+from torture_shim import write_shim
+from torture_worlds import (
     SCENARIOS,
     Scenario,
     build_scenario,

@@ -35,17 +35,14 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from torture import _exe, decorate, fingerprint, write_shim  # noqa: E402
-from worldgen import (  # noqa: E402
+from torture import _exe, decorate, fingerprint, write_shim
+from worldgen import (
     SPARSE_BUG_AT,
     SUBMODULE,
     World,

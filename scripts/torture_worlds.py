@@ -17,14 +17,11 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from worldgen import (  # noqa: E402
+from worldgen import (
     SUBMODULE,
     World,
     WorldSpec,

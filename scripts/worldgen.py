@@ -513,9 +513,9 @@ def build_merge_world(root: Path, path: str = MERGE_PATH, our_line: int = 9) -> 
     shas = git(env, upstream, "rev-list", "--reverse", "main").split()
     work = root / "fork-work"
     git(env, root, "clone", "-q", str(upstream), str(work))
-    text = (work / path).read_text(encoding="utf-8").splitlines(keepends=True)
-    text[our_line] = f"our line {our_line}\n"
-    (work / path).write_text("".join(text), encoding="utf-8")
+    ours = (work / path).read_text(encoding="utf-8").splitlines(keepends=True)
+    ours[our_line] = f"our line {our_line}\n"
+    (work / path).write_text("".join(ours), encoding="utf-8")
     git(env, work, "commit", "-q", "-am", f"[local] our line {our_line}")
     fork, sup = _pinning_superproject(env, root, work, upstream)
     return World(root=root, env=env, upstream=upstream, fork=fork, superproject=sup,

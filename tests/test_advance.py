@@ -1,5 +1,5 @@
 """``bisectkit advance``: how far the pin moves, in how many builds; ``--apply``, ``--linear``,
-``--step-commits``, the report, Ctrl-C and the cache shared with ``run`` (issue 14).
+``--step-commits``, the report, Ctrl-C and the cache shared with ``run``.
 
 Every test drives the real CLI on a real world: upstream (400 commits), the
 fork's patch stack on merge-base 100, and the superproject pinning it.
@@ -17,31 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
-
-BASE = 100
-#: The smoketest: the compiler is fine until lib/bug.txt says "miscompile".
-SMOKE = "#!/bin/sh\n! grep -q miscompile third_party/llvm-project/lib/bug.txt\n"
-
-
-def spec(bug_at: int, **changes: Any) -> WorldSpec:
-    """A world whose pin sits on upstream BASE; the build breaks at 80 and the fork picks
-    the fix (upstream 150), so that pick becomes upstream on the way."""
-    settings: dict[str, Any] = dict(merge_base=BASE, bug_at=bug_at, build_breaks=[(80, 150)],
-                                    reverted=60, picks=[150], pick_by_patch_id=160,
-                                    local_conflict=None)
-    settings.update(changes)
-    return WorldSpec(**settings)
-
-
-def with_smoke(w: World) -> World:
-    """``w`` with ``smoke.sh`` committed in the superproject."""
-    smoke = w.superproject / "smoke.sh"
-    smoke.write_text(SMOKE, encoding="utf-8")
-    smoke.chmod(0o755)
-    w.git(w.superproject, "add", "smoke.sh")
-    w.git(w.superproject, "commit", "-qm", "smoketest")
-    return w
+from helpers.advance import BASE, advance, spec, with_smoke
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 
 @pytest.fixture
@@ -49,14 +26,6 @@ def make(world_factory: Any, tmp_path: Path) -> Any:
     def build(bug_at: int, **changes: Any) -> World:
         return with_smoke(world_factory(tmp_path, spec(bug_at, **changes)))
     return build
-
-
-def advance(w: World, tmp_path: Path, *extra: str, smoke: str = "./smoke.sh",
-            build: str = "sh build.sh") -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    out = tmp_path / f"advance-{time.monotonic_ns()}.json"
-    r = cli(w, "advance", "--build", build, "--json", str(out), *extra, "--", smoke)
-    data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    return r, data
 
 
 def bound(d: int) -> int:

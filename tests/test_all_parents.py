@@ -13,19 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
-
-#: A small world: no stack conflicts, no build breaks, no bug upstream (the tests add theirs).
-SMALL = WorldSpec(commits=40, merge_base=30, bug_at=1000, build_breaks=[], feature_prep=5,
-                  reverted=None, picks=[], pick_by_patch_id=None, local_conflict=None)
-
-#: Bad while any tracked bug.txt says BUG, or while main.txt and side.txt both say HALF
-#: (two sides good apart, bad together: a semantic conflict only the merge has).
-CHECK = """#!/bin/sh
-if grep -qs BUG bug.txt "$BUG_FILE"; then echo "bug found"; exit 1; fi
-if grep -qs HALF main.txt && grep -qs HALF side.txt; then echo "halves clash"; exit 1; fi
-echo fine
-"""
+from helpers.histories import SMALL, check_script, commit, merge, side_history
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 
 @pytest.fixture
@@ -33,57 +22,18 @@ def small(world_factory, tmp_path: Path) -> World:
     return world_factory(tmp_path, SMALL)
 
 
-def _check(w: World) -> str:
-    path = w.root / "check.sh"
-    path.write_text(CHECK, encoding="utf-8")
-    path.chmod(0o755)
-    return str(path)
-
-
-def _commit(w: World, repo: Path, message: str, **files: str) -> str:
-    for name, text in files.items():
-        (repo / name.replace("_", ".")).write_text(text + "\n", encoding="utf-8")
-        w.git(repo, "add", name.replace("_", "."))
-    w.git(repo, "commit", "-q", "-m", message)
-    return w.git(repo, "rev-parse", "HEAD")
-
-
-def _merge(w: World, repo: Path, branch: str, message: str) -> str:
-    w.git(repo, "merge", "-q", "--no-ff", "-m", message, branch)
-    return w.git(repo, "rev-parse", "HEAD")
-
-
-def _side_history(w: World, repo: Path, bug_on: str) -> dict[str, str]:
-    """main: base c1 c2 M(side: s1 s2 s3) c3; the bug (bug.txt: BUG) at ``bug_on``."""
-    c: dict[str, str] = {"base": w.git(repo, "rev-parse", "HEAD")}
-    main = w.git(repo, "rev-parse", "--abbrev-ref", "HEAD")
-
-    def bug(name: str) -> dict[str, str]:
-        return {"bug_txt": "BUG"} if name == bug_on else {}
-
-    w.git(repo, "checkout", "-q", "-b", "side")
-    for name in ("s1", "s2", "s3"):
-        c[name] = _commit(w, repo, f"side {name}", side_txt=name, **bug(name))
-    w.git(repo, "checkout", "-q", main)
-    for name in ("c1", "c2"):
-        c[name] = _commit(w, repo, f"main {name}", main_txt=name, **bug(name))
-    c["M"] = _merge(w, repo, "side", "Merge branch 'side'")
-    c["c3"] = _commit(w, repo, "main c3", main_txt="c3")
-    return c
-
-
 def _run(w: World, c: dict[str, str], *extra: str) -> tuple[subprocess.CompletedProcess[str],
                                                               dict]:
     out = w.root / "r.json"
     r = cli(w, "run", "--integrate", *extra, "--good", c["base"], "--bad", c["c3"],
-            "--json", str(out), "--", _check(w))
+            "--json", str(out), "--", check_script(w))
     assert r.returncode == 0, r.stdout + r.stderr
     return r, json.loads(out.read_text())
 
 
 def test_a_bug_inside_a_merged_branch(small: World):
     before = snapshot(small)
-    c = _side_history(small, small.superproject, bug_on="s2")
+    c = side_history(small, small.superproject, bug_on="s2")
     r, result = _run(small, c)
     assert result["first_bad"] == c["M"] and result["descended"] == []
     r, result = _run(small, c, "--all-parents")
@@ -107,12 +57,12 @@ def test_a_merge_of_two_good_sides_is_named(small: World):
     w, repo = small, small.superproject
     c = {"base": w.git(repo, "rev-parse", "HEAD")}
     w.git(repo, "checkout", "-q", "-b", "side")
-    c["s1"] = _commit(w, repo, "side s1", side_txt="HALF")
-    c["s2"] = _commit(w, repo, "side s2", other_txt="x")
+    c["s1"] = commit(w, repo, "side s1", side_txt="HALF")
+    c["s2"] = commit(w, repo, "side s2", other_txt="x")
     w.git(repo, "checkout", "-q", "-")
-    c["c1"] = _commit(w, repo, "main c1", main_txt="HALF")
-    c["M"] = _merge(w, repo, "side", "Merge branch 'side'")
-    c["c3"] = _commit(w, repo, "main c3", more_txt="y")
+    c["c1"] = commit(w, repo, "main c1", main_txt="HALF")
+    c["M"] = merge(w, repo, "side", "Merge branch 'side'")
+    c["c3"] = commit(w, repo, "main c3", more_txt="y")
     r, result = _run(w, c, "--all-parents")
     assert result["first_bad"] == c["M"]
     assert result["descended"] == [c["M"]]
@@ -124,7 +74,7 @@ def test_a_merge_of_two_good_sides_is_named(small: World):
 def test_a_bug_right_before_a_merge_on_the_first_parent_line(small: World):
     # A flat topological list would put the (good) side commits after c2 (bad):
     # "good before bad" would not hold along it. The phases never build one.
-    c = _side_history(small, small.superproject, bug_on="c2")
+    c = side_history(small, small.superproject, bug_on="c2")
     r, result = _run(small, c, "--all-parents")
     assert result["first_bad"] == c["c2"], r.stdout
     assert result["descended"] == []
@@ -136,20 +86,54 @@ def test_a_merge_inside_a_merged_branch(small: World):
     w, repo = small, small.superproject
     c = {"base": w.git(repo, "rev-parse", "HEAD")}
     w.git(repo, "checkout", "-q", "-b", "side")
-    c["s1"] = _commit(w, repo, "side s1", side_txt="s1")
+    c["s1"] = commit(w, repo, "side s1", side_txt="s1")
     w.git(repo, "checkout", "-q", "-b", "topic")
-    c["t1"] = _commit(w, repo, "topic t1", topic_txt="t1")
-    c["t2"] = _commit(w, repo, "topic t2", topic_txt="t2", bug_txt="BUG")
+    c["t1"] = commit(w, repo, "topic t1", topic_txt="t1")
+    c["t2"] = commit(w, repo, "topic t2", topic_txt="t2", bug_txt="BUG")
     w.git(repo, "checkout", "-q", "side")
-    c["SM"] = _merge(w, repo, "topic", "Merge branch 'topic' into side")
-    c["s3"] = _commit(w, repo, "side s3", side_txt="s3")
+    c["SM"] = merge(w, repo, "topic", "Merge branch 'topic' into side")
+    c["s3"] = commit(w, repo, "side s3", side_txt="s3")
     w.git(repo, "checkout", "-q", "main")
-    c["c1"] = _commit(w, repo, "main c1", main_txt="c1")
-    c["M"] = _merge(w, repo, "side", "Merge branch 'side'")
-    c["c3"] = _commit(w, repo, "main c3", main_txt="c3")
+    c["c1"] = commit(w, repo, "main c1", main_txt="c1")
+    c["M"] = merge(w, repo, "side", "Merge branch 'side'")
+    c["c3"] = commit(w, repo, "main c3", main_txt="c3")
     r, result = _run(w, c, "--all-parents")
     assert result["first_bad"] == c["t2"], r.stdout
     assert result["descended"] == [c["M"], c["SM"]]
+
+
+def test_a_nested_descent_does_not_bisect_the_main_line_a_side_branch_merged(small: World):
+    """main: base c1..c8 c9 M c10; side (from base): s1 SX(merges c8) s2. s1 and c8 clash
+    (HALF), so SX, s2 and M are bad and SX is named. Bisecting into SX, the commits it
+    merged are c1..c8: all in M^1 (c9, tested good), none brought in by SX. They were
+    bisected anyway (wasted builds; and a flaky one would be named, an ancestor of a good
+    commit)."""
+    w, repo = small, small.superproject
+    c = {"base": w.git(repo, "rev-parse", "HEAD")}
+    w.git(repo, "checkout", "-q", "-b", "side")
+    c["s1"] = commit(w, repo, "side s1", side_txt="HALF")
+    w.git(repo, "checkout", "-q", "main")
+    for i in range(1, 9):
+        c[f"c{i}"] = commit(w, repo, f"main c{i}", **{f"m{i}_txt": "x"},
+                             **({"main_txt": "HALF"} if i == 8 else {}))
+    w.git(repo, "checkout", "-q", "side")
+    c["SX"] = merge(w, repo, "main", "Merge main into side")
+    c["s2"] = commit(w, repo, "side s2", more_txt="s2")
+    w.git(repo, "checkout", "-q", "main")
+    c["c9"] = commit(w, repo, "main c9", m9_txt="x")
+    c["M"] = merge(w, repo, "side", "Merge branch 'side'")
+    c["c10"] = commit(w, repo, "main c10", m10_txt="x")
+    out = w.root / "r.json"
+    r = cli(w, "run", "--integrate", "--all-parents", "--good", c["base"], "--bad", c["c10"],
+            "--json", str(out), "--", check_script(w))
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == c["SX"], r.stdout
+    steps = [st["commit"] for st in result["steps"]]
+    after_m = steps[steps.index(c["M"]) + 1:]
+    main_line = {c[f"c{i}"] for i in range(1, 11)}
+    assert not main_line & set(after_m), r.stdout
+    assert result["descended"] == [c["M"]]
 
 
 def _by_hand(w: World, first: subprocess.CompletedProcess[str]) -> str:
@@ -158,7 +142,7 @@ def _by_hand(w: World, first: subprocess.CompletedProcess[str]) -> str:
     for _ in range(12):
         if "is the first bad commit" in out:
             return seen
-        check = subprocess.run([_check(w)], cwd=w.superproject, env=w.env,
+        check = subprocess.run([check_script(w)], cwd=w.superproject, env=w.env,
                                capture_output=True, text=True)
         r = git_cli(w, "good" if check.returncode == 0 else "bad")
         assert r.returncode == 0, r.stderr
@@ -169,7 +153,7 @@ def _by_hand(w: World, first: subprocess.CompletedProcess[str]) -> str:
 
 def test_by_hand_log_and_replay(small: World, tmp_path: Path):
     before = snapshot(small)
-    c = _side_history(small, small.superproject, bug_on="s2")
+    c = side_history(small, small.superproject, bug_on="s2")
     before["super_head"] = c["c3"]
     r = git_cli(small, "start", "--integrate", "--all-parents", c["c3"], c["base"])
     assert r.returncode == 0, r.stderr
@@ -196,7 +180,7 @@ def _upstream_merge(w: World) -> dict[str, str]:
     the submodule fetches it as ``upstream/main``."""
     work = w.root / "upstream-work"
     w.git(w.root, "clone", "-q", str(w.upstream), str(work))
-    c = _side_history(w, work, bug_on="s2")
+    c = side_history(w, work, bug_on="s2")
     w.git(w.submodule, "fetch", "-q", str(work), f"+{c['c3']}:refs/remotes/upstream/main")
     return c
 
@@ -208,7 +192,7 @@ def test_submodule_bisect_into_an_upstream_merge(small: World):
     c = _upstream_merge(small)
     out = small.root / "r.json"
     args = ("run", "--upstream", "upstream/main", "--good", c["base"], "--bad", c["c3"],
-            "--json", str(out), "--", _check(small))
+            "--json", str(out), "--", check_script(small))
     # No --submodule: the only submodule is the default.
     r = cli(small, *args, extra_env=BUG_IN_SUBMODULE)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -236,7 +220,7 @@ def test_first_parent_and_all_parents_exclude_each_other(small: World):
 
 
 def test_with_parallel_steps(small: World):
-    c = _side_history(small, small.superproject, bug_on="s3")
+    c = side_history(small, small.superproject, bug_on="s3")
     r, result = _run(small, c, "--all-parents", "--jobs", "2")
     assert result["first_bad"] == c["s3"], r.stdout
     assert result["descended"] == [c["M"]]

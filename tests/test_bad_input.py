@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.advance import pin_state, spec, with_smoke
+from helpers.worlds import SUBMODULE, World, WorldFactory, cli, git_cli, snapshot
 
 from bisectkit.cli import argtypes, precheck
 from bisectkit.commands.registry import build_parser
@@ -640,3 +641,25 @@ def test_a_suggested_command_does_what_it_says_when_pasted_whatever_the_path(
     assert pasted.returncode == 0, pasted.stderr
     assert w.git(sub, "branch", "--list", "taken") == ""
     assert not list(tmp_path.rglob("PWNED"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--good", "HEAD~1"), "unrecognized arguments: --good"),  # not --good-if HEAD~1
+    (("--bad", "main"), "unrecognized arguments: --bad"),  # not --bad-if main
+    (("--to=",), "argument --to: empty"),
+    (("--apply", "--branch="), "--branch needs a name"),
+    (("--pathspec", "no/such/dir/"), "changes no/such/dir/ (--pathspec): nothing to test"),
+])
+def test_bad_input_is_refused_and_touches_nothing(world_factory: WorldFactory, tmp_path: Path,
+                                                  args: tuple[str, ...], message: str) -> None:
+    """``bisectkit advance``'s options and values, on an advance world."""
+    w = with_smoke(world_factory(tmp_path, spec(bug_at=999)))
+    before = pin_state(w)
+    out = tmp_path / "out.json"
+    r = cli(w, "advance", "--build", "sh build.sh", "--json", str(out), *args, "--",
+            "./smoke.sh")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "error" in r.stderr.strip().splitlines()[-1], r.stderr
+    assert "up-to-date" not in r.stdout and not out.exists()
+    assert pin_state(w) == before
+    assert not (w.superproject / ".git" / "bisectkit" / "verdicts.json").exists()

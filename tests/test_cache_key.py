@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.repros import BUG, run, script
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 #: ``check.sh FILE``: bad (exit 1) or good (exit 0) depending on what FILE says.
 CHECK_SH = """#!/bin/sh
@@ -146,6 +147,24 @@ def test_cache_input_must_exist(world: World, tmp_path: Path):
     assert snapshot(world) == before
 
 
+# Holds up (no defect): editing a --cache-input file tests again instead of replaying.
+def test_editing_a_cache_input_tests_again(world: World, tmp_path: Path):
+    data = tmp_path / "expected.txt"
+    data.write_text("miscompile\n")
+    repro = script(tmp_path / "repro.sh", f"""\
+        if grep -q miscompile {data} && {BUG}; then exit 1; fi
+        exit 0
+    """)
+    out = tmp_path / "r.json"
+    r = run(world, "--cache-input", str(data), repro=(str(repro),), good=190, bad=210)
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout, r.stderr
+    data.write_text("fixed\n")
+    r = run(world, "--cache-input", str(data), repro=(str(repro),), good=190, bad=210,
+            json_path=out)
+    assert r.returncode == 5, r.stderr + r.stdout[-2000:]  # the bad end no longer tests bad
+    assert not [s for s in json.loads(out.read_text())["steps"] if s["source"] == "cache"]
+
+
 def add_other_submodule(world: World, tmp_path: Path) -> tuple[Path, list[str]]:
     """A second submodule ``third_party/other`` whose ``mode`` file is "bug" then "feature"."""
     origin = tmp_path / "other"
@@ -203,7 +222,8 @@ def test_untracked_superproject_files_are_in_the_key(world: World, tmp_path: Pat
     (world.superproject / "tests/new.mlir").write_text("func\n", encoding="utf-8")
     assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))
     assert all_cached(bisect(world, out, "./check.sh", "mode.txt"))
-    # Its content changes: re-test.
+    # Its content changes: re-test. (A moment later, as an edit is: a new mtime too, so the
+    # key must see the change whichever way it reads the file, content or size and mtime.)
     time.sleep(0.01)
     (world.superproject / "tests/new.mlir").write_text("func2\n", encoding="utf-8")
     assert none_cached(bisect(world, out, "./check.sh", "mode.txt"))

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli
+from helpers.worlds import SUBMODULE, World, cli
 
 from bisectkit.store.cachefile import FORMAT_VERSION, CacheData, parse, to_json
 

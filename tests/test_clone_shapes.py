@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, snapshot
 from worldgen import SPARSE_BUG_AT, build_sparse_world, make_partial
 
 GOOD_IF = "device .* not found"

@@ -27,9 +27,10 @@ from collections import Counter
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 from bisectkit.pipeline.parallel import cluster as watching
 
@@ -564,8 +565,8 @@ def test_the_watch_says_lost_steps_and_stops_waiting_for_workers(
 
 
 def test_the_watch_counts_only_workers_that_fit_and_loses_a_silent_scheduler() -> None:
-    workers = [{"nthreads": 4, "resources": {"GPU": 2}}, {"nthreads": 1, "resources": {"GPU": 1}},
-               {"nthreads": 8}]
+    workers: list[dict[str, Any]] = [{"nthreads": 4, "resources": {"GPU": 2}},
+                                     {"nthreads": 1, "resources": {"GPU": 1}}, {"nthreads": 8}]
     assert watching.capacity(workers, None) == 13
     assert watching.capacity(workers, {"GPU": 1}) == 3
     assert watching.capacity(workers, {"GPU": 2}) == 1

@@ -18,7 +18,9 @@ from typing import Any
 
 import pexpect
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli
+from helpers.advance import BASE, advance, spec, with_smoke
+from helpers.histories import SMALL
+from helpers.worlds import SUBMODULE, World, cli, git_cli
 from rich.console import Console as RichConsole
 
 from bisectkit.model import CommitInfo
@@ -80,7 +82,9 @@ def _printed(width: int) -> str:
                     "    revert      a568757ee710  " + LONG + "  (reverts 8f09f77ed1ca)"], 9)
     console.step_start(12, _info(), 1234, 11)
     console.details({"patches": [{"kind": "cherry-pick", "commit": SHA, "action": "applied",
-                                  "why": "63a066723158 is not in the candidate yet, " * 3}],
+                                  "why": "63a066723158 is not in the candidate yet, " * 3,
+                                  "subject": "a fix picked early", "refers_to": None,
+                                  "seconds": 0.01}],
                      "submodules": []}, 1)
     step = {"index": 12, "commit": SHA, "verdict": "good", "source": "run",
             "reason": f"exit 1, matched --good-if '{GOOD_IF}' " * 2, "files_written": 1,
@@ -188,6 +192,51 @@ def test_the_panel_shows_on_an_80_column_terminal(world: World) -> None:
     assert plain.rindex("restored ") > plain.rindex("summary:")
 
 
+@pytest.fixture
+def small(world_factory, tmp_path: Path) -> World:
+    return world_factory(tmp_path, SMALL)
+
+
+def test_the_panel_leaves_room_for_the_terminals_ctrl_c_echo(small: World):
+    """The terminal echoes Ctrl-C as "^C" where the cursor is: the end of the panel's last
+    line. A full-width line (a long build or repro line does that) wraps there, the panel
+    scrolls up one line and its rule stays on the screen after the panel is taken down.
+    Every panel line leaves two columns free, so nothing wraps."""
+    long_line = "x" * 150
+    repro = small.root / "chatty.sh"
+    repro.write_text(f"#!/bin/sh\nfor i in 1 2 3 4 5 6; do echo {long_line}; sleep 0.2; done\n"
+                     "exit 1\n", encoding="utf-8")
+    repro.chmod(0o755)
+    exe = shutil.which("bisectkit")
+    argv = [exe] if exe else [sys.executable, "-m", "bisectkit"]
+    child = pexpect.spawn(argv[0], [*argv[1:], "run", "--upstream", "upstream/main", "--good",
+                                    small.sha(0), "--bad", small.sha(30), "--", str(repro)],
+                          cwd=str(small.superproject), env=dict(small.env), encoding="utf-8",
+                          dimensions=(24, 80), timeout=60)
+    out: list[str] = []
+    deadline, interrupted = time.monotonic() + 60, False
+    while time.monotonic() < deadline:
+        try:
+            out.append(child.read_nonblocking(65536, timeout=0.3))
+        except pexpect.TIMEOUT:
+            pass
+        except pexpect.EOF:
+            break
+        # Ctrl-C while a long line shows in the panel, once the panel is drawn whole: its
+        # last line, the output line, ends with the ellipsis of the cut (the echo, "^C",
+        # then lands at the end of the panel, where the cursor is).
+        if not interrupted and re.search(r"> x+…", "".join(out)):
+            child.sendintr()
+            interrupted = True
+    child.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[@-~]", "", "".join(out))
+    panel_lines = [line for line in re.split(r"\r\n|\r", plain) if line.startswith("> x")]
+    assert panel_lines, plain
+    # (the echo itself, "^C", is the terminal's, not the panel's)
+    assert max(len(line.removesuffix("^C")) for line in panel_lines) <= 78, panel_lines
+    assert "summary:" in plain and child.exitstatus == 130, plain[-2000:]
+
+
 def test_trace_track_names_keep_the_subject(world: World, tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     r = cli(world, *_run_args(world), "--good-if", GOOD_IF, "--trace", str(trace),
@@ -201,8 +250,6 @@ def test_trace_track_names_keep_the_subject(world: World, tmp_path: Path) -> Non
 
 
 def test_advance_sums_up_before_restoring(world_factory: Any, tmp_path: Path) -> None:
-    from test_advance import BASE, advance, spec, with_smoke
-
     w = with_smoke(world_factory(tmp_path, spec(bug_at=BASE + 5)))
     r, _ = advance(w, tmp_path)
     assert r.returncode == 0, r.stderr

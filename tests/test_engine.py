@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from bisectkit.engine import (
+    Clear,
     ContradictoryVerdicts,
     Found,
     Inconclusive,
@@ -97,7 +98,7 @@ def oracle(first_bad: int, skips: frozenset[int] = frozenset()) -> Oracle:
     return verdict
 
 
-def sequential(cands: list[str], test: Oracle) -> Found | Inconclusive:
+def sequential(cands: list[str], test: Oracle) -> Found | Inconclusive | Clear:
     """The answer of decide() run to the end, one test at a time."""
     verdicts: dict[str, Verdict] = {cands[-1]: "bad"}
     while isinstance(d := decide(cands, verdicts), Next):

@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, git_cli, snapshot
-from test_tree_under_test import assert_stopped, once, submodule_run
+from helpers.tree_moves import assert_stopped, once, submodule_run
+from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 from worldgen import hermetic_env
 
 from bisectkit.git import files as gitfiles

@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import World, WorldFactory, WorldSpec, cli, git_cli
-from test_reliability import full_state
-from test_safety import run_argv, start_argv
+from helpers.sessions import run_argv, start_argv
+from helpers.states import full_state
+from helpers.worlds import World, WorldFactory, WorldSpec, cli, git_cli
 
 #: Upstream adds a CRLF file under ``text eol=lf`` at 150 and renormalises it at 250: every
 #: candidate between has it (git status calls it modified right after its checkout).

@@ -76,7 +76,7 @@ def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
             pidfile.with_suffix(".tmp").replace(pidfile)  # whole, or not there
             if sys.argv[3] == "survives":
                 signal.signal(signal.SIGHUP, signal.SIG_IGN)
-            time.sleep(30)
+            time.sleep(30)  # held here, inside ptyprocess's set-up, until the test ends it
             return winsize(*args)
 
         pp._setwinsize = held_in_child
@@ -87,7 +87,10 @@ def test_a_child_caught_between_fork_and_exec_by_a_kill_frees_the_lock(
             pool = ThreadPoolExecutor(1)
             pool.submit(runner.run, ["true"], cwd=".", env=dict(os.environ),
                         echo=open(os.devnull, "w"))
+            deadline = time.monotonic() + 30
             while not pidfile.exists():
+                if time.monotonic() > deadline:
+                    sys.exit("the pty child wrote no pid file in 30 s")
                 time.sleep(0.01)
             os.kill(os.getpid(), signal.SIGKILL)
         """, str(lock), str(pidfile), "survives" if survives else "plain")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, git_cli, snapshot
+from helpers.repros import target
+from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 SESSION = Path(".git/bisectkit/session.json")
@@ -209,3 +211,59 @@ def test_submodule_path_is_normalised(world: World):
     assert r.returncode == 0, r.stderr
     assert "bisecting submodule third_party/llvm-project" in r.stdout
     assert git_cli(world, "reset").returncode == 0
+
+
+def marks(world: World) -> list[str]:
+    """The mark lines of the session's log."""
+    log = git_cli(world, "log")
+    assert log.returncode == 0, log.stderr
+    return [line for line in log.stdout.splitlines()
+            if line.startswith("git bisect-patched ") and " start " not in line]
+
+
+def under_test(world: World) -> str:
+    status = git_cli(world, "status")
+    assert status.returncode == 0, status.stderr
+    return next(line for line in status.stdout.splitlines() if "under test:" in line)
+
+
+@pytest.mark.parametrize("where", ["submodule", "superproject"])
+def test_failed_checkout_keeps_the_mark_and_good_again_checks_the_candidate_out(
+        world_factory, tmp_path: Path, where: str) -> None:
+    if where == "submodule":
+        world = world_factory(tmp_path)
+        start = ["start", *target(world), world.sha(300), world.sha(0)]
+        repo, path = world.submodule, "lib/bug.txt"  # differs between the first two candidates
+    else:
+        world = world_factory(tmp_path, integrate=True)
+        start = ["start", "--integrate", "--submodule", SUBMODULE, world.integrate["adv12"],
+                 world.integrate["init"]]
+        repo, path = world.superproject, "integration.txt"
+    before = snapshot(world)
+    assert git_cli(world, *start).returncode == 0
+    tested = under_test(world).split()[2]
+    (repo / path).write_text("my edit while testing\n", encoding="utf-8")
+
+    failed = git_cli(world, "good")
+    assert failed.returncode == 4, (failed.stdout, failed.stderr)
+    assert len(failed.stderr.splitlines()) == 1, failed.stderr
+    # The message says the mark is kept, which candidate did not come, and what to do.
+    assert f"marked {tested[:12]} good (kept)" in failed.stderr
+    named = re.search(r"the next candidate ([0-9a-f]{12}) was not checked out", failed.stderr)
+    assert named, failed.stderr
+    assert "'git bisect-patched good' with no revision checks it out" in failed.stderr
+    assert path in failed.stderr
+    assert (repo / path).read_text(encoding="utf-8") == "my edit while testing\n"
+    assert marks(world) == [f"git bisect-patched good {tested}"]
+    line = under_test(world)
+    assert f"nothing (the checkout of {named.group(1)} did not happen)" in line
+
+    world.git(repo, "checkout", "--", path)
+    again = git_cli(world, "good")
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert "no commit was under test" in again.stdout
+    # The same candidate, the one mark: nothing lost, nothing marked twice.
+    assert under_test(world).split()[2].startswith(named.group(1))
+    assert marks(world) == [f"git bisect-patched good {tested}"]
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World, WorldFactory, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldFactory, cli, git_cli, snapshot
 from worldgen import WorldSpec
 
 from bisectkit import safetext

@@ -7,7 +7,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 

@@ -16,6 +16,7 @@ it reads its input. Both times the pip console script, a Python wrapper, exits `
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -31,15 +32,15 @@ from types import SimpleNamespace
 
 import pytest
 from bisectkit_plugins import iree_devices
-from conftest import SUBMODULE, World, cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, snapshot
 
 from bisectkit import Outcome, Step
 
 WHY = "IREE is not installed (pip install 'bisectkit[iree]')"
 if os.environ.get("CI"):
     # CI installs the extra: a missing package there is a broken set-up, not a skip.
-    import iree.compiler  # noqa: F401
-    import iree.runtime  # noqa: F401
+    importlib.import_module("iree.compiler")
+    importlib.import_module("iree.runtime")
 pytest.importorskip("iree.compiler", reason=WHY)
 pytest.importorskip("iree.runtime", reason=WHY)
 

@@ -10,53 +10,13 @@ is kept, and the one line says how to keep it either way.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import GIT_SUBCOMMAND_SH, World, git_cli
-from test_reliability import full_state, state_dir
-from test_safety import start_argv, write_script
-
-#: A git for PATH that, at the first ``git <subcommand>`` it is asked for, kills bisectkit
-#: (its parent) with SIGKILL: just "after" that git, "during" it (git goes on and
-#: finishes in its own session, as a real checkout does), or with the git itself
-#: "holding" a lock file (it takes the file, as git does, and dies too: the whole
-#: process tree killed at once, by the OOM killer or a CI time limit).
-KILL_AT = GIT_SUBCOMMAND_SH + """\
-if [ "$sub" = "{subcommand}" ] && [ ! -e "{fired}" ] && \\
-   {{ [ -z "{only_in}" ] || [ "$(pwd -P)" = "{only_in}" ]; }}; then
-  : > "{fired}"
-  case "{mode}" in
-    after) "{git}" "$@"; rc=$?; kill -9 $PPID; exit $rc ;;
-    during) "{git}" "$@" & pid=$!; kill -9 $PPID; wait $pid; exit $? ;;
-    holding-*) mode="{mode}"
-               : > "$("{git}" rev-parse --absolute-git-dir)/${{mode#holding-}}"
-               kill -9 $PPID; kill -9 $$ ;;
-  esac
-fi
-exec "{git}" "$@"
-"""
-
-
-def killed_at(world: World, tmp_path: Path, subcommand: str, mode: str, *args: str,
-              exe: str = "git-bisect-patched", only_in: Path | None = None) -> None:
-    """Run ``exe args``, SIGKILLed at its first ``git subcommand`` (run in ``only_in``, if
-    given; ``mode``: see :data:`KILL_AT`)."""
-    shim = tmp_path / f"shim-{subcommand}-{mode}".replace("/", "%")
-    shim.mkdir()
-    write_script(shim / "git", KILL_AT.format(
-        subcommand=subcommand, mode=mode, git=shutil.which("git"), fired=shim / "fired",
-        only_in=only_in.resolve() if only_in else ""))
-    env = dict(world.env, PATH=f"{shim}{os.pathsep}{world.env['PATH']}")
-    exe = shutil.which(exe)
-    assert exe is not None
-    proc = subprocess.run([exe, *args], cwd=world.superproject, env=env, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert proc.returncode == -signal.SIGKILL, (proc.stdout, proc.stderr)
+from helpers.sessions import start_argv
+from helpers.states import full_state, killed_at, state_dir
+from helpers.worlds import World, git_cli
 
 
 def damage(world: World, how: str) -> None:

@@ -7,16 +7,28 @@ fresh copy of its world. After every kill, ``git bisect-patched reset`` exits 0,
 repositories are as before (HEADs, branches, every other ref, ``status --porcelain
 --ignored``, every file's content, no lock file left in the git dirs), and a fresh run
 names the right first bad commit.
+
+``advance --apply`` is also stopped by the shim of ``scripts/torture.py`` at each of its
+writes and in the search's restore, in worlds of ``tests/helpers/advance.py``: HEAD never
+holds the new pin while the index stages the old one, and the next command finishes or
+undoes the apply.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import signal
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from torture import Baseline, Scenario, baseline
+from helpers.advance import BASE, pin_state, spec, with_smoke
+from helpers.worlds import World
+from torture import Baseline, Scenario, baseline, write_shim
 from torture_cache import seed_cache
 from torture_flows import first_kill_point, orphan_round, reset_log, reset_round
 from torture_kill import Round, describe_all, kill_round, point_round
@@ -123,3 +135,127 @@ def test_advance_apply_killed_in_its_writes_is_finished_or_undone(
               for mode in ("during", "together")]
     check(rounds)
     assert "the apply was finished" in rounds[0].notes, rounds[0].describe()
+
+
+# -- advance --apply stopped at its writes and its restore ---------------------------
+@pytest.fixture
+def fresh(world_factory: Any, tmp_path: Path) -> Any:
+    """A new copy of an advance world (under its own folder) each call."""
+    made = iter(range(1000))
+
+    def build(bug_at: int, **changes: Any) -> World:
+        dest = tmp_path / f"world-{next(made)}"
+        dest.mkdir()
+        return with_smoke(world_factory(dest, spec(bug_at, **changes)))
+    return build
+
+
+def apply_cmd(tmp_path: Path, name: str) -> list[str]:
+    exe = shutil.which("bisectkit")
+    assert exe
+    return [exe, "advance", "--build", "sh build.sh", "--apply", "--branch", "nx", "--json",
+            str(tmp_path / f"{name}.json"), "--", "./smoke.sh"]
+
+
+def run_shimmed(w: World, tmp_path: Path, name: str, n: int, mode: str,
+                sig: int = signal.SIGINT) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    shim = write_shim(tmp_path / f"shim-{name}", n, mode, sig)
+    env = dict(w.env, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    r = subprocess.run(apply_cmd(tmp_path, name), cwd=w.superproject, env=env, text=True,
+                       capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    return r, (shim / "count.log").read_text(encoding="utf-8").splitlines()
+
+
+def test_an_apply_stopped_while_it_writes_never_stages_a_revert_of_the_pin(
+        fresh: Any, tmp_path: Path) -> None:
+    w = fresh(bug_at=BASE + 3)
+    before = pin_state(w)
+    # An undisturbed apply: its git commands, and the state it ends in.
+    r, log = run_shimmed(w, tmp_path, "count", 0, "none")
+    assert r.returncode == 0, r.stderr
+    done = pin_state(w)
+    assert done["head"] != before["head"] and done["staged"] != before["staged"]
+    assert done["sub_ref"] == "refs/heads/nx" and done["sub_head"] != before["sub_head"]
+    first = next(i for i, line in enumerate(log, 1) if "refs/heads/nx " in line)
+    writes = [i for i, line in enumerate(log, 1) if i >= first
+              and line.split()[1] in ("update-ref", "update-index", "read-tree", "symbolic-ref")
+              and "--refresh" not in line]
+    # The branch, the index, HEAD; the submodule's files and index, then its HEAD.
+    assert len(writes) == 5, log
+    # After each write, and before the first and before the submodule's files (its
+    # journaled move announced, nothing written yet): the states a kill can leave.
+    for n, mode in [(n, "after") for n in writes] + [(writes[0], "before"),
+                                                     (writes[3], "before")]:
+        w = fresh(bug_at=BASE + 3)
+        r, _ = run_shimmed(w, tmp_path, f"kill-{n}-{mode}", n, mode, signal.SIGKILL)
+        assert r.returncode == -signal.SIGKILL, (n, mode, r.stderr)
+        now = pin_state(w)
+        # HEAD never holds the new pin while the index stages the old one: the next
+        # 'git commit' would revert the advance. The submodule's checkout comes last.
+        if now["head"] != before["head"]:
+            assert dict(now, sub_head="", sub_ref="") == dict(done, sub_head="", sub_ref=""), \
+                (n, mode, now)
+        else:
+            assert now["staged"] in (before["staged"], done["staged"]), (n, mode, now)
+        # The next bisectkit command finishes the apply (HEAD moved) or undoes it.
+        r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject,
+                           env=w.env, text=True, capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert pin_state(w) == (done if now["head"] != before["head"] else before), \
+            (n, mode, r.stdout, pin_state(w))
+        if now["head"] != before["head"]:
+            assert w.git(w.superproject, "status", "--porcelain") == "", (n, mode)
+    for n in (writes[0], writes[2], writes[3]):
+        # Ctrl-C there: the apply is whole, and said (stdout, --json), or not begun.
+        w = fresh(bug_at=BASE + 3)
+        r, _ = run_shimmed(w, tmp_path, f"int-{n}", n, "signal", signal.SIGINT)
+        assert pin_state(w) in (before, done), n
+        if pin_state(w) == done:
+            data = json.loads((tmp_path / f"int-{n}.json").read_text(encoding="utf-8"))
+            assert data["applied"]["branch"] == "nx", n
+            assert "applied: third_party/llvm-project branch nx" in r.stdout, n
+
+
+def test_ctrl_c_while_the_search_restores_stops_the_apply(fresh: Any, tmp_path: Path) -> None:
+    w = fresh(bug_at=BASE + 3)
+    _, log = run_shimmed(w, tmp_path, "count", 0, "none")
+    restore = next(i for i, line in enumerate(log, 1) if "read-tree --reset" in line)
+    w = fresh(bug_at=BASE + 3)
+    before = pin_state(w)
+    # Ctrl-C lands while the repositories are put back: nothing may be written after it.
+    r, _ = run_shimmed(w, tmp_path, "int", restore, "signal", signal.SIGINT)
+    assert r.returncode == 130, r.stdout + r.stderr
+    assert "applied:" not in r.stdout
+    assert pin_state(w) == before
+
+
+def test_a_record_outlived_by_the_users_commit_names_what_the_apply_left(
+        fresh: Any, tmp_path: Path) -> None:
+    w = fresh(bug_at=BASE + 3)
+    _, log = run_shimmed(w, tmp_path, "count", 0, "none")
+    branch_write = next(i for i, line in enumerate(log, 1) if "refs/heads/nx " in line)
+    head_write = next(i for i, line in enumerate(log, 1)
+                      if "advance" in line and " refs/heads/main " in line)
+    # Killed once the branch exists, before the pin moved; the user then commits on the
+    # old HEAD (without running bisectkit): the branch nx is the apply's leftover, and the
+    # next command must say so, not "nothing to finish" (a later --apply --branch nx is
+    # refused because of it).
+    w = fresh(bug_at=BASE + 3)
+    r, _ = run_shimmed(w, tmp_path, "kill-branch", branch_write, "after", signal.SIGKILL)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    w.git(w.superproject, "commit", "--allow-empty", "-qm", "user work")
+    r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject, env=w.env,
+                       text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "left branch nx in third_party/llvm-project" in r.stdout, r.stdout
+    assert "nothing to finish" not in r.stdout
+    assert not (w.superproject / ".git" / "bisectkit" / "apply.json").exists()
+    # Killed once HEAD moved (the apply is whole), then a commit on top: it had finished.
+    w = fresh(bug_at=BASE + 3)
+    r, _ = run_shimmed(w, tmp_path, "kill-head", head_write, "after", signal.SIGKILL)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    w.git(w.superproject, "commit", "--allow-empty", "-qm", "user work")
+    r = subprocess.run(["git", "bisect-patched", "reset"], cwd=w.superproject, env=w.env,
+                       text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "had finished" in r.stdout and "left branch" not in r.stdout, r.stdout

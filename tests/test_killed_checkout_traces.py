@@ -16,10 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import World, git_cli
-from test_journal_lost import killed_at
-from test_reliability import full_state, state_dir
-from test_safety import start_argv
+from helpers.sessions import start_argv
+from helpers.states import full_state, killed_at, state_dir
+from helpers.worlds import World, git_cli
 
 
 def last_move(world: World) -> dict[str, dict[str, str]]:

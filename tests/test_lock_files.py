@@ -23,10 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import World, cli, git_cli, snapshot
-from test_journal_lost import killed_at
-from test_reliability import full_state, state_dir
-from test_safety import assert_refused, run_argv, start_argv
+from helpers.sessions import assert_refused, run_argv, start_argv, wait_for
+from helpers.states import full_state, killed_at, state_dir
+from helpers.worlds import World, cli, git_cli, snapshot
 
 from bisectkit.model import HeadState
 from bisectkit.safety import gitlocks, journal, processes
@@ -62,7 +61,8 @@ def commit_in_progress(world: World) -> Iterator[Path]:
     try:
         deadline = time.monotonic() + 20
         while not lock.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "git commit ended"
+            assert proc.poll() is None, "git commit ended before it took index.lock"
+            assert time.monotonic() < deadline, "git commit took no index.lock in 20 s"
             time.sleep(0.02)
         yield lock
     finally:
@@ -179,6 +179,8 @@ def _dead_git() -> Git:
 def test_only_a_lock_newer_than_the_move_of_dead_recorded_gits_is_ours(tmp_path: Path) -> None:
     index_lock = tmp_path / "index.lock"
     index_lock.write_text("", encoding="utf-8")
+    # The point of the test: the lock is older than the git below (by more than the
+    # clocks' resolution), as a lock that was there before that git started is.
     time.sleep(0.2)
     dead = _dead_git()
     # Older than the move: it was there before (a check saw none then, or the clock says so).
@@ -222,7 +224,7 @@ HOLDER = """\
 import os, sys, time
 lock = sys.argv[1]
 fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-time.sleep(float(sys.argv[2]))
+time.sleep(float(sys.argv[2]))  # holds the lock as long as the test says
 os.close(fd)
 try:
     os.unlink(lock)
@@ -241,7 +243,8 @@ def held_by_another_program(lock: Path, seconds: float) -> Iterator[subprocess.P
                             cwd="/", stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
     while not lock.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, "the holder ended"
+        assert proc.poll() is None, "the holder ended before it took the lock"
+        assert time.monotonic() < deadline, "the holder took no lock in 20 s"
         time.sleep(0.01)
     try:
         yield proc
@@ -289,7 +292,8 @@ def test_a_git_run_through_a_link_of_another_name_is_seen(world: World,
         lock = git_dir(world, world.submodule) / "index.lock"
         deadline = time.monotonic() + 20
         while not lock.exists():
-            assert proc.poll() is None and time.monotonic() < deadline
+            assert proc.poll() is None, "git commit ended before it took index.lock"
+            assert time.monotonic() < deadline, "git commit took no index.lock in 20 s"
             time.sleep(0.02)
         found = processes.gits_working_in([world.submodule])
         assert proc.pid in [pid for pid, _ in found], found  # (and its fork for the editor)
@@ -303,6 +307,8 @@ def test_a_git_that_exited_by_itself_left_no_lock(tmp_path: Path) -> None:
     catch), that takes the very lock, started before it appeared, and whose guarded file
     was not replaced since it started, may have left it."""
     (tmp_path / "index").write_text("", encoding="utf-8")
+    # The point of the test: three moments apart (by more than the clocks' resolution):
+    # the guarded file written, then the git's time ``t``, then its lock.
     time.sleep(0.05)
     t = time.time()
     time.sleep(0.05)
@@ -335,6 +341,7 @@ BRIEF_HOLDER = """\
 import os, sys, time
 watched, lock, seconds, word = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 first = open(watched, "rb").read()
+open(sys.argv[5], "w").close()  # ready: it has read the file as it is before the command
 def changed():
     now = open(watched, "rb").read()
     return now.count(word.encode()) >= first.count(word.encode()) + 2 if word else now != first
@@ -342,7 +349,7 @@ deadline = time.monotonic() + 60
 while not changed() and time.monotonic() < deadline:
     time.sleep(0.0005)
 fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-time.sleep(seconds)
+time.sleep(seconds)  # the moment the lock is held: what bisectkit must wait out
 os.close(fd)
 os.unlink(lock)
 """
@@ -359,9 +366,12 @@ def test_a_brief_lock_of_another_git_is_waited_for(world: World, command: str) -
     watched, word = (git_dir(world, world.submodule) / "HEAD", "") if command == "good" else \
         (state_dir(world) / "journal", '"op":"move"')
     lock = git_dir(world, world.submodule) / "index.lock"
+    ready = world.root / "holder-ready"
     holder = subprocess.Popen([sys.executable, "-c", BRIEF_HOLDER, str(watched), str(lock),
-                               "1.0", word], cwd="/")
-    time.sleep(0.2)  # it has read the file as it is before the command
+                               "1.0", word, str(ready)], cwd="/")
+    wait_for(lambda: ready.exists() or holder.poll() is not None, 20,
+             "the lock holder to read the file as it is before the command")
+    assert ready.exists(), f"the lock holder ended ({holder.returncode})"
     proc = git_cli(world, command)
     assert holder.wait(timeout=60) == 0
     assert proc.returncode == 0, (proc.stdout, proc.stderr)

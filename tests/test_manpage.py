@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from conftest import World, cli, git_cli
+from helpers.worlds import World, cli, git_cli
 
 from bisectkit.cli import about
 from bisectkit.commands import manpage
@@ -210,9 +210,11 @@ def test_help_option_in_a_terminal_opens_the_manual(world: World) -> None:
     env = dict(world.env, MANPAGER="cat", PAGER="cat", MANWIDTH="80")
     exe = shutil.which("bisectkit")
     assert exe is not None
-    out, status = pexpect.run(f"{exe} --help", env=env, withexitstatus=True, timeout=60,
-                              cwd=str(world.superproject))
-    text = re.sub(r".\x08", "", out.decode())  # man's bold and underline by overstrike
+    done = pexpect.run(f"{exe} --help", env=env, withexitstatus=True, timeout=60,
+                       cwd=str(world.superproject), encoding="utf-8")
+    assert isinstance(done, tuple)  # withexitstatus: (the output, the exit status)
+    out, status = done
+    text = re.sub(r".\x08", "", out)  # man's bold and underline by overstrike
     assert status == 0, text
     assert text.lstrip().startswith("BISECTKIT(1)")
     assert "EXIT STATUS" in text and "bisectkit advance --apply" in text

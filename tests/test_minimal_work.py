@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli
 
 from bisectkit.git.repo import Repo
 from bisectkit.safety.journal import Journal, Origin

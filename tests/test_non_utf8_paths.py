@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import (
     MERGE_BUG,
     MERGE_COMMITS,
@@ -197,9 +197,13 @@ def test_a_tree_with_a_latin1_name_is_written_as_git_writes_it(tmp_path: Path):
     made = _mktree(tmp_path / "repo", listing)
     assert str(tree) == made
     # Then an edit: one entry replaced, one removed, through the same writer.
-    edited = edit_level(repo, repo.get(tree), {NAME.split("/")[1]: None,
-                                               os.fsdecode(b"\xff"): (blob, 0o100644)})
-    assert sorted(e.name for e in repo.get(edited)) == sorted(
+    base = repo.get(tree)
+    assert isinstance(base, pygit2.Tree)
+    edited = edit_level(repo, base, {NAME.split("/")[1]: None,
+                                     os.fsdecode(b"\xff"): (blob, 0o100644)})
+    written = repo.get(edited)
+    assert isinstance(written, pygit2.Tree)
+    assert sorted(str(e.name) for e in written) == sorted(
         n for n in names if n != NAME.split("/")[1])
 
 

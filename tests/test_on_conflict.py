@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 from bisectkit.ui.report import render_markdown, render_terminal
 

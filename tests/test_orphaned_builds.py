@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import World, cli, git_cli
-from test_reliability import full_state, state_dir
-from test_safety import run_argv, spawn, start_argv, wait_for, write_script
+from helpers.sessions import run_argv, spawn, start_argv, wait_for, write_script
+from helpers.states import full_state, state_dir
+from helpers.worlds import World, cli, git_cli
 
 from bisectkit.safety import orphans
 from bisectkit.safety.processes import alive, process_start
@@ -62,6 +62,8 @@ def assert_stopped(writer: int, late: Path) -> None:
     """The writer is gone: nothing lands in the work tree any more."""
     assert not alive(writer)
     size = late.stat().st_size
+    # Nothing to poll for: "no write" shows only over time. The writer wrote every 0.05 s;
+    # in 0.3 s a survivor would have written several lines.
     time.sleep(0.3)
     assert late.stat().st_size == size
 
@@ -173,7 +175,8 @@ def test_a_timed_out_build_goes_with_what_it_started(world: World, tmp_path: Pat
         assert proc.returncode == 0, (proc.stdout, proc.stderr)
         assert f"{world.sha(200)} is the first bad commit" in proc.stdout.splitlines()
         assert not alive(pid)  # killed with the build, not left to write after the run
-        # Past the moment it would have written: the restored tree is intact.
+        # Past the moment it would have written (the delay the writer sleeps, WRITER_SLEEP,
+        # after it started): the restored tree is intact. A wait for no event: a sleep.
         time.sleep(max(0.0, pid_file.stat().st_mtime + WRITER_SLEEP + 0.5 - time.time()))
         assert full_state(world) == before
     finally:

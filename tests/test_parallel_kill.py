@@ -17,8 +17,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli
-from test_safety import run_argv
+from helpers.sessions import run_argv
+from helpers.worlds import SUBMODULE, World, cli
 from torture import Scenario, git_commands, parallel_round, scenarios, with_jobs
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import SUBMODULE, World, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 #: A small world whose upstream turns bad at commit 20 (no build breaks, no conflicts).
@@ -101,6 +101,25 @@ def test_the_warning_names_only_our_options(small: World, words: list[str], warn
         assert lines == lines[-1:]
     else:
         assert lines[0].startswith(f"warning: {warned} to it;") and len(lines) == 2
+
+
+@pytest.mark.parametrize("words", [
+    ["./wrap.sh", "--", "ninja", "--jobs", "4"],
+    ["./wrap.sh", "--", "--build", "x"],
+])
+def test_no_warning_for_words_after_the_repros_own_double_dash(small: World,
+                                                                words: list[str]):
+    # After the repro's own '--' the words are the repro's by any reading: bisectkit
+    # never takes options there. The warning told the user to put '--' before the repro.
+    r = cli(small, "run", "--good", "nope", "--bad", "HEAD", *words)
+    assert r.returncode == 2
+    assert "warning" not in r.stderr, r.stderr
+
+
+def test_the_warning_still_names_an_option_before_the_repros_double_dash(small: World):
+    r = cli(small, "run", "--good", "nope", "--bad", "HEAD", "./wrap.sh", "--jobs", "2",
+            "--", "x")
+    assert r.stderr.startswith("warning: '--jobs' after the repro is passed to it;"), r.stderr
 
 
 def test_git_run_warns_too(small: World):

@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import (
     MERGE_BUG,
     MERGE_COMMITS,
@@ -24,6 +26,8 @@ from worldgen import (
     build_integrate_world,
     build_merge_world,
     build_world,
+    copy_world,
+    git,
     hermetic_env,
     make_partial,
 )
@@ -197,3 +201,37 @@ def test_jobs_workspaces_get_the_blobs(partial_world: Copy, tmp_path: Path):
     assert snapshot(w) == before
     steps = json.loads(out.read_text())["steps"]
     assert any(s.get("fetched") for s in steps) and any(s.get("workspace") for s in steps)
+
+
+@pytest.fixture(scope="module")
+def tree0_template(tmp_path_factory: pytest.TempPathFactory) -> World:
+    w = build_world(tmp_path_factory.mktemp("tree0"))
+    for repo in (w.upstream, w.fork):
+        git(w.env, repo, "config", "uploadpack.allowFilter", "true")
+        git(w.env, repo, "config", "uploadpack.allowAnySHA1InWant", "true")
+    sup = w.superproject
+    shutil.rmtree(sup / ".git/modules" / SUBMODULE)
+    shutil.rmtree(sup / SUBMODULE)
+    git(w.env, sup, "config", f"submodule.{SUBMODULE}.url", f"file://{w.fork}")
+    git(w.env, sup, "submodule", "update", "-q", "--init", "--filter=tree:0", SUBMODULE)
+    git(w.env, w.submodule, "remote", "add", "upstream", f"file://{w.upstream}")
+    git(w.env, w.submodule, "fetch", "-q", "--filter=tree:0", "upstream")
+    return w
+
+
+def test_tree0_partial_clone_is_one_line_whose_fix_works(tree0_template: World,
+                                                         tmp_path: Path):
+    w = copy_world(tree0_template, tmp_path)
+    before = snapshot(w)
+    r = _run(w, w.sha(0), w.sha(300))
+    assert r.returncode == 2, r.stderr + r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "partial clone without trees (--filter=tree:0" in lines[0]
+    assert snapshot(w) == before
+    for command in lines[0].split("; run: ", 1)[1].split(" && "):
+        subprocess.run(shlex.split(command), cwd=w.superproject, env=w.env, check=True,
+                       capture_output=True)
+    r = _run(w, w.sha(0), w.sha(300))
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{w.sha(200)} is the first bad commit\n" in r.stdout
+    assert snapshot(w) == before

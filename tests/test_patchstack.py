@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pygit2
-from conftest import World
+from helpers.worlds import World
 
 from bisectkit.git.merge import TreeEntry
 from bisectkit.git.repo import Repo
@@ -11,8 +11,9 @@ from bisectkit.git.repo import Repo
 
 def full_merge(repo: pygit2.Repository, onto: str, patch: str) -> str | None:
     """libgit2's own 3-way merge, the oracle (a handle of its own on the repository)."""
-    commit = repo.get(patch)
-    index = repo.merge_trees(commit.parents[0].tree, repo.get(onto), commit.tree)
+    commit, tree = repo.get(patch), repo.get(onto)
+    assert isinstance(commit, pygit2.Commit) and isinstance(tree, pygit2.Tree)
+    index = repo.merge_trees(commit.parents[0].tree, tree, commit.tree)
     return None if index.conflicts is not None else str(index.write_tree(repo))
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from bisectkit_plugins import cmake_ninja
-from conftest import SUBMODULE, World, WorldSpec, cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, snapshot
 
 from bisectkit.errors import BadInput
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from bisectkit_plugins.flaky import combine
-from conftest import SUBMODULE, World, cli, snapshot
+from helpers.repros import run_args
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, snapshot
 
 GOOD_IF = "device .* not found"
 #: With this seed the flaky repro below hides the bug at some bad step when run
@@ -84,7 +85,7 @@ def test_policies_as_documented(good: int, bad: int, skip: int, expected: tuple[
 
 def test_single_runs_are_fooled_and_any_bad_repeats_are_not(world_factory, tmp_path: Path):
     repro, counter = seeded_repro(tmp_path)
-    wrong = {}
+    wrong: dict[tuple[str, ...], int] = {}
     for extra in ([], ["-p", "flaky", "--repeat", "1"]):
         counter.unlink(missing_ok=True)
         world = world_factory(tmp_path / f"w{len(wrong)}")
@@ -195,3 +196,56 @@ def test_an_aborting_run_aborts_the_bisection(world: World, tmp_path: Path):
     assert result["status"] == "aborted"
     assert result["steps"] == []
     assert snapshot(world) == before
+
+
+# -- the boundary re-tested: the answer's confidence --------------------------------
+def test_repeated_runs_report_a_confidence(world: World, tmp_path: Path):
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "--good", world.sha(150), "--bad", world.sha(250),
+                         "--good-if", GOOD_IF, "-p", "flaky", "--repeat", "2",
+                         "--json", str(out), "--", "./repro.sh"))
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    confidence = result["confidence"]
+    assert confidence["trustworthy"] is True
+    assert confidence["boundary"] == [world.sha(199), world.sha(200)]
+    confirm = [s for s in result["steps"] if s["source"] == "confirm"]
+    assert [s["commit"] for s in confirm] == confidence["boundary"]
+    assert "confidence: the boundary pair re-tested the same" in r.stdout
+
+
+def test_a_boundary_that_retests_differently_is_not_trustworthy(world: World, tmp_path: Path):
+    out = tmp_path / "r.json"
+    first = cli(world, *run_args(world, "--good", world.sha(150), "--bad", world.sha(250),
+                             "--good-if", GOOD_IF, "-p", "flaky", "--repeat", "2",
+                             "--json", str(out), "--", "./repro.sh"))
+    assert first.returncode == 0, first.stderr
+    tested = sum(1 for s in json.loads(out.read_text())["steps"] if s["source"] == "run")
+    # Same verdicts while bisecting, then every run passes: the re-test of the
+    # first bad commit contradicts the answer.
+    repro = tmp_path / "turns_good.sh"
+    repro.write_text(f'#!/bin/sh\n[ "$BISECTKIT_STEP" -gt {tested} ] && '
+                     "{ echo \"HAL device 'vulkan' not found\"; exit 1; }\nexec ./repro.sh\n")
+    repro.chmod(0o755)
+    r = cli(world, *run_args(world, "--good", world.sha(150), "--bad", world.sha(250),
+                         "--good-if", GOOD_IF, "-p", "flaky", "--repeat", "2",
+                         "--json", str(out), "--", str(repro)))
+    assert r.returncode == 0, r.stderr
+    confidence = json.loads(out.read_text())["confidence"]
+    assert confidence["trustworthy"] is False
+    assert confidence["agree"] == [True, False]
+    assert "the answer is not trustworthy" in r.stdout
+
+
+def test_confidence_when_the_bad_end_cannot_be_retested(world_factory, tmp_path: Path):
+    world = world_factory(tmp_path, WorldSpec(bug_at=350, local_conflict=350,
+                                              pick_by_patch_id=None))
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "--good", world.sha(340), "--bad", world.sha(350),
+                         "--build", "./build.sh", "--good-if", GOOD_IF, "-p", "flaky",
+                         "--repeat", "2", "--json", str(out), "--", "./repro.sh"))
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    assert result["first_bad"] == world.sha(350)
+    assert result["confidence"]["trustworthy"] is False
+    assert "cannot re-test" in r.stdout

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 from bisectkit_plugins import iree_devices
-from conftest import SUBMODULE, World, cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, snapshot
 
 from bisectkit import Outcome, Step
 

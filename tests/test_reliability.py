@@ -13,30 +13,24 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
-from test_safety import assert_refused, run_argv, session_path, spawn, start_argv, write_script
+from helpers.sessions import (
+    assert_refused,
+    run_argv,
+    session_path,
+    spawn,
+    start_argv,
+    wait_for,
+    write_script,
+)
+from helpers.states import full_state, state_dir
+from helpers.worlds import GIT_SUBCOMMAND_SH, SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 from bisectkit.execute.keptoutput import Kept
 from bisectkit.execute.runner import pexpect_command
 from bisectkit.model.dropped import unmarked
-
-STATE = Path(".git") / "bisectkit"
-
-
-def state_dir(world: World) -> Path:
-    return world.superproject / STATE
-
-
-def full_state(world: World) -> dict[str, str]:
-    """``snapshot`` plus ignored files: what a restore must leave exactly as it found."""
-    state = snapshot(world)
-    for name, repo in (("super", world.superproject), ("sub", world.submodule)):
-        state[f"{name}_ignored"] = world.git(repo, "status", "--porcelain", "--ignored")
-    return state
 
 
 def commit_file(world: World, repo: Path, path: str, text: str, message: str) -> str:
@@ -68,11 +62,9 @@ def test_second_run_is_refused_while_one_runs(world: World, tmp_path: Path) -> N
     repro = write_script(tmp_path / "slow.sh", SLOW.format(marker=marker))
     first = spawn(world, "bisectkit", *run_argv(world, repro=(str(repro),)))
     try:
-        deadline = time.monotonic() + 30
-        while not marker.exists():
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for(lambda: marker.exists() or first.poll() is not None, 30,
+                 "the slow repro to start")
+        assert marker.exists(), first.communicate()
         under_test = world.git(world.submodule, "rev-parse", "HEAD")
         for second in (cli(world, *run_argv(world)), git_cli(world, "reset"),
                        git_cli(world, "good")):
@@ -94,9 +86,8 @@ def test_stale_lock_of_a_killed_run_is_taken_over(world: World, tmp_path: Path) 
     marker = tmp_path / "started"
     repro = write_script(tmp_path / "slow.sh", SLOW.format(marker=marker))
     proc = spawn(world, "bisectkit", *run_argv(world, repro=(str(repro),)))
-    while not marker.exists():
-        assert proc.poll() is None
-        time.sleep(0.05)
+    wait_for(lambda: marker.exists() or proc.poll() is not None, 30, "the slow repro to start")
+    assert marker.exists(), proc.communicate()
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate()
     assert (state_dir(world) / "lock").exists()
@@ -528,7 +519,7 @@ def test_full_disk_during_reset_is_finished_by_a_later_reset(world_factory, smal
     assert not session_path(world).exists()
 
 
-# -- found in review: a git that dies with bisectkit, stuck marks, records deleted ----------
+# -- a git that dies with bisectkit, stuck marks, records deleted ---------------------------
 DIE_SHIM = """#!/bin/sh
 # Stands in for an OOM kill of bisectkit and its git together, mid-checkout.
 """ + GIT_SUBCOMMAND_SH + """if [ "$sub" = "read-tree" ]; then

@@ -2,71 +2,35 @@
 
 Every test drives the installed console scripts (``bisectkit`` and ``git
 bisect-patched``) against a real git world, and compares the repositories'
-state before and after with :func:`conftest.snapshot`.
+state before and after with :func:`helpers.worlds.snapshot`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.sessions import (
+    UPSTREAM,
+    assert_refused,
+    run_argv,
+    session_path,
+    spawn,
+    start_argv,
+    wait_for,
+    write_script,
+)
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 from bisectkit.safety.processes import alive
 
-UPSTREAM = "upstream/main"
-
 
 # -- helpers ----------------------------------------------------------------------
-def session_path(world: World) -> Path:
-    return world.superproject / ".git" / "bisectkit" / "session.json"
-
-
-def run_argv(world: World, *, good: str | None = None, bad: str | None = None,
-             submodule: str = SUBMODULE, build: str = "./build.sh",
-             repro: tuple[str, ...] = ("./repro.sh",), extra: tuple[str, ...] = ()) -> list[str]:
-    """``bisectkit run ...`` arguments, by default the working command of the world."""
-    return [
-        "run", "--submodule", submodule, "--upstream", UPSTREAM,
-        "--good", world.sha(0) if good is None else good,
-        "--bad", world.sha(300) if bad is None else bad,
-        "--build", build, "--good-if", "device .* not found", *extra, "--", *repro,
-    ]
-
-
-def start_argv(world: World, *, good: str | None = None, bad: str | None = None,
-               submodule: str = SUBMODULE) -> list[str]:
-    """``git bisect-patched start ...`` arguments (bad first, then good)."""
-    return ["start", "--submodule", submodule, "--upstream", UPSTREAM,
-            world.sha(300) if bad is None else bad, world.sha(0) if good is None else good]
-
-
-def write_script(path: Path, body: str, executable: bool = True) -> Path:
-    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
-    path.chmod(0o755 if executable else 0o644)
-    return path
-
-
-def assert_refused(world: World, proc: subprocess.CompletedProcess[str], before: dict[str, str],
-                   *words: str) -> str:
-    """Exit 2, exactly one stderr line naming the problem, nothing touched, no session."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    line = lines[0]
-    for word in words:
-        assert word.lower() in line.lower(), (word, line)
-    assert snapshot(world) == before
-    assert not session_path(world).exists()
-    return line
-
-
 def snapshot_super(world: World) -> dict[str, str]:
     """The superproject half of ``snapshot`` (usable while the submodule is detached)."""
     return {
@@ -89,22 +53,15 @@ def is_ancestor(world: World, repo: Path, a: str, b: str) -> bool:
                           env=world.env).returncode == 0
 
 
-def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 # -- bad input: exit 2, one line, nothing touched -----------------------------------
 @pytest.mark.parametrize("which", ["good", "bad"])
 def test_run_unknown_rev(world: World, which: str, tmp_path: Path) -> None:
     marker = tmp_path / "built"
     before = snapshot(world)
     result = tmp_path / "result.json"
+    ends = {"good": None, "bad": None, which: "no-such-rev"}
     proc = cli(world, *run_argv(world, build=f"touch {marker}", extra=("--json", str(result)),
-                                **{which: "no-such-rev"}))
+                                good=ends["good"], bad=ends["bad"]))
     assert_refused(world, proc, before, "unknown revision", "no-such-rev")
     assert not marker.exists()
     assert not result.exists()
@@ -371,15 +328,6 @@ wait
 """
 
 
-def spawn(world: World, exe: str, *args: str) -> subprocess.Popen[str]:
-    """Start a console script as a user would, in its own process group (like a shell job)."""
-    path = shutil.which(exe)
-    assert path is not None, exe
-    return subprocess.Popen([path, *args], cwd=world.superproject, env=world.env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
 def interrupt_when_started(world: World, proc: subprocess.Popen[str], marker: Path,
                            signum: int, to_group: bool, times: int = 1) -> tuple[list[int], str]:
     """Wait until the slow script runs, signal bisectkit, wait for it; (script pids, stderr)."""
@@ -393,7 +341,7 @@ def interrupt_when_started(world: World, proc: subprocess.Popen[str], marker: Pa
         assert session_path(world).exists()
         for n in range(times):
             if n:
-                time.sleep(0.01)
+                time.sleep(0.01)  # the point: signals a moment apart, a user hitting Ctrl-C
             if to_group:
                 os.killpg(proc.pid, signum)
             else:

@@ -16,19 +16,21 @@ import pytest
 
 from bisectkit.engine import Clear, ContradictoryVerdicts, Found, Inconclusive, Next, Picks
 from bisectkit.engine.search import SEARCHES, Gallop, Linear, named
+from bisectkit.model import Verdict
 
 
 def cands(n: int) -> list[str]:
     return [f"c{i}" for i in range(n)]
 
 
-def truth(i: int, bad: int, skips: set[int]) -> str:
+def truth(i: int, bad: int, skips: set[int]) -> Verdict:
     return "skip" if i in skips else ("bad" if i >= bad else "good")
 
 
 def run(search: str, n: int, bad: int, skips: frozenset[int] = frozenset()) -> tuple[object, int]:
     """The decision and the number of tests one worker needs."""
-    c, verdicts, tests = cands(n), {}, 0
+    c, tests = cands(n), 0
+    verdicts: dict[str, Verdict] = {}
     while True:
         d = named(search).decide(c, verdicts)
         if not isinstance(d, Next):
@@ -40,7 +42,9 @@ def run(search: str, n: int, bad: int, skips: frozenset[int] = frozenset()) -> t
 def run_parallel(search: str, n: int, bad: int, k: int, rng: random.Random,
                  skips: frozenset[int] = frozenset()) -> object:
     """k workers, results coming back in random order; tests outside the range cancelled."""
-    c, verdicts, flying = cands(n), {}, []
+    c = cands(n)
+    verdicts: dict[str, Verdict] = {}
+    flying: list[str] = []
     s = named(search)
     while True:
         flying = [f for f in flying if f not in s.outside(c, verdicts, flying)]

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import make_shallow_world
 
 GOOD_IF = "device .* not found"
@@ -26,9 +26,15 @@ def shallow(world: World, fork: str, upstream: str, *present: int) -> World:
     return world
 
 
-def bisect(world: World, good: int, bad: int, *extra: str) -> subprocess.CompletedProcess[str]:
+def bisect(world: World, good: int | str, bad: int | str,
+           *extra: str) -> subprocess.CompletedProcess[str]:
+    """The world's submodule bisection from ``good`` to ``bad`` (an int: upstream commit N;
+    a str: a revision as the user types it)."""
+    def rev(end: int | str) -> str:
+        return world.sha(end) if isinstance(end, int) else end
+
     return cli(world, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
-               "--good", world.sha(good), "--bad", world.sha(bad), "--good-if", GOOD_IF,
+               "--good", rev(good), "--bad", rev(bad), "--good-if", GOOD_IF,
                "--build", "./build.sh", *extra, "--", "./repro.sh")
 
 
@@ -141,6 +147,24 @@ def test_good_end_not_here_at_all(world: World, deepen: bool):
         found(w, bisect(w, 100, 300), 200)
 
 
+@pytest.mark.parametrize("deepen", [False, True])
+def test_shallow_typo_is_an_unknown_revision_and_fetches_nothing(world: World, deepen: bool):
+    """A ref name that names nothing cannot be behind a boundary: no fetch is offered, and
+    ``--deepen`` does not unshallow llvm-project for a typo."""
+    make_shallow_world(world, ["--depth", "10"], ["--depth=150"])
+    shallow = world.superproject / ".git/modules" / SUBMODULE / "shallow"
+    boundary, before = shallow.read_text(), snapshot(world)
+    r = bisect(world, "upstream/mian", world.sha(300), *(["--deepen"] if deepen else []))
+    assert r.returncode == 2, r.stderr + r.stdout
+    assert r.stderr.startswith("bisectkit: error: unknown revision 'upstream/mian' in ")
+    assert "fetch" not in r.stderr and "deepened" not in r.stdout
+    assert shallow.read_text() == boundary
+    assert snapshot(world) == before
+    # A walk off the boundary still gets the fetch that fixes it.
+    r = bisect(world, "upstream/main~399", world.sha(300))
+    assert r.returncode == 2 and "is a shallow clone" in r.stderr
+
+
 def test_integrate_fetches_missing_pins_of_a_shallow_submodule(integrate_world: World):
     w = integrate_world
     make_shallow_world(w, ["--depth", "1"], ["--depth=1"])
@@ -156,3 +180,14 @@ def test_integrate_fetches_missing_pins_of_a_shallow_submodule(integrate_world: 
     # Each pin came alone (--depth=1): the submodule is as shallow as before.
     assert (w.superproject / SHALLOW).exists()
     assert snapshot(w) == before
+
+
+def test_status_of_a_shallow_submodule_reports_the_shape(world: World):
+    make_shallow_world(world, ["--depth", "10"], ["--depth=150"])
+    r = cli(world, "status", "--upstream", "upstream/main")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "shape: shallow" in r.stdout
+    # What cannot be known is said, with the fetch that tells it.
+    assert "stack: unknown: " in r.stdout and "fetch" in r.stdout, r.stdout
+    data = json.loads(cli(world, "status", "--upstream", "upstream/main", "--json").stdout)
+    assert data["shallow"]["boundary"] and "shallow clone" in data["unknown"]

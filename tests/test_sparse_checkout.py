@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import SPARSE_BUG_AT, build_sparse_world, copy_world
 
 from bisectkit.git.shapes.sparse import parse
@@ -184,6 +184,24 @@ def test_advance_in_a_sparse_submodule(sw: World, tmp_path: Path):
     assert all("clang" not in sub for sub, _ in seen(log))  # mlir: where mine sits
     assert snapshot(w) == before and shape(w, w.submodule) == patterns
     assert mine.read_text() == "mine\n"
+
+
+def test_jobs_workspaces_keep_the_sparse_cone(sw: World, tmp_path: Path):
+    w = sw
+    w.git(w.submodule, "sparse-checkout", "set", "--cone", "lib", "llvm")
+    log, build = tmp_path / "seen.log", tmp_path / "build-rec.sh"
+    # One write per build (two run at once): a line whole, never two builds' halves.
+    build.write_text(f"#!/bin/sh\necho \"$(ls -A {SUBMODULE} | tr '\\n' ' ')\" >> {log}\n"
+                     "exec ./build.sh\n")
+    build.chmod(0o755)
+    before = snapshot(w)
+    r = cli(w, "run", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--good",
+            w.sha(0), "--bad", w.sha(56), "--build", str(build), "--good-if", GOOD_IF,
+            "--jobs", "2", "--", "./repro.sh")
+    assert r.returncode == 0, r.stderr + r.stdout
+    seen = [set(line.split()) for line in log.read_text().splitlines()]
+    assert len(seen) >= 4 and all(s - {".git"} == {"README", "lib", "llvm"} for s in seen), seen
+    assert snapshot(w) == before
 
 
 def test_status_reports_the_shape(sw: World):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import SUBMODULE, World, cli, snapshot
+from helpers.worlds import SUBMODULE, World, cli, snapshot
 
 GOOD_IF = "device .* not found"
 

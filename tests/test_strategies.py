@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World
+from helpers.worlds import SUBMODULE, World
 
 from bisectkit import strategies
 from bisectkit.cli import requests
@@ -118,6 +118,7 @@ def test_submodule_prepare_replays_the_stack(sub_world: World, n: int,
                                                      "local"]
     assert prepared.skip_reason is None
     patched = prepared.details["patched"]
+    assert patched is not None
     assert prepared.env == {"BISECTKIT_COMMIT": w.sha(n), "BISECTKIT_SUBMODULE": SUBMODULE,
                             "BISECTKIT_PATCHED_COMMIT": patched,
                             "BISECTKIT_STRATEGY": "submodule"}
@@ -151,7 +152,9 @@ def test_stops_applying_narrows_to_the_upstream_commit(sub_world: World) -> None
     for n in (330, 360):  # what two steps recorded: clean at 330, conflicting at 360
         session.steps.append(StepRecord(
             index=len(session.steps) + 1, commit=w.sha(n), verdict="skip", reason="",
-            source="auto", patches=strategy.prepare(w.sha(n)).details["patches"]))
+            source="auto",
+            # StepRecord.patches is typed list[dict[str, Any]], a step's patches PatchJSON.
+            patches=strategy.prepare(w.sha(n)).details["patches"]))  # type: ignore[arg-type]
     [entry] = strategy.result_extra(None)["stops_applying"]
     assert (entry["patch"], entry["first_conflict"], entry["last_clean"], entry["exact"]) == (
         w.stack[-1], w.sha(340), w.sha(339), True)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, WorldSpec, cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, snapshot
 
 GOOD_IF = "device .* not found"
 

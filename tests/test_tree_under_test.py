@@ -20,7 +20,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.tree_moves import assert_stopped, once, submodule_run
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import REPRO_SH, git, hermetic_env
 
 from bisectkit.errors import TreeMoved
@@ -29,40 +30,6 @@ from bisectkit.safety.undertest import Held, Watch, as_found, how_moved
 
 GOOD_IF = "device .* not found"
 UPSTREAM = "upstream/main"
-
-
-def once(tmp_path: Path, move: str, then: str, name: str = "interfere") -> Path:
-    """A command that runs ``move`` on its first invocation only (``mkdir`` is atomic, so
-    two parallel steps cannot both take it), then ``exec``s ``then``."""
-    script = tmp_path / f"{name}.sh"
-    script.write_text(f"#!/bin/sh\nif mkdir {tmp_path / (name + '.done')} 2>/dev/null; then\n"
-                      f"  {move} >/dev/null 2>&1\nfi\nexec {then}\n", encoding="utf-8")
-    script.chmod(0o755)
-    return script
-
-
-def submodule_run(world: World, tmp_path: Path, *extra: str, build: str = "./build.sh",
-                  repro: str = "./repro.sh", name: str = "result"
-                  ) -> tuple[subprocess.CompletedProcess[str], dict]:
-    out = tmp_path / f"{name}.json"
-    r = cli(world, "run", "--submodule", SUBMODULE, "--upstream", UPSTREAM,
-            "--good", world.sha(0), "--bad", world.sha(300), "--build", build,
-            "--good-if", GOOD_IF, "--json", str(out), *extra, "--", repro, timeout=300)
-    assert out.exists(), r.stderr + r.stdout
-    return r, json.loads(out.read_text())
-
-
-def assert_stopped(r: subprocess.CompletedProcess[str], result: dict, what: str,
-                   when: str) -> str:
-    """Exit 3 with the one line saying what moved, when, and that nothing was recorded."""
-    assert r.returncode == 3, r.stdout + r.stderr
-    line = r.stderr.splitlines()[-1]
-    assert line.startswith("bisectkit: error: "), r.stderr
-    assert f"{what} changed during step " in line and f"(seen {when}: " in line, line
-    assert "nothing was recorded for that step" in line, line
-    assert result["status"] == "aborted"
-    assert not [s for s in result["steps"] if s["source"] == "run"], result["steps"]
-    return line
 
 
 def stopped_candidate(r: subprocess.CompletedProcess[str]) -> str:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
-from test_advance import BASE, spec, with_smoke
+from helpers.advance import BASE, spec, with_smoke
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import SPARSE_BUG_AT, build_sparse_world, copy_world
 
 from bisectkit.git import cli as gitcli

@@ -10,26 +10,12 @@ import json
 import textwrap
 from pathlib import Path
 
-from conftest import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.repros import BUG, run, run_args, script
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 from bisectkit.execute.keptoutput import clean_output
 
-BUG = f"grep -q miscompile {SUBMODULE}/lib/bug.txt"
-
-
-def script(path: Path, body: str) -> Path:
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(0o755)
-    return path
-
-
-def run(world: World, *extra: str, repro: tuple[str, ...], good: int = 0, bad: int = 300,
-        json_path: Path | None = None):
-    args = ["run", "--submodule", SUBMODULE, "--upstream", "upstream/main",
-            "--good", world.sha(good), "--bad", world.sha(bad), *extra]
-    if json_path is not None:
-        args += ["--json", str(json_path)]
-    return cli(world, *args, "--", *repro)
+GOOD_IF = "device .* not found"
 
 
 # -- escapes ---------------------------------------------------------------------------
@@ -61,6 +47,48 @@ def test_rules_and_step_logs_see_text_not_colour(world: World, tmp_path: Path):
     assert "matched --bad-if 'error: miscompiled'" in bad["reason"]
     log = Path(bad["log"]).read_text()
     assert "error: miscompiled" in log and "\x1b" not in log and "\r" not in log
+
+
+# Demonstrates: escapes outside CSI/OSC (``tput sgr0`` writes ``\e(B\e[m``; ``\e7``/``\e8``
+# save/restore the cursor) reached the rules. A tool that colours with tput only in its
+# older releases (commits 200-249 here) made those bad commits look good, and the search
+# named 250 with exit 0: a confident wrong culprit that no end check can catch.
+def test_tput_style_escapes_do_not_hide_the_bad_text(world: World, tmp_path: Path):
+    repro = script(tmp_path / "repro.sh", f"""\
+        if git -C {SUBMODULE} merge-base --is-ancestor {world.sha(250)} HEAD; then
+          echo 'error: miscompiled'
+        elif {BUG}; then
+          printf '\\033[1;31merror:\\033(B\\033[m miscompiled\\0337\\0338\\n'
+        else
+          echo ok
+        fi
+        exit 0
+    """)
+    r = run(world, "--bad-if", "error: miscompiled", repro=(str(repro),))
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout, r.stdout
+
+
+# Demonstrates: when --keep-output cuts the output inside an OSC 8 hyperlink (gcc and
+# ls print them under a terminal), the unterminated OSC swallowed everything after the
+# cut up to the next ESC: the marker, the rule-matching lines kept from the middle and
+# the tail. The bad commits' "error: miscompiled" vanished and they tested good.
+def test_an_osc_cut_by_keep_output_does_not_swallow_the_kept_lines(world: World,
+                                                                    tmp_path: Path):
+    keep = 4096
+    head = "x" * (keep // 2 - 10)
+    repro = script(tmp_path / "repro.sh", f"""\
+        printf '{head}\\033]8;;https://gcc.gnu.org/onlinedocs/gcc/Warning-Options.html\\033\\\\-Wunused\\033]8;;\\033\\\\\\n'
+        i=0; while [ $i -lt 200 ]; do echo "filler line $i"; i=$((i+1)); done
+        if {BUG}; then echo 'error: miscompiled'; fi
+        i=0; while [ $i -lt 200 ]; do echo "filler line $i"; i=$((i+1)); done
+        exit 0
+    """)
+    out = tmp_path / "r.json"
+    r = run(world, "--keep-output", str(keep), "--bad-if", "error: miscompiled",
+            repro=(str(repro),), good=190, bad=210, json_path=out)
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
 
 
 # -- commands that cannot run ----------------------------------------------------------
@@ -133,6 +161,20 @@ def test_a_tool_missing_only_at_some_commits_is_skip_not_bad(world: World, tmp_p
     assert not [s for s in steps if s["verdict"] == "bad"]
 
 
+# Demonstrates: the --build pre-check looked the first command up on the PATH bisectkit
+# runs with, ignoring an assignment to PATH in front of it (``PATH=$PWD/tools:$PATH
+# mybuild``): a build that runs fine was refused with "command not found", exit 2.
+def test_a_build_that_sets_path_for_its_command_is_not_refused(world: World, tmp_path: Path):
+    tools = world.superproject / "tools"
+    tools.mkdir()
+    script(tools / "mybuild", "exit 0\n")
+    repro = script(tmp_path / "repro.sh", f"if {BUG}; then exit 1; fi\nexit 0\n")
+    r = run(world, "--build", 'PATH="$PWD/tools:$PATH" mybuild', repro=(str(repro),),
+            good=190, bad=210)
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+
+
 # -- the ends an answer rests on -------------------------------------------------------
 def test_a_repro_that_never_reproduces_does_not_blame_the_bad_end(world: World,
                                                                    tmp_path: Path):
@@ -167,6 +209,47 @@ def test_an_answer_on_the_bad_end_is_confirmed_by_testing_it(world: World, tmp_p
     assert "confirming the bad end" in r.stdout
     verify = [s for s in json.loads(out.read_text())["steps"] if s["source"] == "verify"]
     assert [(s["commit"], s["verdict"]) for s in verify] == [(world.sha(200), "bad")]
+
+
+def test_verify_range_catches_a_wrong_good(world: World, tmp_path: Path):
+    before = snapshot(world)
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "--good", world.sha(250), "--bad", world.sha(300),
+                         "--build", "./build.sh", "--good-if", GOOD_IF, "--verify-range",
+                         "--json", str(out), "--", "./repro.sh"))
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert f"the good end {world.sha(250)[:12]} is not good: it tested bad" in r.stderr
+    assert json.loads(out.read_text())["status"] == "aborted"
+    assert snapshot(world) == before
+    ok = cli(world, *run_args(world, "--good", world.sha(100), "--bad", world.sha(300),
+                          "--build", "./build.sh", "--good-if", GOOD_IF, "--verify-range",
+                          "--json", str(out), "--", "./repro.sh"))
+    assert ok.returncode == 0, ok.stderr
+    steps = json.loads(out.read_text())["steps"]
+    assert [s["source"] for s in steps[:2]] == ["verify", "verify"]
+    assert [s["verdict"] for s in steps[:2]] == ["good", "bad"]
+
+
+def test_verify_range_with_a_wrong_bad_end_leaves_nothing_behind(world: World, tmp_path: Path):
+    before = snapshot(world)
+    out = tmp_path / "r.json"
+    r = cli(world, *run_args(world, "--good", world.sha(100), "--bad", world.sha(150),
+                         "--build", "./build.sh", "--good-if", GOOD_IF, "--verify-range",
+                         "--json", str(out), "--", "./repro.sh"))
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert f"the bad end {world.sha(150)[:12]} is not bad: it tested good" in r.stderr
+    assert json.loads(out.read_text())["status"] == "aborted"
+    assert snapshot(world) == before
+    assert not (world.superproject / ".git/bisectkit/session.json").exists()
+    # The log of a verified run replays (verification steps are not verdicts).
+    ok = cli(world, *run_args(world, "--good", world.sha(100), "--bad", world.sha(300),
+                          "--build", "./build.sh", "--good-if", GOOD_IF, "--verify-range",
+                          "--", "./repro.sh"))
+    assert ok.returncode == 0
+    replay = git_cli(world, "replay", ".git/bisectkit/last-log")
+    assert f"{world.sha(200)} is the first bad commit" in replay.stdout, replay.stderr
+    assert git_cli(world, "reset").returncode == 0
+    assert snapshot(world) == before
 
 
 # -- the circuit breaker -----------------------------------------------------------------
@@ -244,3 +327,23 @@ def test_a_raising_plugin_is_one_line_exit_3_and_restored(world: World, tmp_path
     log = Path(line.split("(traceback in ")[1].rstrip(")"))
     assert "Traceback" in log.read_text() and "_parse" in log.read_text()
     assert snapshot(world) == before
+
+
+# Demonstrates: a plugin raising in bisectkit_addoption (called while the command line is
+# parsed, before any other hook) was "internal error" with a traceback, exit 70, not the
+# one line naming the plugin and the hook with exit 3 that every other hook gives.
+def test_a_plugin_raising_in_addoption_is_one_line_exit_3(world: World, tmp_path: Path):
+    plugin = tmp_path / "badopt.py"
+    plugin.write_text(textwrap.dedent("""
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_addoption(parser):
+            raise RuntimeError("option table is broken")
+    """))
+    repro = script(tmp_path / "repro.sh", "exit 0\n")
+    r = run(world, "-p", str(plugin), repro=(str(repro),), good=190, bad=210)
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr
+    assert ("plugin 'badopt' raised in bisectkit_addoption: RuntimeError: option table is "
+            "broken") in r.stderr

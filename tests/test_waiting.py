@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import SUBMODULE, World, WorldSpec, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
 STATE = Path(".git/bisectkit")

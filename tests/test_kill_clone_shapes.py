@@ -1,4 +1,4 @@
-"""Kill torture of issue 16's clone shapes: partial (promisor fetches before checkouts),
+"""Kill torture of the clone shapes: partial (promisor fetches before checkouts),
 sparse (cone and non-cone) and shallow with ``--deepen`` (the deepening fetch).
 
 ``scripts/torture_shapes.py`` stops bisectkit at its Nth git command (the shim of
@@ -73,13 +73,13 @@ def shaped(shape: Shape, tmp: Path) -> Shaped:
 
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory: pytest.TempPathFactory) -> Shaped:
-    where = tmp_path_factory.mktemp("t16-partial")
+    where = tmp_path_factory.mktemp("kill-partial")
     return shaped(partial_shape(where / "world"), where)
 
 
 @pytest.fixture(scope="module")
 def sparse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Shaped]:
-    where = tmp_path_factory.mktemp("t16-sparse")
+    where = tmp_path_factory.mktemp("kill-sparse")
     return {s.name: shaped(s, where) for s in sparse_shapes(where / "worlds")
             if s.name in ("sparse cone", "sparse non-cone manual")}
 

@@ -1,4 +1,4 @@
-"""Kill torture of issue 15's new paths: the mark that completes a waiting ``start``,
+"""Kill torture of the session commands: the mark that completes a waiting ``start``,
 ``reset <commit>``, and a ``--all-parents`` run with a ``skip A..B`` (real CLI, real git).
 
 Two ways to stop bisectkit at an exact point: the git shim of ``scripts/torture.py``
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SUBMODULE, World
-from test_all_parents import SMALL, _check, _side_history
+from helpers.histories import SMALL, check_script, side_history
+from helpers.worlds import SUBMODULE, World
 from torture import decorate, fingerprint, write_shim
 
 STATE = Path(".git/bisectkit")
@@ -214,8 +214,8 @@ def test_all_parents_run_with_a_skip_range_killed_then_continued(
     at every ninth git command; the same commands again (no reset) give the same answer, and
     reset restores everything."""
     w = fresh(spec=SMALL)
-    c = _side_history(w, w.superproject, bug_on="s2")
-    check = _check(w)
+    c = side_history(w, w.superproject, bug_on="s2")
+    check = check_script(w)
     before = fingerprint(w)
     cmds = [["start", "--integrate", "--all-parents", c["c3"], c["base"]],
             ["skip", f"{c['base']}..{c['c1']}"], ["run", check]]
