@@ -24,6 +24,7 @@ from helpers.worlds import SUBMODULE, World, cli, git_cli
 from rich.console import Console as RichConsole
 
 from bisectkit.model import CommitInfo
+from bisectkit.model.documents import StepJSON
 from bisectkit.text import clock, eta, fit, pack, plural
 from bisectkit.ui.console import Console
 from bisectkit.ui.livestatus import Status, render
@@ -86,10 +87,11 @@ def _printed(width: int) -> str:
                                   "subject": "a fix picked early", "refers_to": None,
                                   "seconds": 0.01}],
                      "submodules": []}, 1)
-    step = {"index": 12, "commit": SHA, "verdict": "good", "source": "run",
-            "reason": f"exit 1, matched --good-if '{GOOD_IF}' " * 2, "files_written": 1,
-            "prepare_s": 0.03, "build_s": 925.5, "repro_s": 12.25}
-    console.step_done(step)
+    step: StepJSON = {"index": 12, "commit": SHA, "verdict": "good", "source": "run",
+                      "reason": f"exit 1, matched --good-if '{GOOD_IF}' " * 2,
+                      "files_written": 1, "prepare_s": 0.03, "build_s": 925.5,
+                      "repro_s": 12.25}
+    console.step_done(dict(step))
     console.summary([step], None)
     console.found(_info(), {})
     console.inconclusive([_info(), _info("f" * 40)])

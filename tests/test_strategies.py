@@ -152,9 +152,7 @@ def test_stops_applying_narrows_to_the_upstream_commit(sub_world: World) -> None
     for n in (330, 360):  # what two steps recorded: clean at 330, conflicting at 360
         session.steps.append(StepRecord(
             index=len(session.steps) + 1, commit=w.sha(n), verdict="skip", reason="",
-            source="auto",
-            # StepRecord.patches is typed list[dict[str, Any]], a step's patches PatchJSON.
-            patches=strategy.prepare(w.sha(n)).details["patches"]))  # type: ignore[arg-type]
+            source="auto", patches=strategy.prepare(w.sha(n)).details["patches"]))
     [entry] = strategy.result_extra(None)["stops_applying"]
     assert (entry["patch"], entry["first_conflict"], entry["last_clean"], entry["exact"]) == (
         w.stack[-1], w.sha(340), w.sha(339), True)

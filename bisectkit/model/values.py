@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import pluggy
 
+from bisectkit.model.documents import PatchJSON
+
 #: bisectkit's version (``bisectkit.__version__``).
 VERSION = "0.1.0"
 #: The pluggy project name; hooks are prefixed ``bisectkit_``.
@@ -249,7 +251,7 @@ class StepRecord:
     source: str
     #: What the strategy did to the patch stack: one dict per patch (commit, kind,
     #: action, why...), as in the JSON result.
-    patches: list[dict[str, Any]] = field(default_factory=list)
+    patches: list[PatchJSON] = field(default_factory=list)
     files_written: int = 0
     #: What a partial clone fetched for the step: ``{"objects", "bytes", "seconds"}``.
     fetched: dict[str, Any] | None = None
