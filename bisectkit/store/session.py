@@ -49,6 +49,11 @@ def no_session() -> BadInput:
                     "start')")
 
 
+def unknown_strategy(name: str) -> BadInput:
+    """The refusal of a session naming a strategy this bisectkit does not have."""
+    return BadInput(f"the session uses an unknown strategy {name!r}; run '{GIT_PROG} reset'")
+
+
 def not_started(waiting: Waiting) -> BadInput:
     """The refusal of a command that needs the candidates while ``start`` waits for ends."""
     return BadInput(f"the session has not started: {waiting.status()}; give "
@@ -145,8 +150,7 @@ class Session:
         try:
             params = params_from_json(data["strategy"], data["params"])
         except UnknownStrategy:
-            raise BadInput(f"the session uses an unknown strategy {data['strategy']!r}; run "
-                           f"'{GIT_PROG} reset'") from None
+            raise unknown_strategy(data["strategy"]) from None
         return cls(
             strategy=data["strategy"],
             root=data["root"],

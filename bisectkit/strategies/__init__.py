@@ -23,7 +23,7 @@ from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import StartRequest
 from bisectkit.safety.worktree import Mover
-from bisectkit.store.session import Session
+from bisectkit.store.session import Session, unknown_strategy
 
 # Imported for their registration (each module registers its Kind).
 from bisectkit.strategies import advance, integrate, stack, submodule  # noqa: F401
@@ -35,9 +35,8 @@ __all__ = ["Kind", "Prepared", "Strategy", "kind_named", "make_strategy", "settl
 def make_strategy(superproject: Repo, session: Session, mover: Mover | None = None) -> Strategy:
     """The strategy object a session was started with (``mover``: to check candidates out)."""
     kind = kind_named(session.strategy)
-    if kind is None:
-        raise BadInput(f"the session uses an unknown strategy {session.strategy!r}; run "
-                       "'git bisect-patched reset'")
+    if kind is None:  # read sessions are refused sooner (Session.from_json): a built one
+        raise unknown_strategy(session.strategy)
     try:
         return kind.strategy(superproject, session, mover)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
