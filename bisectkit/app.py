@@ -45,6 +45,7 @@ from bisectkit.store.steplog import StepLogWriter
 from bisectkit.ui.console import Console
 from bisectkit.ui.observers import ConsoleObserver
 from bisectkit.ui.outstream import Resilient
+from bisectkit.ui.report import outputs as formats
 
 
 # -- entry points ---------------------------------------------------------------
@@ -152,7 +153,7 @@ def _builtins(console: Console, sp: Repo | None) -> list[tuple[str, object]]:
     ]
     if sp is not None:
         builtins.append(("step-log", StepLogWriter(SessionStore(sp.git_dir).logs_dir)))
-    return builtins
+    return [*builtins, *formats.builtin_outputs(sp, console)]
 
 
 def _prepare(argv: list[str], git_mode: bool,
@@ -174,6 +175,8 @@ def _prepare(argv: list[str], git_mode: bool,
     if getattr(args, "json", None) == "-":
         console.to_stderr()  # stdout holds nothing but the JSON result
     is_run = chosen(args).runs
+    if is_run:
+        formats.check_not_blocked(args, pm.is_blocked)
     run = _run_options(args, sp, pm, origins) if is_run else None
     flags = requests.run_flags(args) if is_run else requests.RunFlags()
     if run is not None:

@@ -104,3 +104,19 @@ def test_trace_spans_nest_and_cover_every_step(world: World, tmp_path: Path):
         verdicts = [e for e in mine if e["ph"] == "i"]
         assert [e["name"] for e in verdicts] == [f"verdict: {step['verdict']}"]
         assert any(e["ph"] == "M" for e in mine)  # the track is named
+
+
+def test_every_output_option_has_its_format_and_every_format_its_option() -> None:
+    """A new output format is its option (``cli/options.py``) and its class
+    (``ui/report/outputs.py``): neither can be added without the other."""
+    from bisectkit.cli import about
+    from bisectkit.cli.options import OUTPUT_OPTIONS
+    from bisectkit.commands.registry import build_parser
+    from bisectkit.ui.report.outputs import FORMATS
+
+    assert sorted(cls.flag for _, cls in FORMATS) == sorted(OUTPUT_OPTIONS)
+    assert all(cls.dest == cls.flag[2:] for _, cls in FORMATS)
+    run = about.subcommand(build_parser(False), "run")
+    given = run.parse_known_args([f"{flag}=out{flag}" for flag in OUTPUT_OPTIONS])[0]
+    assert [getattr(given, cls.dest) for _, cls in FORMATS] == \
+        [f"out{cls.flag}" for _, cls in FORMATS]

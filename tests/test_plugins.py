@@ -66,7 +66,8 @@ def test_discovery_order_and_origins(world: World, tmp_path: Path):
     r = cli(world, "plugins", "-p", str(a), extra_env=env)
     assert r.returncode == 0, r.stderr
     assert plugin_names(r.stdout) == ["exit-status", "rules", "build", "repro", "console",
-                                      "step-log", "ep", "a", "b", "c"]
+                                      "step-log", "markdown-report", "chrome-trace",
+                                      "json-result", "ep", "a", "b", "c"]
     assert "from:  entry point (ep-plugin)" in r.stdout
     assert f"from:  -p ({a})" in r.stdout
     assert f"from:  BISECTKIT_PLUGINS ({b})" in r.stdout
@@ -76,6 +77,7 @@ def test_discovery_order_and_origins(world: World, tmp_path: Path):
     blocked = cli(world, "plugins", "-p", "no:ep", "-p", "no:step-log", "-p", "no:b",
                   "-p", str(a), extra_env=env)
     assert plugin_names(blocked.stdout) == ["exit-status", "rules", "build", "repro", "console",
+                                            "markdown-report", "chrome-trace", "json-result",
                                             "a", "c"]
     no_autoload = cli(world, "plugins", extra_env={**env, "BISECTKIT_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert "ep" not in plugin_names(no_autoload.stdout)
@@ -290,3 +292,47 @@ def test_end_of_run_hooks_get_the_documented_dicts(world: World, tmp_path: Path)
     assert f"plugin result: found {world.sha(200)}" in r.stdout
     steps = json.loads(out.read_text())["steps"]
     assert "tampered" not in {s["verdict"] for s in steps}
+
+
+def test_a_plugin_that_raises_at_the_end_costs_none_of_the_output_files(world: World,
+                                                                        tmp_path: Path):
+    """The output formats are built-in ``bisectkit_session_finish`` plugins that go first:
+    a user's plugin raising there stops the command (exit 3) after ``--json``, ``--trace``
+    and ``--report`` are written; it got the same result and the trace."""
+    plugin = tmp_path / "late.py"
+    plugin.write_text(textwrap.dedent("""
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_session_finish(result, trace):
+            spans = sum(1 for e in trace["traceEvents"] if e["name"] == "repro")
+            print(f"plugin saw {result['status']} and {spans} repro spans")
+            raise RuntimeError("disk quota of the results server")
+    """))
+    out = {name: tmp_path / f"out.{name}" for name in ("json", "trace", "md")}
+    r = cli(world, *run_args(world, "-p", str(plugin), "--json", str(out["json"]),
+                             "--trace", str(out["trace"]), "--report", str(out["md"])))
+    assert r.returncode == 3, r.stderr
+    assert "late" in r.stderr and "bisectkit_session_finish" in r.stderr
+    result = json.loads(out["json"].read_text())
+    assert result["status"] == "found" and result["first_bad"] == world.sha(200)
+    repros = [e for e in json.loads(out["trace"].read_text())["traceEvents"]
+              if e["name"] == "repro"]
+    assert len(repros) == sum(1 for s in result["steps"] if s["reason"] != "cached") > 0
+    assert f"plugin saw found and {len(repros)} repro spans" in r.stdout
+    assert world.sha(200)[:12] in out["md"].read_text()
+
+
+def test_an_output_whose_writer_is_blocked_is_refused(world: World, tmp_path: Path):
+    """``-p no:json-result`` with ``--json FILE`` would end the run without the file asked
+    for: one line, exit 2, nothing touched; blocking a format not asked for is fine."""
+    before = snapshot(world)
+    r = cli(world, *run_args(world, "-p", "no:json-result", "--json", str(tmp_path / "r.json")))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "bisectkit: error: --json is written by the built-in plugin 'json-result', which "
+        "-p no:json-result blocks; drop one of the two"]
+    assert snapshot(world) == before and not (tmp_path / "r.json").exists()
+    r = cli(world, *run_args(world, "-p", "no:chrome-trace", "--json", str(tmp_path / "r.json")))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "found"

@@ -30,6 +30,11 @@ from bisectkit.model import (
 from bisectkit.patches.upstream import CONFIG_KEY
 from bisectkit.plugin.facade import Hooks
 
+#: The run options that name a file the run writes, each written by its format in
+#: :mod:`bisectkit.ui.report.outputs` (a new format: its option here and below, its class
+#: there); checked before anything moves (:func:`bisectkit.cli.precheck.output_path`).
+OUTPUT_OPTIONS = ("--json", "--report", "--trace")
+
 UPSTREAM_HELP = (f"upstream ref in the submodule (default: git config {CONFIG_KEY}, else guessed "
                  "from the remote-tracking branches: the nearest merge-base with HEAD, "
                  "printed with the reason)")

@@ -11,11 +11,12 @@ from __future__ import annotations
 import shlex
 from argparse import Action, ArgumentTypeError, Namespace
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisectkit.cli import argtypes, parallelopts, precheck
 from bisectkit.cli.advancing import advance_request
+from bisectkit.cli.options import OUTPUT_OPTIONS
 from bisectkit.errors import BadInput
 from bisectkit.model import (
     DEFAULT_KEEP,
@@ -141,9 +142,9 @@ def followup_lines(followup: FollowUp, rerun: Sequence[str]) -> list[str]:
 class RunFlags:
     """What a ``run`` writes and checks besides testing candidates."""
 
-    json: str | None = None
-    report: str | None = None
-    trace: str | None = None
+    #: The output options given (:data:`~bisectkit.cli.options.OUTPUT_OPTIONS`) -> the
+    #: file each names (``--json -``: stdout).
+    written: dict[str, str] = field(default_factory=dict)
     verify_range: bool = False
     check_stack: bool = False
 
@@ -153,15 +154,15 @@ class RunFlags:
 
     def outputs(self) -> dict[str, str]:
         """The files this run writes, by option (``--json -`` is stdout, not a file)."""
-        given = {"--json": self.json, "--report": self.report, "--trace": self.trace}
-        return {flag: path for flag, path in given.items()
-                if path is not None and not (flag == "--json" and path == "-")}
+        return {flag: path for flag, path in self.written.items() if path != "-"}
 
 
 def run_flags(args: Namespace) -> RunFlags:
     """The ``run`` flags of a parsed command line, output paths checked (exit 2 if unwritable)."""
-    flags = RunFlags(json=args.json, report=args.report, trace=args.trace,
-                     verify_range=args.verify_range, check_stack=args.check_stack)
+    written = {flag: value for flag, value in
+               ((flag, getattr(args, flag[2:].replace("-", "_"))) for flag in OUTPUT_OPTIONS)
+               if value is not None}
+    flags = RunFlags(written, verify_range=args.verify_range, check_stack=args.check_stack)
     for flag, value in flags.outputs().items():
         precheck.output_path(flag, value)
     return flags

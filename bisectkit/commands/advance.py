@@ -10,7 +10,6 @@ only if nothing moved since the advance started.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -38,6 +37,7 @@ from bisectkit.model.params import AdvanceParams
 from bisectkit.patches.stack import Stack
 from bisectkit.pipeline import loops, results
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.finish import finish
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import signals
 from bisectkit.safety.worktree import Mover
@@ -88,7 +88,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
                 ctx.console.line(f"dry run: nothing was changed; --apply moves the pin to "
                                  f"{result['to'][:12]}", style="dim")
         finally:
-            _write(ctx, result)
+            finish(ctx.hooks, result, shown["bisection"].tracer)
     return code
 
 
@@ -99,7 +99,7 @@ def show_result(ctx: Context, b: Bisection, decision: Decision, checks: dict[str
     _print(ctx, b, decision, result)
     if cache is not None:
         loops.note_cache_use(b, cache)
-    _write(ctx, result)
+    finish(ctx.hooks, result, b.tracer)
     return results.exit_code(decision)
 
 
@@ -215,15 +215,6 @@ def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
                        "superproject_commit": m.superproject_commit,
                        "crossed": len(m.crossed),
                        "patches": [a.to_json() for a in m.actions]} for m in done]}
-
-
-def _write(ctx: Context, result: dict[str, Any]) -> None:
-    """``--json``, the plugins' ``session_finish``, ``--report``."""
-    if ctx.flags.json:
-        answer.write_result(ctx, ctx.flags.json, result)
-    ctx.hooks.session_finish(result)
-    if ctx.flags.report and result.get("first_bad"):
-        answer.write_report(ctx, result, Path(ctx.flags.report))
 
 
 # -- the command line -------------------------------------------------------------

@@ -1,13 +1,13 @@
 """Running a session to its answer, shared by ``run`` (both programs') and ``advance``: the
 loop the pipeline chooses (:mod:`bisectkit.pipeline.loops`: the user's tree or workspaces,
-the verdict cache, the trace), then the answer shown and the files written (``--json``,
-``--report``, ``--trace``), and the restore of a one-go run."""
+the verdict cache, the trace), then the answer shown, the run finished
+(:mod:`bisectkit.pipeline.finish` writes ``--json``, ``--report``, ``--trace``), and the
+restore of a one-go run."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from bisectkit.cli import requests
@@ -18,6 +18,7 @@ from bisectkit.engine import Decision
 from bisectkit.errors import Aborted, BisectkitError
 from bisectkit.pipeline import loops, results, verify
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.finish import finish, finish_aborted
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import signals
 from bisectkit.store.cache import VerdictCache
@@ -76,7 +77,7 @@ def run_with(ctx: Context, b: Bisection, show: Shower | None = None) -> int:
 
 def _run_parallel_or_not(ctx: Context, b: Bisection, show: Shower) -> int:
     outputs = ctx.flags.output_files()
-    with loops.loop_for(b, ctx.options, outputs, trace=bool(ctx.flags.trace)) as loop:
+    with loops.loop_for(b, ctx.options, outputs) as loop:
         return _run_loop(ctx, loop, show)
 
 
@@ -100,8 +101,6 @@ def _run_loop(ctx: Context, b: Bisection, show: Shower) -> int:
     finally:
         if not answered:
             _wrap_up_aborted(ctx, b, error)
-        elif flags.trace:
-            signals.run_shielded(lambda: answer.write_trace(ctx, b.tracer, flags.trace or ""))
 
 
 def _result(ctx: Context, b: Bisection, decision: Decision,
@@ -131,29 +130,16 @@ def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict
         ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
     if cache is not None:
         loops.note_cache_use(b, cache)
-    if ctx.flags.json:
-        answer.write_result(ctx, ctx.flags.json, result)
-    ctx.hooks.session_finish(result)
-    if ctx.flags.report:
-        answer.write_report(ctx, result, Path(ctx.flags.report))
+    finish(ctx.hooks, result, b.tracer)
     return code
 
 
 def _wrap_up_aborted(ctx: Context, b: Bisection, error: str | None) -> None:
-    """An aborted run still writes its JSON (status aborted) and trace, and tells plugins."""
-    flags = ctx.flags
-
-    def wrap_up() -> None:
-        if flags.json:
-            answer.write_result(ctx, flags.json, results.result_json(b, "aborted", None, error))
-        if flags.trace:
-            answer.write_trace(ctx, b.tracer, flags.trace)
-
-    signals.run_shielded(wrap_up)
+    """An aborted run still sums up its steps, writes its JSON (status aborted) and trace,
+    and tells plugins."""
     with contextlib.suppress(Exception):
         _run_done(ctx, b)  # the summary: before the restore's lines
-    with contextlib.suppress(Exception):
-        ctx.hooks.session_finish(results.result_json(b, "aborted", None, error))
+    finish_aborted(ctx.hooks, results.result_json(b, "aborted", None, error), b.tracer)
 
 
 def _run_done(ctx: Context, b: Bisection) -> None:

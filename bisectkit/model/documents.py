@@ -107,3 +107,12 @@ class ResultJSON(TypedDict, total=False):
     steps: list[StepJSON]
     descended: list[str]
     error: str
+
+
+class TraceJSON(TypedDict):
+    """A run's timeline as a Chrome trace document (what ``--trace`` writes; open it in
+    Perfetto or chrome://tracing): ``traceEvents`` is empty unless ``--trace`` was given,
+    since nothing else reads it."""
+
+    traceEvents: list[dict[str, Any]]
+    displayTimeUnit: str

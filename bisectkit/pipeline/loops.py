@@ -20,7 +20,7 @@ from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.parallel.loop import ParallelBisection
 from bisectkit.pipeline.parallel.pools import open_pool
 from bisectkit.pipeline.parallel.workspace import default_root
-from bisectkit.pipeline.trace import NullTracer, Tracer
+from bisectkit.pipeline.trace import Tracer
 from bisectkit.safety import signals
 from bisectkit.store.cache import VerdictCache
 from bisectkit.store.cachekey import Skipped, run_identity, workspace_gaps
@@ -28,14 +28,13 @@ from bisectkit.text import plural
 
 
 @contextmanager
-def loop_for(b: Bisection, opts: RunOptions, outputs: Sequence[str],
-             trace: bool) -> Iterator[Bisection]:
+def loop_for(b: Bisection, opts: RunOptions, outputs: Sequence[str]) -> Iterator[Bisection]:
     """The loop that runs ``b``'s steps: ``b`` itself, or (parallel options) a
     :class:`ParallelBisection` on a pool that is closed when the block ends, however it
-    ends. ``outputs``: the files this run writes (never inputs of the cache key);
-    ``trace``: record every step for ``--trace``."""
-    b.trace_to(Tracer() if trace else NullTracer(),
-               {"build": opts.build or "", "repro": shlex.join(opts.repro)})
+    ends. ``outputs``: the files this run writes (never inputs of the cache key). Every
+    step is traced (a few events each): the trace goes to ``bisectkit_session_finish``,
+    where ``--trace`` writes it."""
+    b.trace_to(Tracer(), {"build": opts.build or "", "repro": shlex.join(opts.repro)})
     if not opts.parallel.enabled:
         yield b
         return

@@ -1,4 +1,5 @@
-"""Where a run may write its outputs (``--json``, ``--report``, ``--trace``).
+"""Where a run may write its outputs (``--json``, ``--report``, ``--trace``), and what it
+remembers of them once written.
 
 Checked before anything moves, each refusal one line (exit 2):
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import SUPERPROJECT, RunOptions
-from bisectkit.store.session import Session, state_dir
+from bisectkit.store.session import Session, SessionStore, state_dir
 from bisectkit.strategies import kind_named
 
 
@@ -134,3 +135,15 @@ def _relative(real: str, workdir: Path) -> str | None:
 def _inside(path: str, folder: str) -> bool:
     """Is ``path`` ``folder`` itself or below it (both real paths)?"""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def remember_output(superproject: Repo | None, path: str) -> None:
+    """Record ``path``, just written by this run, if it is in the superproject's work tree:
+    while it holds what was written, it is not an input of later runs' cache keys."""
+    if superproject is None:
+        return
+    real = os.path.realpath(path)
+    if not real.startswith(os.path.realpath(superproject.workdir) + os.sep):
+        return
+    with contextlib.suppress(OSError):  # only an optimisation: the file stays an input
+        SessionStore(superproject.git_dir).remember_output(real)

@@ -14,12 +14,10 @@ import contextlib
 import os
 import time
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from bisectkit import safetext
-from bisectkit.model.documents import PatchJSON
-from bisectkit.safety.fileio import write_json_atomic
+from bisectkit.model.documents import PatchJSON, TraceJSON
 from bisectkit.text import ellipsize
 
 #: Track names longer than this are cut (a subject can be a paragraph).
@@ -27,7 +25,8 @@ MAX_TRACK_NAME = 200
 
 
 class Tracer:
-    """Collects trace events in memory; :meth:`write` saves them."""
+    """Collects trace events in memory; :meth:`document` is what ``--trace`` writes (the
+    built-in ``chrome-trace`` plugin, :mod:`bisectkit.ui.report.outputs`)."""
 
     def __init__(self) -> None:
         self._t0 = time.perf_counter()
@@ -68,8 +67,9 @@ class Tracer:
                             "tid": track, "ts": round(self.now(), 1),
                             "args": safetext.data(args)})
 
-    def write(self, path: str | Path) -> None:
-        write_json_atomic(Path(path), {"traceEvents": self.events, "displayTimeUnit": "ms"})
+    def document(self) -> TraceJSON:
+        """The Chrome trace of what was recorded so far."""
+        return {"traceEvents": list(self.events), "displayTimeUnit": "ms"}
 
 
 class NullTracer(Tracer):

@@ -26,7 +26,14 @@ from bisectkit.model import (
     Terms,
     Verdict,
 )
-from bisectkit.model.documents import JobRow, ResultJSON, StepDetails, StepJSON, TermsJSON
+from bisectkit.model.documents import (
+    JobRow,
+    ResultJSON,
+    StepDetails,
+    StepJSON,
+    TermsJSON,
+    TraceJSON,
+)
 
 
 class Hooks:
@@ -57,10 +64,10 @@ class Hooks:
     def step_done(self, step: Step, verdict: Verdict) -> None:
         self._call("bisectkit_step_done", step=step, verdict=verdict)
 
-    def session_finish(self, result: Mapping[str, Any]) -> None:
+    def session_finish(self, result: Mapping[str, Any], trace: TraceJSON) -> None:
         # The document holds its strategy's own fields beside ResultJSON's (a TypedDict
         # cannot say "and more"): typed for the plugins that read it.
-        self._call("bisectkit_session_finish", result=cast(ResultJSON, result))
+        self._call("bisectkit_session_finish", result=cast(ResultJSON, result), trace=trace)
 
     def phase(self, index: int, phase: str) -> None:
         self._call("bisectkit_phase", index=index, phase=phase)

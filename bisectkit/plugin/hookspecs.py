@@ -22,7 +22,9 @@ The order of the calls in one ``run`` (as pytest's hookspec writes it down):
    comes back, and :func:`bisectkit_jobs` while steps are in flight.
 3. The end: :func:`bisectkit_run_done` (the steps are over, before the answer
    prints and the repositories are restored), then
-   :func:`bisectkit_session_finish` (the result).
+   :func:`bisectkit_session_finish` (the result). The output formats (``--json``,
+   ``--report``, ``--trace``) are built-in implementations of it that go first
+   (``tryfirst``): a plugin that raises there never costs the user those files.
 
 :func:`bisectkit_message` may come at any time.
 """
@@ -42,7 +44,14 @@ if TYPE_CHECKING:
         Step,
         Verdict,
     )
-    from bisectkit.model.documents import JobRow, ResultJSON, StepDetails, StepJSON, TermsJSON
+    from bisectkit.model.documents import (
+        JobRow,
+        ResultJSON,
+        StepDetails,
+        StepJSON,
+        TermsJSON,
+        TraceJSON,
+    )
 
 
 # -- Initialization --------------------------------------------------------------------
@@ -199,11 +208,16 @@ def bisectkit_run_done(steps: list[StepJSON], terms: TermsJSON) -> None:
 
 
 @hookspec
-def bisectkit_session_finish(result: ResultJSON) -> None:
-    """A ``run`` ended (found, inconclusive or aborted).
+def bisectkit_session_finish(result: ResultJSON, trace: TraceJSON) -> None:
+    """A ``run`` ended (found, inconclusive or aborted; an ``advance`` once its pin
+    moved): the one place a run's outputs are written. The built-in ``json-result``,
+    ``markdown-report`` and ``chrome-trace`` plugins write ``--json``, ``--report`` and
+    ``--trace`` here.
 
     :param result: the JSON result (as written by ``--json``): ``status``,
         ``first_bad``, ``candidates``, ``steps``...
+    :param trace: the run's timeline as a Chrome trace document (what ``--trace``
+        writes; its ``traceEvents`` are empty without ``--trace``).
     """
 
 

@@ -1,0 +1,138 @@
+"""The output formats of a run, each a built-in plugin on ``bisectkit_session_finish``:
+``json-result`` (``--json``), ``markdown-report`` (``--report``), ``chrome-trace``
+(``--trace``).
+
+Each reads its option in ``bisectkit_configure`` (as pytest's junitxml does) and writes
+when the pipeline finishes the run (:mod:`bisectkit.pipeline.finish`), the one place a
+run's outputs are written. They go first (``tryfirst``), so a user's plugin that raises
+there never costs the files; each write is atomic and shielded from Ctrl-C (a
+half-written result is worse than a second's wait). A new format is one class here, its
+line in :data:`FORMATS` and its option (:func:`bisectkit.cli.options.add_run_options`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bisectkit.errors import BadInput
+from bisectkit.git.repo import Repo
+from bisectkit.model import Config, hookimpl
+from bisectkit.model.documents import ResultJSON, TraceJSON
+from bisectkit.pipeline.outputs import remember_output
+from bisectkit.safety import signals
+from bisectkit.safety.fileio import write_json_atomic, write_text_atomic
+from bisectkit.strategies import kind_named
+from bisectkit.ui.console import Console
+from bisectkit.ui.report.advance import render_advance_markdown, render_advance_terminal
+from bisectkit.ui.report.markdown import render_markdown
+from bisectkit.ui.report.terminal import render_terminal
+
+
+class _Output:
+    """A format written to the file its option names (None: the option is not given)."""
+
+    #: The option that names the file, as typed; its ``argparse`` destination.
+    flag: str = ""
+    dest: str = ""
+
+    def __init__(self, superproject: Repo | None, console: Console) -> None:
+        self.superproject = superproject
+        self.console = console
+        self.target: str | None = None
+
+    @hookimpl
+    def bisectkit_configure(self, config: Config) -> None:
+        self.target = getattr(config.option, self.dest, None)
+
+    def _write(self, action: Callable[[], object]) -> None:
+        """Run ``action`` (which writes :attr:`target`) shielded, then remember the file:
+        while it holds what this run wrote, it is no input of later runs' cache keys."""
+        signals.run_shielded(action)
+        if self.target is not None and self.target != "-":
+            remember_output(self.superproject, self.target)
+
+
+class JsonResult(_Output):
+    """``--json FILE``: the result, atomically; ``--json -``: on stdout (the console then
+    writes to stderr, so stdout parses as JSON)."""
+
+    flag, dest = "--json", "json"
+
+    @hookimpl(tryfirst=True)
+    def bisectkit_session_finish(self, result: ResultJSON) -> None:
+        target = self.target
+        if target is None:
+            return
+        if target == "-":
+            # A reader gone is dropped, a full disk kept and said at the end: see
+            # app._output_kept.
+            sys.stdout.write(json.dumps(result, indent=2) + "\n")
+            sys.stdout.flush()
+            return
+        self._write(lambda: write_json_atomic(Path(target), dict(result)))
+
+
+class MarkdownReport(_Output):
+    """``--report FILE``: Markdown for an issue, and its short version on the terminal;
+    for a run that answered (an advance: one that found where the pin stops)."""
+
+    flag, dest = "--report", "report"
+
+    @hookimpl(tryfirst=True)
+    def bisectkit_session_finish(self, result: ResultJSON) -> None:
+        target = self.target
+        if target is None or result.get("status") == "aborted":
+            return
+        kind = kind_named(str(result.get("strategy")))
+        advancing = kind is not None and kind.report == "advance"
+        if advancing and not result.get("first_bad"):
+            return
+        sp = self.superproject
+        url = sp.config_get("bisectkit.commit-url") if sp else None
+        fork_url = sp.config_get("bisectkit.fork-url") if sp else None
+        data: dict[str, Any] = dict(result)
+        markdown = render_advance_markdown if advancing else render_markdown
+        terminal = render_advance_terminal if advancing else render_terminal
+        text = markdown(data, url, fork_url=fork_url)
+        self._write(lambda: write_text_atomic(Path(target), text))
+        self.console.line("")
+        for line in terminal(data, url, fork_url):
+            self.console.line(line)
+        self.console.line(f"report written to {target}", style="dim")
+
+
+class ChromeTrace(_Output):
+    """``--trace FILE``: the Chrome trace of every step (Perfetto, chrome://tracing)."""
+
+    flag, dest = "--trace", "trace"
+
+    @hookimpl(tryfirst=True)
+    def bisectkit_session_finish(self, trace: TraceJSON) -> None:
+        target = self.target
+        if target is not None:
+            self._write(lambda: write_json_atomic(Path(target), dict(trace)))
+
+
+#: The output formats, by the names ``-p no:NAME`` blocks. pluggy calls the plugins
+#: registered last first: the result, then the trace, then the report.
+FORMATS: tuple[tuple[str, type[_Output]], ...] = (
+    ("markdown-report", MarkdownReport), ("chrome-trace", ChromeTrace),
+    ("json-result", JsonResult))
+
+
+def builtin_outputs(superproject: Repo | None, console: Console) -> list[tuple[str, object]]:
+    """The output format plugins, to register in :data:`FORMATS`' order."""
+    return [(name, cls(superproject, console)) for name, cls in FORMATS]
+
+
+def check_not_blocked(option: Any, blocked: Callable[[str], bool]) -> None:
+    """An output option given while its writer is blocked (``-p no:json-result``) is
+    refused: the run would end without the file the user asked for."""
+    for name, cls in FORMATS:
+        if getattr(option, cls.dest, None) is not None and blocked(name):
+            raise BadInput(f"{cls.flag} is written by the built-in plugin '{name}', which "
+                           f"-p no:{name} blocks; drop one of the two")
