@@ -1,12 +1,11 @@
 """Running a session to its answer, shared by ``run`` (both programs') and ``advance``: the
-loop the pipeline chooses (:mod:`bisectkit.pipeline.loops`: the user's tree or workspaces,
-the verdict cache, the trace), then the answer shown, the run finished
-(:mod:`bisectkit.pipeline.finish` writes ``--json``, ``--report``, ``--trace``), and the
-restore of a one-go run."""
+pipeline drives it (:mod:`bisectkit.pipeline.drive`: the loop, the verdict cache, the
+trace), the command shows the answer and finishes the run
+(:mod:`bisectkit.pipeline.finish` writes ``--json``, ``--report``, ``--trace``), and a
+one-go run is restored."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +15,10 @@ from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
 from bisectkit.engine import Decision
 from bisectkit.errors import Aborted, BisectkitError
-from bisectkit.pipeline import loops, results, verify
+from bisectkit.pipeline import loops, results
 from bisectkit.pipeline.bisection import Bisection
-from bisectkit.pipeline.finish import finish, finish_aborted
+from bisectkit.pipeline.drive import drive
+from bisectkit.pipeline.finish import finish
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import signals
 from bisectkit.store.cache import VerdictCache
@@ -64,43 +64,21 @@ def run_restoring(ctx: Context, run: Run, session: Session,
     return code, stop
 
 
-#: Shows a run's answer (and writes its result): the exit code. ``advance`` has its own.
+#: Shows a run's answer and finishes the run: the exit code. ``advance`` has its own.
 Shower = Callable[[Context, Bisection, Decision, dict[str, Any], VerdictCache | None], int]
 
 
 def run_with(ctx: Context, b: Bisection, show: Shower | None = None) -> int:
-    """Run the loop (in the user's tree, or on a pool of workspaces); report, write the
-    JSON result and the trace however it ends."""
+    """Drive ``b`` to its answer (:func:`bisectkit.pipeline.drive.drive`: in the user's
+    tree or on a pool of workspaces) under the live panel, then show it."""
+    shower = show or _show_bisection
+
+    def show_it(loop: Bisection, decision: Decision, checks: dict[str, Any],
+                cache: VerdictCache | None) -> int:
+        return shower(ctx, loop, decision, checks, cache)
+
     with ctx.console.live():  # the status panel, gone however the run ends
-        return _run_parallel_or_not(ctx, b, show or _show_bisection)
-
-
-def _run_parallel_or_not(ctx: Context, b: Bisection, show: Shower) -> int:
-    outputs = ctx.flags.output_files()
-    with loops.loop_for(b, ctx.options, outputs) as loop:
-        return _run_loop(ctx, loop, show)
-
-
-def _run_loop(ctx: Context, b: Bisection, show: Shower) -> int:
-    opts, flags = ctx.options, ctx.flags
-    cache = loops.open_cache(b, opts, ctx.config.cache_env, flags.output_files())
-    answered = False
-    error: str | None = None
-    try:
-        decision, checks = verify.run_to_end(b, cache, opts, verify_range_first=flags.verify_range,
-                                             check_the_stack=flags.check_stack)
-        answered = True
-        _run_done(ctx, b)
-        return show(ctx, b, decision, checks, cache)
-    except KeyboardInterrupt:
-        error = "interrupted"
-        raise
-    except Exception as exc:
-        error = str(exc)
-        raise
-    finally:
-        if not answered:
-            _wrap_up_aborted(ctx, b, error)
+        return drive(b, ctx.options, ctx.flags, ctx.config.cache_env, show_it)
 
 
 def _result(ctx: Context, b: Bisection, decision: Decision,
@@ -132,16 +110,3 @@ def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict
         loops.note_cache_use(b, cache)
     finish(ctx.hooks, result, b.tracer)
     return code
-
-
-def _wrap_up_aborted(ctx: Context, b: Bisection, error: str | None) -> None:
-    """An aborted run still sums up its steps, writes its JSON (status aborted) and trace,
-    and tells plugins."""
-    with contextlib.suppress(Exception):
-        _run_done(ctx, b)  # the summary: before the restore's lines
-    finish_aborted(ctx.hooks, results.result_json(b, "aborted", None, error), b.tracer)
-
-
-def _run_done(ctx: Context, b: Bisection) -> None:
-    """The steps are over: observers sum them up (the console's summary)."""
-    ctx.hooks.run_done(list(b.session.steps), b.terms)

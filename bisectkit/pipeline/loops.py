@@ -1,10 +1,10 @@
 """Which loop tests a run's candidates, and with what: the user's tree or a pool of
 workspaces (``--jobs``, ``--scheduler``), the verdict cache and its notes, the trace.
 
-The pipeline's choices, made from typed run options: a command asks for a loop
-(:func:`loop_for`), runs it to the answer (:func:`~bisectkit.pipeline.verify.run_to_end`)
-and shows what it found. What the user should know about the cache is said through
-the hooks (``bisectkit_message``), like everything the pipeline says.
+The pipeline's choices, made from typed run options: :mod:`bisectkit.pipeline.drive`
+asks for a loop (:func:`loop_for`) and its cache (:func:`open_cache`) and runs it to the
+answer (:func:`~bisectkit.pipeline.verify.run_to_end`). What the user should know about
+the cache is said through the hooks (``bisectkit_message``), like everything the pipeline says.
 """
 
 from __future__ import annotations
