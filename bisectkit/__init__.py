@@ -12,6 +12,9 @@ these names)::
 ``Step``, ``Outcome``, ``Verdict``, ``VERDICTS``
     What the hooks get and return: the step under test, what a command did,
     ``"good"``/``"bad"``/``"skip"``.
+``Sha``
+    A commit or tree id (``step.commit``): a ``str`` whose ``.short`` is how
+    bisectkit shows it.
 ``Config``, ``RunOptions``
     What ``bisectkit_configure`` gets: the parsed options and, for ``run``,
     ``config.run`` (the build command, the repro, ``timeout``, ``keep_output``...).
@@ -36,8 +39,8 @@ these names)::
 from bisectkit.cli.argtypes import whole_number
 from bisectkit.errors import BadInput
 from bisectkit.execute.runner import run as run_command
-from bisectkit.model import VERDICTS, Config, Outcome, RunOptions, Step, Verdict, hookimpl
+from bisectkit.model import VERDICTS, Config, Outcome, RunOptions, Sha, Step, Verdict, hookimpl
 from bisectkit.model import VERSION as __version__
 
-__all__ = ["VERDICTS", "BadInput", "Config", "Outcome", "RunOptions", "Step", "Verdict",
+__all__ = ["VERDICTS", "BadInput", "Config", "Outcome", "RunOptions", "Sha", "Step", "Verdict",
            "__version__", "hookimpl", "run_command", "whole_number"]

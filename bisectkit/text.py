@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bisectkit.model import CommitInfo
+from bisectkit.model import CommitInfo, short
 
 ELLIPSIS = "…"
 #: A subject shorter than this is not worth keeping on a line: what follows it moves to a
@@ -119,8 +119,8 @@ def words(terms: Mapping[str, object] | None) -> tuple[str, str]:
 
 def moved(m: dict[str, Any]) -> str:
     """``old -> new (N upstream commits)`` for one submodule of an integrate step."""
-    old = m["old"][:12] if m.get("old") else "(none)"
-    new = m["new"][:12] if m.get("new") else "(removed)"
+    old = short(m["old"]) if m.get("old") else "(none)"
+    new = short(m["new"]) if m.get("new") else "(removed)"
     span = m.get("upstream_commits")
     return f"{old} -> {new}" + (f" ({span} upstream commits)" if span is not None else "")
 
@@ -202,5 +202,5 @@ def affecting_lines(status: dict[str, Any], limit: int) -> list[str]:
     hidden = len(shown) - limit if limit and len(shown) > limit else 0
     if hidden:
         lines.append(f"    ... {hidden} older not shown (--limit 0 shows all)")
-    lines += [f"    {c['commit'][:12]} {c['subject']}" for c in shown[hidden:]]
+    lines += [f"    {short(c['commit'])} {c['subject']}" for c in shown[hidden:]]
     return lines

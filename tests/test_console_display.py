@@ -23,7 +23,7 @@ from helpers.histories import SMALL
 from helpers.worlds import SUBMODULE, World, cli, git_cli
 from rich.console import Console as RichConsole
 
-from bisectkit.model import CommitInfo
+from bisectkit.model import CommitInfo, Sha
 from bisectkit.model.documents import StepJSON
 from bisectkit.text import clock, eta, fit, pack, plural
 from bisectkit.ui.console import Console
@@ -37,7 +37,7 @@ ESCAPE = re.compile(r"\x1b|\x9b")
 
 
 def _info(sha: str = SHA, subject: str = LONG) -> CommitInfo:
-    return CommitInfo(sha=sha, subject=subject, author="A U Thor <a@example.com>",
+    return CommitInfo(sha=Sha(sha), subject=subject, author="A U Thor <a@example.com>",
                       date="2026-01-01", message=f"{subject}\n\nBody.\n", parents=())
 
 

@@ -34,7 +34,7 @@ import pytest
 from bisectkit_plugins import iree_devices
 from helpers.worlds import SUBMODULE, World, cli, snapshot
 
-from bisectkit import Outcome, Step
+from bisectkit import Outcome, Sha, Step
 
 WHY = "IREE is not installed (pip install 'bisectkit[iree]')"
 if os.environ.get("CI"):
@@ -129,7 +129,7 @@ def classify(output: str, exit_status: int, *options: str) -> tuple[str | None, 
     parser = argparse.ArgumentParser()
     iree_devices.bisectkit_addoption(parser.add_argument_group("plugin options"))
     iree_devices.bisectkit_configure(SimpleNamespace(option=parser.parse_args(list(options))))
-    step = Step(index=1, commit="c0ffee", strategy="submodule")
+    step = Step(index=1, commit=Sha("c0ffee"), strategy="submodule")
     outcome = Outcome(exit_status=exit_status, signal=None, output=output, timed_out=False,
                       duration=1.0)
     try:

@@ -22,7 +22,7 @@ def test_fast_merge_matches_merge_trees_on_every_candidate(world: World):
     raw = pygit2.Repository(str(world.submodule))
     fast_hits = 0
     for n in range(0, 401, 7):
-        onto = sub.tree_of(world.sha(n))
+        onto: str = sub.tree_of(world.sha(n))
         for patch in world.stack:
             expected = full_merge(raw, onto, patch)
             got = sub.merger.merge_patch(onto, patch)

@@ -24,6 +24,7 @@ from bisectkit.model import (
     Outcome,
     Rules,
     RunOptions,
+    Sha,
     Step,
     Terms,
     Verdict,
@@ -59,7 +60,7 @@ class FakeStrategy(Strategy):
         self.checked_out: list[str] = []
 
     def describe(self, sha: str) -> CommitInfo:
-        return CommitInfo(sha, f"subject of {sha[-4:]}", "", "A U Thor", "2026-01-01", ())
+        return CommitInfo(Sha(sha), f"subject of {sha[-4:]}", "", "A U Thor", "2026-01-01", ())
 
     def resolve(self, rev: str) -> str:
         return next(c for c in [*CANDIDATES, GOOD] if c.startswith(rev))

@@ -16,7 +16,7 @@ import pytest
 from bisectkit_plugins import iree_devices
 from helpers.worlds import SUBMODULE, World, cli, snapshot
 
-from bisectkit import Outcome, Step
+from bisectkit import Outcome, Sha, Step
 
 BANNER = ("PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ "
           "and include the crash backtrace")
@@ -518,7 +518,7 @@ def hooks():
 
 def classify(output: str, exit_status: int | None = 1, sig: int | None = None,
              timed_out: bool = False) -> tuple[str | None, Step]:
-    step = Step(index=1, commit="c0ffee", strategy="submodule")
+    step = Step(index=1, commit=Sha("c0ffee"), strategy="submodule")
     outcome = Outcome(exit_status=exit_status, signal=sig, output=output, timed_out=timed_out,
                       duration=0.1, timeout=1.0 if timed_out else None)
     return iree_devices.bisectkit_classify(step=step, outcome=outcome), step

@@ -32,7 +32,7 @@ from bisectkit.commands.starting import new_session, start_request
 from bisectkit.engine import Clear, Decision, Found, Inconclusive
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import open_submodule
-from bisectkit.model import ON_CONFLICT, AdvanceRequest, ApplyRequest
+from bisectkit.model import ON_CONFLICT, AdvanceRequest, ApplyRequest, short
 from bisectkit.model.params import AdvanceParams
 from bisectkit.patches.stack import Stack
 from bisectkit.pipeline import loops, results
@@ -86,7 +86,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
                 _apply(ctx, shown["bisection"], result, (branch, base), apply, run)
             elif result["crossed"]:
                 ctx.console.line(f"dry run: nothing was changed; --apply moves the pin to "
-                                 f"{result['to'][:12]}", style="dim")
+                                 f"{short(result['to'])}", style="dim")
         finally:
             finish(ctx.hooks, result, shown["bisection"].tracer)
     return code
@@ -125,22 +125,22 @@ def _print(ctx: Context, b: Bisection, decision: Decision, result: dict[str, Any
     builds = plural(result['builds'], 'build')
     if status == "up-to-date":
         console.line(f"up-to-date: {path} already contains {params.to_ref} "
-                     f"({b.session.bad[:12]}); {builds}", style="bold")
+                     f"({short(b.session.bad)}); {builds}", style="bold")
     elif status == "advanced":
         console.line(f"advanced: {path} can move {result['crossed']} of {total} upstream "
-                     f"commits, to {to[:12]} {result['to_subject']} ({builds})", style="bold")
+                     f"commits, to {short(to)} {result['to_subject']} ({builds})", style="bold")
     else:
-        console.line(f"stuck: {path} cannot move past its merge-base {to[:12]} ({builds})",
+        console.line(f"stuck: {path} cannot move past its merge-base {short(to)} ({builds})",
                      style="bold")
     stop = result.get("stopped_by")
     if stop:
-        console.line(f"stopped at {stop['commit'][:12]} (step {stop['step']}): "
+        console.line(f"stopped at {short(stop['commit'])} (step {stop['step']}): "
                      f"{stop['reason']}", style="bold")
     if isinstance(decision, Found | Inconclusive):
         answer.show_result(ctx, b, decision)
     elif isinstance(decision, Clear) and decision.skipped:
         console.line(f"the {len(decision.skipped)} commit(s) after it could not be tested "
-                     f"(skipped): {' '.join(c[:12] for c in decision.skipped[:8])}",
+                     f"(skipped): {' '.join(short(c) for c in decision.skipped[:8])}",
                      style="yellow")
 
 
@@ -191,9 +191,9 @@ def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
             messages: list[str], detached: bool) -> dict[str, Any]:
     """Say what ``--apply`` wrote; its ``applied`` record."""
     last = done[-1]
-    ctx.console.line(f"applied: {path} branch {branch} at {last.tip[:12]} (the stack on "
-                     f"{last.upstream[:12]}); superproject commit "
-                     f"{last.superproject_commit[:12]} "
+    ctx.console.line(f"applied: {path} branch {branch} at {short(last.tip)} (the stack on "
+                     f"{short(last.upstream)}); superproject commit "
+                     f"{short(last.superproject_commit)} "
                      f"{messages[-1].splitlines()[0]}", style="bold green")
     if len(done) > 1:
         ctx.console.line(f"  {len(done)} superproject commits, one per good step "
@@ -201,8 +201,8 @@ def _report(ctx: Context, path: str, branch: str, done: list[pinning.PinMove],
     for action in last.actions:
         if action.conflicts:  # --on-conflict drop: the user's own patch is not carried over
             ctx.console.line(f"  warning: the new branch lacks local patch "
-                             f"{action.patch.sha[:12]} {action.patch.subject}: it conflicts "
-                             f"at {last.upstream[:12]} (--on-conflict drop); rebase it by hand",
+                             f"{short(action.patch.sha)} {action.patch.subject}: it conflicts "
+                             f"at {short(last.upstream)} (--on-conflict drop); rebase it by hand",
                              style="yellow")
     if detached:
         ctx.console.line("  note: the superproject's HEAD is detached: the commit is on no "

@@ -9,6 +9,7 @@ from bisectkit import engine
 from bisectkit.cli import requests
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
+from bisectkit.model import short
 from bisectkit.pipeline import descent, results
 from bisectkit.pipeline.bisection import Bisection
 
@@ -50,7 +51,7 @@ def show_result(ctx: Context, b: Bisection, decision: Decision,
         # An advance where nothing is bad: how far the pin can go.
         last = decision.last_good
         console.line(f"no candidate is {b.terms.new}: the pin can move to "
-                     f"{last[:12] + ' ' + b.strategy.describe(last).subject if last else '(none)'}"
+                     f"{f'{short(last)} {b.strategy.describe(last).subject}' if last else '(none)'}"
                      + (f"; {len(decision.skipped)} later commit(s) could not be tested"
                         if decision.skipped else ""), style="bold")
     return results.exit_code(decision)

@@ -24,7 +24,7 @@ from bisectkit.commands.state import Idle, Started, WaitingForEnds, session_stat
 from bisectkit.engine import Next
 from bisectkit.errors import BadInput, BisectkitError
 from bisectkit.git.repo import Repo
-from bisectkit.model import GIT_PROG, VERDICTS
+from bisectkit.model import GIT_PROG, VERDICTS, short
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import journal as journal_mod
@@ -82,9 +82,9 @@ def _mark_session(ctx: Context, run: Run, word: str, revs: Sequence[str]) -> int
         # The mark is saved; only the next checkout failed (a local edit or a
         # file in the way). Say so: the same command again checks the candidate
         # out without marking anything twice (nothing is under test).
-        what = ", ".join(f"{st.commit[:12]} {st.shown}" for st in b.session.steps[before:])
+        what = ", ".join(f"{short(st.commit)} {st.shown}" for st in b.session.steps[before:])
         nxt = b.decide_and_descend() if b.session.current is None else None
-        cand = f" {nxt.commit[:12]}" if isinstance(nxt, Next) else ""
+        cand = f" {short(nxt.commit)}" if isinstance(nxt, Next) else ""
         raise exc.reworded(f"marked {what} (kept); the next candidate{cand} was not "
                            f"checked out ('{GIT_PROG} {word}' with no revision checks it "
                            f"out, marking nothing twice): {exc}") from exc

@@ -14,7 +14,7 @@ from bisectkit.commands.context import Context
 from bisectkit.commands.state import Idle, Started, WaitingForEnds, session_state
 from bisectkit.engine import Next
 from bisectkit.git.repo import Repo
-from bisectkit.model import GIT_PROG, VERDICTS
+from bisectkit.model import GIT_PROG, VERDICTS, short
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.store.waitstate import Waiting
 
@@ -57,14 +57,14 @@ def _session_status(ctx: Context, b: Bisection) -> int:
     if not isinstance(decision, Next):
         return answer.show_result(ctx, b, decision)
     lo, hi = b.search.bounds(s.candidates, s.verdict_map())
-    upper = s.candidates[hi][:12] if hi < len(s.candidates) else "the far end (untested)"
+    upper = short(s.candidates[hi]) if hi < len(s.candidates) else "the far end (untested)"
     console.line(f"  {decision.remaining} candidates left between "
-                 f"{f'the {old} end' if lo < 0 else s.candidates[lo][:12]} and "
+                 f"{f'the {old} end' if lo < 0 else short(s.candidates[lo])} and "
                  f"{upper}, roughly {decision.steps_left} steps")
     if s.current:
         console.line(f"  under test: {s.current} {b.strategy.describe(s.current).subject}")
     else:
-        console.line(f"  under test: nothing (the checkout of {decision.commit[:12]} did "
+        console.line(f"  under test: nothing (the checkout of {short(decision.commit)} did "
                      f"not happen); '{GIT_PROG} good', 'bad' or 'skip' checks it out",
                      style="yellow")
     return 0

@@ -12,6 +12,7 @@ import pluggy
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.state import Started, session_state
+from bisectkit.model import short
 from bisectkit.pipeline.bisection import Bisection
 
 #: The verdict column of a candidate nothing is known about yet.
@@ -54,7 +55,7 @@ def visualize(ctx: Context, args: argparse.Namespace) -> int:
     columns = ctx.console.width  # the terminal's, else $COLUMNS or 80
     for sha, word in rows:
         subject = b.strategy.describe(sha).subject
-        ctx.console.line(fit(f"{sha[:12]} {word:<{width}} {subject}", columns))
+        ctx.console.line(fit(f"{short(sha)} {word:<{width}} {subject}", columns))
     return 0
 
 

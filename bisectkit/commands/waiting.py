@@ -27,7 +27,7 @@ from bisectkit.cli import requests
 from bisectkit.commands.context import Context
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
-from bisectkit.model import IntegrateRequest, StartRequest, SubmoduleRequest, Verdict
+from bisectkit.model import IntegrateRequest, StartRequest, SubmoduleRequest, Verdict, short
 from bisectkit.patches.upstream import resolve_upstream
 from bisectkit.store.waitstate import Waiting, WaitingRequest
 
@@ -58,7 +58,7 @@ def waiting_for(ctx: Context, sp: Repo, request: StartRequest) -> Waiting:
 
 def shown(rev: str, sha: str) -> str:
     """A revision as typed, and its sha unless it is one."""
-    return sha[:12] if sha.startswith(rev) and len(rev) >= 7 else f"{rev} ({sha[:12]})"
+    return short(sha) if sha.startswith(rev) and len(rev) >= 7 else f"{rev} ({short(sha)})"
 
 
 def with_marks(ctx: Context, sp: Repo, waiting: Waiting, side: Verdict,
@@ -80,8 +80,8 @@ def with_marks(ctx: Context, sp: Repo, waiting: Waiting, side: Verdict,
             raise BadInput(f"{shown(rev, sha)} is the {terms.word(known)} end; it "
                            f"cannot be {terms.word(side)} too")
     if side == "bad" and new and waiting.bad is not None:
-        ctx.console.line(f"note: the {terms.new} end was {waiting.bad[:12]}; it is "
-                         f"{new[0][:12]} now", style="yellow")
+        ctx.console.line(f"note: the {terms.new} end was {short(waiting.bad)}; it is "
+                         f"{short(new[0])} now", style="yellow")
     return waiting.marked(side, new)
 
 
@@ -102,9 +102,9 @@ def _resolved(ctx: Context, sp: Repo, template: WaitingRequest,
                            "revision")
         sha, what = base, (f"the upstream commit the pin sits on, the merge-base of {path}'s "
                            f"HEAD and {up.ref}")
-    ctx.console.line(f"taking {sha[:12]} ({repo.commit_info(sha).subject}): {what}",
+    ctx.console.line(f"taking {sha.short} ({repo.commit_info(sha).subject}): {what}",
                      style="dim")
-    return [(sha[:12], sha)]
+    return [(sha.short, sha)]
 
 
 def repo_of(sp: Repo, template: WaitingRequest) -> Repo:

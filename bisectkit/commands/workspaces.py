@@ -13,6 +13,7 @@ import pluggy
 from bisectkit.cli.options import add_workspace_root
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
+from bisectkit.model import short
 from bisectkit.pipeline.parallel import workspace, wsroot
 from bisectkit.text import plural
 
@@ -35,7 +36,7 @@ def cmd_workspaces(ctx: Context, root_given: str | None, prune: bool) -> int:
         return 0
     ctx.console.line(f"{plural(len(found), 'workspace')} under {root}:")
     for ws in found:
-        held = ws.commit[:12] if ws.commit else "(empty)"
+        held = short(ws.commit) if ws.commit else "(empty)"
         used = time.strftime("%Y-%m-%d %H:%M", time.localtime(ws.last_used)) \
             if ws.last_used else "never"
         state = "in use" if ws.busy else "idle"

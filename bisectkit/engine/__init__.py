@@ -14,14 +14,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from bisectkit.model import Verdict
+from bisectkit.model import Verdict, short
 
 
 class ContradictoryVerdicts(ValueError):
     """A commit marked good is newer than a commit marked bad."""
 
     def __init__(self, old: str, new: str) -> None:
-        super().__init__(f"{old[:12]} is marked good but is not older than {new[:12]}, "
+        super().__init__(f"{short(old)} is marked good but is not older than {short(new)}, "
                          "which is bad")
         #: The commit marked good (the old side) and the bad one it is not older than.
         self.old = old

@@ -34,7 +34,7 @@ from bisectkit.git.objects import GITLINK_MODE, entry_id
 from bisectkit.git.shapes.partial import Prefetcher, Promisor
 from bisectkit.git.shapes.shallow import Boundary, fetch_commit
 from bisectkit.git.state import WorkTreeOps
-from bisectkit.model import CommitInfo
+from bisectkit.model import CommitInfo, Sha
 
 
 class Repo(WorkTreeOps):
@@ -72,16 +72,16 @@ class Repo(WorkTreeOps):
         return cls(found)
 
     # -- revisions -------------------------------------------------------
-    def resolve(self, rev: str) -> str:
+    def resolve(self, rev: str) -> Sha:
         """Full sha of the commit ``rev`` names; :class:`BadInput` if there is none."""
         try:
             obj = self._repo.revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
             raise BadInput(f"unknown revision '{rev}' in {self.workdir}") from exc
-        return str(commit.id)
+        return Sha(commit.id)
 
-    def try_resolve(self, rev: str) -> str | None:
+    def try_resolve(self, rev: str) -> Sha | None:
         """Like :meth:`resolve` but ``None`` when ``rev`` names no commit here."""
         try:
             return self.resolve(rev)
@@ -95,7 +95,7 @@ class Repo(WorkTreeOps):
         when = datetime.fromtimestamp(sig.time, UTC).strftime("%Y-%m-%d %H:%M:%S +0000")
         message = c.message
         return CommitInfo(
-            sha=str(c.id),
+            sha=Sha(c.id),
             # git's first line: up to a line feed (a carriage return or a form feed in it
             # is part of the subject, shown by whatever prints it, not a line break).
             subject=message.split("\n", 1)[0].removesuffix("\r"),
@@ -105,18 +105,18 @@ class Repo(WorkTreeOps):
             parents=tuple(str(p) for p in c.parent_ids),
         )
 
-    def tree_of(self, sha: str) -> str:
+    def tree_of(self, sha: str) -> Sha:
         """Tree id of commit ``sha``."""
-        return str(self._commit(sha).tree_id)
+        return Sha(self._commit(sha).tree_id)
 
-    def gitlink_at(self, commit: str, path: str) -> str | None:
+    def gitlink_at(self, commit: str, path: str) -> Sha | None:
         """The submodule commit that superproject ``commit`` pins at ``path``, if any."""
         tree = self._commit(commit).tree
         try:
             entry = tree[path]
         except KeyError:
             return None
-        return str(entry.id) if entry.filemode == GITLINK_MODE else None
+        return Sha(entry.id) if entry.filemode == GITLINK_MODE else None
 
     def _commit(self, sha: str) -> pygit2.Commit:
         return gitobjects.commit(self._repo, sha)
@@ -178,9 +178,9 @@ class Repo(WorkTreeOps):
             self._ancestry[key] = hit
         return hit
 
-    def merge_base(self, a: str, b: str) -> str | None:
+    def merge_base(self, a: str, b: str) -> Sha | None:
         """The best common ancestor of commits ``a`` and ``b`` (``None``: no shared history)."""
-        base = str(found) if (found := self._repo.merge_base(a, b)) is not None else None
+        base = Sha(found) if (found := self._repo.merge_base(a, b)) is not None else None
         self.shallow.check_merge_base(a, b, base)
         return base
 

@@ -25,7 +25,7 @@ import bisectkit.git.shapes.sparse as sparse
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git.cli import Watch
 from bisectkit.git.objects import GITLINK_MODE
-from bisectkit.model import HeadState
+from bisectkit.model import HeadState, short
 
 #: The lock files the gits that move a checkout take (read-tree, update-index; HEAD's).
 INDEX_LOCK, HEAD_LOCK = "index.lock", "HEAD.lock"
@@ -229,7 +229,7 @@ class WorkTreeOps:
         edits, and leaves a fully refreshed index (libgit2's checkout was
         several times slower on large trees).
         """
-        gitcli.checked(self.workdir, f"cannot check out {target[:12]} in {self.workdir}",
+        gitcli.checked(self.workdir, f"cannot check out {short(target)} in {self.workdir}",
                        "read-tree", "-m", "-u", base, target, watch=watch, takes=(INDEX_LOCK,),
                        hint="; move local edits out of the way, then run the command again "
                             "or 'git bisect-patched reset'")
@@ -241,7 +241,7 @@ class WorkTreeOps:
         with ``target``: it rewrites what differs, including files a killed
         checkout left half-written, and nothing else.
         """
-        gitcli.checked(self.workdir, f"cannot restore {self.workdir} to tree {target[:12]}",
+        gitcli.checked(self.workdir, f"cannot restore {self.workdir} to tree {short(target)}",
                        "read-tree", "--reset", "-u", target, watch=watch, takes=(INDEX_LOCK,))
 
     def point_head(self, state: HeadState, message: str, watch: Watch | None = None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import bisectkit.git.cli as gitcli
 from bisectkit.errors import BadInput, GitFailure
+from bisectkit.model import short
 
 
 def committer_problem(cwd: Path) -> str | None:
@@ -41,7 +42,7 @@ def commit_like(cwd: Path, tree: str, parent: str, like: str) -> str:
     """A new commit of ``tree`` on ``parent`` with ``like``'s author line, ``encoding``
     header and message byte for byte (as ``git rebase`` keeps them), committed by the
     user (no ref moved)."""
-    raw = gitcli.read_bytes(cwd, f"cannot read commit {like[:12]}", "cat-file", "commit", like)
+    raw = gitcli.read_bytes(cwd, f"cannot read commit {short(like)}", "cat-file", "commit", like)
     headers, _, message = raw.partition(b"\n\n")
     kept = {line.partition(b" ")[0]: line + b"\n" for line in headers.split(b"\n")
             if line.startswith((b"author ", b"encoding "))}

@@ -5,6 +5,7 @@ import this package, so the types that cross layers live here rather than in
 the module that happens to produce them. Plugin authors get the public ones
 from :mod:`bisectkit`.
 
+- :mod:`.sha`: commit and tree ids (:class:`Sha`) and how they are shortened;
 - :mod:`.values`: verdicts and terms, commits, outcomes, steps and step records;
 - :mod:`.requests`: start requests, run options, follow-ups, plugin configuration;
 - :mod:`.params`: each strategy's parameters, as a session keeps them;
@@ -24,6 +25,7 @@ from bisectkit.model.requests import (
     StartRequest,
     SubmoduleRequest,
 )
+from bisectkit.model.sha import Sha, short
 from bisectkit.model.values import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
@@ -72,6 +74,7 @@ __all__ = [
     "Rules",
     "RunOptions",
     "SUPERPROJECT",
+    "Sha",
     "UPSTREAM_KEY",
     "StackRequest",
     "StartRequest",
@@ -85,4 +88,5 @@ __all__ = [
     "Verdict",
     "hookimpl",
     "hookspec",
+    "short",
 ]

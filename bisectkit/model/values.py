@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pluggy
 
 from bisectkit.model.documents import PatchJSON
+from bisectkit.model.sha import Sha, short
 
 #: bisectkit's version (``bisectkit.__version__``).
 VERSION = "0.1.0"
@@ -116,20 +117,24 @@ class HeadState:
 
     def describe(self) -> str:
         if self.ref:
-            return f"{self.ref.removeprefix('refs/heads/')} ({self.sha[:12]})"
-        return f"detached at {self.sha[:12]}"
+            return f"{self.ref.removeprefix('refs/heads/')} ({short(self.sha)})"
+        return f"detached at {short(self.sha)}"
 
 
 @dataclass(frozen=True)
 class CommitInfo:
     """The parts of a commit that bisectkit shows and reasons about."""
 
-    sha: str
+    sha: Sha
     subject: str
     message: str
     author: str
     date: str
     parents: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        # A Sha whoever built it (a test, a plugin passing a plain str): ``.sha.short`` works.
+        object.__setattr__(self, "sha", Sha(self.sha))
 
 
 @dataclass(frozen=True)
@@ -207,8 +212,8 @@ class Step:
     #: 1-based step number within this bisection.
     index: int
     #: The candidate under test (an upstream commit for ``submodule``, a
-    #: superproject commit for ``integrate``).
-    commit: str
+    #: superproject commit for ``integrate``); ``step.commit.short`` is how it is shown.
+    commit: Sha
     #: The strategy's name: ``"submodule"``, ``"integrate"``, ``"stack"`` or ``"advance"``.
     strategy: str
     #: Environment given to the build and the repro (``BISECTKIT_*`` included).
@@ -233,6 +238,9 @@ class Step:
     #: The step's JSON record (:meth:`StepRecord.to_json`), filled in when the verdict
     #: is recorded; observers may add keys (the step log adds ``log``).
     record: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.commit = Sha(self.commit)  # a plain str from a plugin or a test, too
 
 
 @dataclass

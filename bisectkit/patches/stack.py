@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
-from bisectkit.model import OnConflict
+from bisectkit.model import OnConflict, short
 from bisectkit.model.documents import PatchJSON
 from bisectkit.patches.ids import same_patch_upstream
 
@@ -121,7 +121,7 @@ def conflicted(action: str, why: str) -> bool:
 
 def tested_without(patch: Patch) -> str:
     """The flag of a step tested without ``patch``."""
-    return f"{TESTED_WITHOUT}{patch.sha[:12]} {patch.subject}"
+    return f"{TESTED_WITHOUT}{short(patch.sha)} {patch.subject}"
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def analyse(repo: Repo, head: str, upstream: str, extra_upstream: tuple[str, ...
     base = repo.merge_base(head, upstream)
     if base is None:
         raise BadInput(
-            f"{repo.workdir}: HEAD {head[:12]} and upstream {upstream[:12]} share no history"
+            f"{repo.workdir}: HEAD {short(head)} and upstream {short(upstream)} share no history"
         )
     shas = repo.first_parent_range(head, [base])
     infos = [repo.commit_info(s) for s in shas]
@@ -185,8 +185,8 @@ def _check_targets(repo: Repo, patches: Sequence[Patch]) -> None:
     """A target a shallow clone lacks may be behind its boundary: no guessing its fate."""
     for patch, target in targets(patches) if repo.shallow.active else []:
         if repo.try_resolve(target) is None:
-            raise repo.shallow.missing(f"the fate of patch {patch.sha[:12]} (it "
-                                       f"{patch.kind}s {target[:12]}, not here)")
+            raise repo.shallow.missing(f"the fate of patch {short(patch.sha)} (it "
+                                       f"{patch.kind}s {short(target)}, not here)")
 
 
 def _from_message(repo: Repo, sha: str, subject: str, message: str) -> Patch:
@@ -228,7 +228,7 @@ def replay(repo: Repo, stack: Stack, candidate: str,
     conflicting local patch out and goes on; any other conflict ends the replay.
     """
     is_ancestor = is_ancestor or repo.is_ancestor
-    tree = repo.tree_of(candidate)
+    tree: str = repo.tree_of(candidate)
     commit = candidate
     actions: list[PatchAction] = []
     applied: set[str] = set()
@@ -268,30 +268,30 @@ def _drop_reason(
     target = patch.refers_to
     if target is None or patch.kind == "local":
         return None
-    short = target[:12]
+    abbrev = short(target)
     if patch.kind == "cherry-pick":
         if repo.try_resolve(target) is not None and is_ancestor(target, candidate):
-            return f"already upstream: {short} is in the candidate"
+            return f"already upstream: {abbrev} is in the candidate"
         return None
     # A revert of one of our own earlier patches follows that patch's fate.
     if any(p.sha == target for p in stack.patches):
-        return None if target in applied else f"reverted patch {short} is not applied"
+        return None if target in applied else f"reverted patch {abbrev} is not applied"
     if repo.try_resolve(target) is None:
-        return f"reverted commit {short} is not in this repository"
+        return f"reverted commit {abbrev} is not in this repository"
     if not is_ancestor(target, candidate):
-        return f"reverted commit {short} is not in the candidate"
+        return f"reverted commit {abbrev} is not in the candidate"
     return None
 
 
 def _applied_why(patch: Patch) -> str:
     if patch.kind == "cherry-pick":
-        return f"{patch.refers_to and patch.refers_to[:12]} is not in the candidate yet"
+        return f"{patch.refers_to and short(patch.refers_to)} is not in the candidate yet"
     if patch.kind == "revert":
-        return f"reverts {patch.refers_to and patch.refers_to[:12]}, which the candidate has"
+        return f"reverts {patch.refers_to and short(patch.refers_to)}, which the candidate has"
     return "local patch"
 
 
 def conflict_reason(conflict: PatchAction) -> str:
     """Why a step whose patch replay stopped at ``conflict`` is skipped unbuilt."""
     where = conflict.why.removeprefix("conflict in ")
-    return f"conflict in {conflict.patch.sha[:12]} ({conflict.patch.subject}): {where}"
+    return f"conflict in {short(conflict.patch.sha)} ({conflict.patch.subject}): {where}"

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
-from bisectkit.model import HOW_TO_CHOOSE_UPSTREAM, UPSTREAM_KEY, Upstream
+from bisectkit.model import HOW_TO_CHOOSE_UPSTREAM, UPSTREAM_KEY, Upstream, short
 from bisectkit.patches.stack import trailer
 from bisectkit.text import plural
 
@@ -74,7 +74,7 @@ def guess(superproject: Repo, path: str, sub: Repo, contains: Sequence[str] = ()
             return _choose(sub, path, head, {b: branches[b] for b in related}, related,
                            contains, fork_remotes)
     raise GuessRefused(f"cannot guess the upstream of {path}: no remote-tracking branch shares "
-                   f"history with HEAD {head[:12]}; fetch the upstream remote, then "
+                   f"history with HEAD {short(head)}; fetch the upstream remote, then "
                    f"{HOW_TO_CHOOSE}")
 
 
@@ -92,22 +92,22 @@ def _choose(sub: Repo, path: str, head: str, shas: dict[str, str], bases: dict[s
         raise GuessRefused(
             f"cannot guess the upstream of {path}: only {', '.join(fork_remotes)}, where the "
             f"superproject fetches the submodule from, has branches sharing history with HEAD "
-            f"{head[:12]}, and those without HEAD ({_listed(outside)}) may be the fork's own; "
+            f"{short(head)}, and those without HEAD ({_listed(outside)}) may be the fork's own; "
             f"fetch the upstream remote, then {HOW_TO_CHOOSE}")
     if not outside:
         # Every branch contains HEAD: the stack is empty whichever is taken.
         names = sorted(shas)
         _refuse_if_patched(sub, path, head, names)
         ref, picked = _single(sub, path, names, shas, contains,
-                              f"{len(names)} remote branches contain HEAD {head[:12]}")
+                              f"{len(names)} remote branches contain HEAD {short(head)}")
         where = f", branches of {', '.join(fork_remotes)} only" if fork_remotes else ""
         return Upstream(ref, shas[ref], f"{_contain(names)} HEAD{where}, so there are no "
                                         f"local patches{picked}")
     front = _nearest({bases[b] for b in outside}, sub)
     tied = [b for b in outside if bases[b] in front]
-    near = ", ".join(m[:12] for m in sorted(front))
+    near = ", ".join(short(m) for m in sorted(front))
     ref, picked = _single(sub, path, tied, shas, contains,
-                          f"{len(tied)} remote branches are equally near HEAD {head[:12]} "
+                          f"{len(tied)} remote branches are equally near HEAD {short(head)} "
                           f"(merge-base {near})")
     n = len(sub.first_parent_range(head, [bases[ref]]))
     return Upstream(ref, shas[ref],
@@ -156,9 +156,9 @@ def _refuse_if_patched(sub: Repo, path: str, head: str, names: list[str]) -> Non
         found = trailer(sub.commit_info(sha).message)
         if found is not None:
             raise GuessRefused(
-                f"cannot guess the upstream of {path}: {_contain(names)} HEAD {head[:12]}, "
+                f"cannot guess the upstream of {path}: {_contain(names)} HEAD {short(head)}, "
                 f"which would leave no local patches, yet HEAD's "
-                f"history has patches ({sha[:12]} says '{found}'); these look like the fork's "
+                f"history has patches ({short(sha)} says '{found}'); these look like the fork's "
                 f"own branches: fetch the upstream remote, then {HOW_TO_CHOOSE}")
 
 

@@ -14,7 +14,7 @@ from bisectkit import engine
 from bisectkit.engine import Decision, Next, search
 from bisectkit.errors import BadInput, MachineSkips
 from bisectkit.git.repo import Repo
-from bisectkit.model import Step, StepRecord, Terms, Verdict
+from bisectkit.model import Sha, Step, StepRecord, Terms, Verdict, short
 from bisectkit.pipeline import descent
 from bisectkit.pipeline import revs as revs_mod
 from bisectkit.pipeline.parts import RunParts
@@ -127,10 +127,10 @@ class Bisection:
         started = time.perf_counter()
         info = self.strategy.describe(cand)
         self.hooks.candidate(index, info, remaining, steps_left)
-        self.tracer.name_track(index, f"step {index}: {cand[:12]} {info.subject}")
+        self.tracer.name_track(index, f"step {index}: {short(cand)} {info.subject}")
         self._step_started[index] = self.tracer.now()
         prep = self._materialise(cand, index)
-        step = Step(index=index, commit=cand, strategy=self.strategy.name,
+        step = Step(index=index, commit=Sha(cand), strategy=self.strategy.name,
                     workdir=self.session.root)
         if prep.skip_reason is not None:
             self.hooks.prepared(index, prep.details, None)
@@ -182,7 +182,7 @@ class Bisection:
         """Append a step record (and, when it ``affects`` the bisection, its verdict);
         tell the observers; save."""
         if step is None:
-            step = Step(index=self.next_index(), commit=commit,
+            step = Step(index=self.next_index(), commit=Sha(commit),
                         strategy=self.strategy.name, workdir=self.session.root)
         # Flags of how the candidate was prepared ("tested without <patch>") join the
         # plugins' flags in the record only: the verdict cache keeps the plugins' own.
@@ -254,7 +254,7 @@ class Bisection:
         """Check out ``prep`` and test it as an extra step (verify, check-stack, confirm):
         recorded, but no verdict on a candidate."""
         index = self.next_index()
-        self.tracer.name_track(index, f"{source}: {commit[:12]}")
+        self.tracer.name_track(index, f"{source}: {short(commit)}")
         self._step_started[index] = self.tracer.now()
         started = time.perf_counter()
         hit = cache.get(prep.trees) if cache is not None and prep.trees else None

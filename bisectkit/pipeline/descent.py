@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from bisectkit.engine import Decision, Found
 from bisectkit.engine.search import Search
+from bisectkit.model import short
 from bisectkit.pipeline.parts import RunParts
 from bisectkit.text import plural
 
@@ -74,9 +75,9 @@ def descend(b: RunParts, decision: Decision) -> bool:
     b.store.candidates_changed()
     b.strategy.candidates_changed()
     many = plural(len(side), 'commit')
-    b.hooks.message(f"first {b.terms.new} commit is merge {merge[:12]} "
+    b.hooks.message(f"first {b.terms.new} commit is merge {short(merge)} "
                     f"{b.strategy.describe(merge).subject}; --all-parents: bisecting the {many} "
-                    f"it merged ({b.terms.old} end: its first parent {parents[0][:12]})",
+                    f"it merged ({b.terms.old} end: its first parent {short(parents[0])})",
                     "progress")
     return True
 
@@ -101,10 +102,10 @@ def answer_notes(b: RunParts, first_bad: str) -> list[str]:
                 f"{b.terms.old} (the two sides are {b.terms.old} apart and {new} together)"]
     parents = b.strategy.describe(first_bad).parents
     if len(parents) > 2:
-        return [f"{first_bad[:12]} is an octopus merge ({len(parents)} parents): "
+        return [f"{short(first_bad)} is an octopus merge ({len(parents)} parents): "
                 "--all-parents does not bisect into octopus merges; bisect each merged "
                 "branch on its own"]
     if descended(b):
-        return [f"{first_bad[:12]} came in with merge {descended(b)[-1][:12]} (--all-parents "
+        return [f"{short(first_bad)} came in with merge {short(descended(b)[-1])} (--all-parents "
                 f"bisected into {plural(len(descended(b)), 'merge')})"]
     return []

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
-from bisectkit.model import SUPERPROJECT, RunOptions
+from bisectkit.model import SUPERPROJECT, RunOptions, short
 from bisectkit.store.session import Session, SessionStore, state_dir
 from bisectkit.strategies import kind_named
 
@@ -90,7 +90,7 @@ def outside_moved(outputs: Mapping[str, str], sp: Repo, session: Session,
         if kind is not None and kind.moves_superproject:
             tracking = _tracked_by(sp, rel, [*session.candidates, *session.good, session.bad])
             if tracking is not None:
-                raise BadInput(f"{flag} {value}: candidate {tracking[:12]} tracks this file, "
+                raise BadInput(f"{flag} {value}: candidate {short(tracking)} tracks this file, "
                                "and the run checks candidates out in your superproject; "
                                "choose a file no candidate tracks")
     if workspace_root:

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from bisectkit.engine import ContradictoryVerdicts
 from bisectkit.errors import PluginFailed
-from bisectkit.model import Step, Terms
+from bisectkit.model import Sha, Step, Terms, short
 from bisectkit.pipeline.trace import NullTracer, Tracer
 from bisectkit.plugin.facade import Hooks
 from bisectkit.store.session import Session, SessionStore
@@ -51,14 +51,14 @@ class RunParts:
 
     def contradiction(self, exc: ContradictoryVerdicts) -> str:
         """The engine's complaint in the session's words (``--find-fix``, ``--term-*``)."""
-        return (f"{exc.old[:12]} is marked {self.term('good')} but is not older than "
-                f"{exc.new[:12]}, which is {self.term('bad')}")
+        return (f"{short(exc.old)} is marked {self.term('good')} but is not older than "
+                f"{short(exc.new)}, which is {self.term('bad')}")
 
     def new_step(self, index: int, commit: str, prep: Prepared) -> Step:
         """Step ``index`` testing ``commit``: the build/repro environment is ours plus the
         strategy's (``prep.env``) plus ``BISECTKIT_STEP``."""
         env = {**os.environ, **prep.env, **step_env(step=index)}
-        return Step(index=index, commit=commit, strategy=self.strategy.name, env=env,
+        return Step(index=index, commit=Sha(commit), strategy=self.strategy.name, env=env,
                     workdir=self.session.root)
 
     def call_step_hook(self, step: Step, call: Callable[[], T]) -> T:

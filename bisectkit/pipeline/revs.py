@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from bisectkit.errors import BadInput
-from bisectkit.model import Verdict
+from bisectkit.model import Verdict, short
 from bisectkit.store.session import Session
 from bisectkit.strategies.base import Strategy
 from bisectkit.text import plural
@@ -35,7 +35,7 @@ def marked(strategy: Strategy, session: Session, word: str, revs: Sequence[str],
         if ".." not in rev:  # no ref name may contain "..": this is a range
             sha = strategy.resolve(rev)
             if sha not in session.candidates:
-                raise BadInput(f"'{rev}' ({sha[:12]}) is not in the bisect range")
+                raise BadInput(f"'{rev}' ({short(sha)}) is not in the bisect range")
             shas.append(sha)
         elif word != "skip":
             raise BadInput(f"'{word}' takes single revisions, not a range ('{rev}'); only "
@@ -53,6 +53,7 @@ def in_range(strategy: Strategy, candidates: Sequence[str], rev: str) -> tuple[l
     left = strategy.resolve(left_rev or "HEAD")
     right = strategy.resolve(right_rev or "HEAD")
     repo = strategy.history
+    hide: list[str]
     if symmetric:
         base = repo.merge_base(left, right)
         tips, hide = [left, right], [base] if base is not None else []

@@ -14,7 +14,7 @@ from typing import Any
 
 from bisectkit.errors import Aborted, BadInput, TreeMoved
 from bisectkit.execute.keptoutput import clean_output
-from bisectkit.model import Outcome, Step, Verdict
+from bisectkit.model import Outcome, Step, Verdict, short
 from bisectkit.model.dropped import unmarked
 from bisectkit.pipeline.parts import RunParts
 from bisectkit.safety import undertest
@@ -130,7 +130,7 @@ class StepTester:
         with self.b.tracer.span("classify", step.index):
             verdict = self.b.call_step_hook(step, lambda: self.b.hooks.classify(step, judged))
         if verdict is None:
-            raise Aborted(f"repro {outcome.describe()} at {step.commit[:12]}: exit codes >= 128 "
+            raise Aborted(f"repro {outcome.describe()} at {step.commit.short}: exit codes >= 128 "
                           "and signals abort the bisection")
         return step, verdict, step.reason or outcome.describe(), details
 
@@ -147,17 +147,17 @@ class StepTester:
         what = f"the {phase} command ({self.b.commands.get(phase) or 'given by a plugin'})"
         if commit in self.b.session.good:
             raise Aborted(f"{what} cannot run: {outcome.describe()} at the good end "
-                          f"{commit[:12]}{f': {said}' if said else ''}")
+                          f"{commit.short}{f': {said}' if said else ''}")
         checked, result = self._run_at_good_end(phase, what, outcome, step)
         details["double_check"] = checked
         if result is None or phase not in checked:
-            raise Aborted(f"{what} {outcome.describe()} at {commit[:12]}, and cannot be "
-                          f"checked at the good end {good[:12]}: its build "
+            raise Aborted(f"{what} {outcome.describe()} at {commit.short}, and cannot be "
+                          f"checked at the good end {short(good)}: its build "
                           f"{checked.get('build', 'did not run')}")
         if result.exit_status in (126, 127):
             said = cannot_run(result.output) or said
             raise Aborted(f"{what} cannot run: {result.describe()} at the good end "
-                          f"{good[:12]} too{f': {said}' if said else ''}")
+                          f"{short(good)} too{f': {said}' if said else ''}")
         self._runs_at_good_end.add(phase)
 
     def _run_at_good_end(self, phase: str, what: str, outcome: Outcome, step: Step
@@ -166,11 +166,11 @@ class StepTester:
         b, good = self.b, self.b.session.good[0]
         prep = b.strategy.prepare(good)
         if prep.skip_reason is not None:
-            raise Aborted(f"{what} {outcome.describe()} at {step.commit[:12]}, "
-                          f"and the good end {good[:12]} cannot be prepared to check whether "
+            raise Aborted(f"{what} {outcome.describe()} at {step.commit.short}, "
+                          f"and the good end {short(good)} cannot be prepared to check whether "
                           f"the command runs at all ({prep.skip_reason})")
-        b.hooks.message(f"{phase} {outcome.describe()} at {step.commit[:12]}: checking that it "
-                        f"runs at the good end {good[:12]}", "progress")
+        b.hooks.message(f"{phase} {outcome.describe()} at {step.commit.short}: checking that it "
+                        f"runs at the good end {short(good)}", "progress")
         built, ran = self._phases_at(good, prep, phase, step)
         checked: dict[str, Any] = {"commit": good}
         result = built

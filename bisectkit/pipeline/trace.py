@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from bisectkit import safetext
+from bisectkit.model import short
 from bisectkit.model.documents import PatchJSON, TraceJSON
 from bisectkit.text import ellipsize
 
@@ -92,7 +93,7 @@ def patch_spans(tracer: Tracer, track: int, start: float, patches: Iterable[Patc
     end, at = tracer.now(), start
     for patch in patches:
         took = patch.get("seconds", 0.0) * 1e6
-        tracer.complete(f"patch {patch['commit'][:12]}", track, at, at + took,
+        tracer.complete(f"patch {short(patch['commit'])}", track, at, at + took,
                         kind=patch["kind"], action=patch["action"], why=patch["why"])
         at += took
     tracer.complete("materialise", track, start, max(end, at), **args)

@@ -10,7 +10,7 @@ from typing import Any
 
 from bisectkit.engine import Decision, Found
 from bisectkit.errors import RangeNotVerified
-from bisectkit.model import RunOptions, StepRecord, Verdict
+from bisectkit.model import RunOptions, StepRecord, Verdict, short
 from bisectkit.patches.stack import TESTED_WITHOUT
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
@@ -25,16 +25,16 @@ def verify_range(b: Bisection, cache: VerdictCache | None) -> None:
         want = b.term(expected)
         prep = b.strategy.prepare(end)
         if prep.skip_reason is not None:
-            raise RangeNotVerified(f"cannot verify the {want} end {end[:12]}: "
+            raise RangeNotVerified(f"cannot verify the {want} end {short(end)}: "
                                    f"{prep.skip_reason}")
-        b.hooks.message(f"verifying the {want} end {end[:12]} "
+        b.hooks.message(f"verifying the {want} end {short(end)} "
                         f"{b.strategy.describe(end).subject}", "progress")
         # Not a verdict on a candidate: recording it would only contradict the
         # range when verification fails (the ends are known by definition).
         step = b.test_commit(end, prep, cache, "verify")
         if step.verdict != expected:
             raise RangeNotVerified(
-                f"the {want} end {end[:12]} is not {want}: it tested "
+                f"the {want} end {short(end)} is not {want}: it tested "
                 f"{b.term(step.verdict)} ({step.reason}); fix the range or the "
                 "repro before bisecting")
 
@@ -69,19 +69,19 @@ def _confirm_end(b: Bisection, end: str, expected: Verdict,
     want = b.term(expected)
     prep = b.strategy.prepare(end)
     if prep.skip_reason is not None:
-        return f"the {want} end {end[:12]} cannot be tested: {prep.skip_reason}"
-    b.hooks.message(f"confirming the {want} end {end[:12]} (the answer rests on it)",
+        return f"the {want} end {short(end)} cannot be tested: {prep.skip_reason}"
+    b.hooks.message(f"confirming the {want} end {short(end)} (the answer rests on it)",
                     "progress")
     step = b.test_commit(end, prep, cache, "verify")
     if step.verdict == "skip":
-        return f"the {want} end {end[:12]} tested skip ({step.reason})"
+        return f"the {want} end {short(end)} tested skip ({step.reason})"
     if step.verdict != expected:
         hint = "check that the repro reproduces the problem here, or the range"
         if expected == "good" and b.strategy.prepare_pristine(end) is not None:
             hint += ("; it was tested with the patch stack applied: if the stack is at "
                      "fault, --check-stack --no-verify tests the answer without it")
         raise RangeNotVerified(
-            f"the {want} end {end[:12]} does not test {want}: it tested "
+            f"the {want} end {short(end)} does not test {want}: it tested "
             f"{b.term(step.verdict)} ({step.reason}); the answer would rest "
             f"on it, so no commit is named: {hint}")
     return None
@@ -96,7 +96,7 @@ def check_stack(b: Bisection, first_bad: str, cache: VerdictCache | None) -> Ste
     prep = b.strategy.prepare_pristine(first_bad)
     if prep is None:
         return None
-    b.hooks.message(f"checking {first_bad[:12]} without the patch stack", "progress")
+    b.hooks.message(f"checking {short(first_bad)} without the patch stack", "progress")
     return b.test_commit(first_bad, prep, cache, "check-stack")
 
 
@@ -111,18 +111,18 @@ def stack_check(b: Bisection, first_bad: str, cache: VerdictCache | None) -> dic
     checked = None if conclusion else check_stack(b, first_bad, cache)
     verdict = checked.verdict if checked else None
     implicated: bool | None = None
-    short, old, new = first_bad[:12], b.terms.old, b.terms.new
+    abbrev, old, new = short(first_bad), b.terms.old, b.terms.new
     if verdict == "good":
         # Old side without the stack, new side with it: our patches are implicated.
         implicated = True
-        conclusion = (f"the patch stack is implicated: {short} is {old} without it and {new} "
+        conclusion = (f"the patch stack is implicated: {abbrev} is {old} without it and {new} "
                       "with it")
     elif verdict == "bad":
         implicated = False
-        conclusion = (f"the patch stack is not implicated: {short} is {new} without it too "
+        conclusion = (f"the patch stack is not implicated: {abbrev} is {new} without it too "
                       "(the upstream commit itself)")
     elif checked is not None:
-        conclusion = (f"could not be checked: {short} without the patch stack tested skip "
+        conclusion = (f"could not be checked: {abbrev} without the patch stack tested skip "
                       f"({checked.reason})")
     # The strategy suggests bisecting the stack (a follow-up) only when it is implicated.
     b.session.params.stack_implicated = bool(implicated)
@@ -141,10 +141,10 @@ def confirm_boundary(b: Bisection, decision: Found) -> dict[str, Any]:
     for commit, expected in pair:
         prep = b.strategy.prepare(commit)
         if prep.skip_reason is not None:  # e.g. the stack conflicts at the bad end
-            b.hooks.message(f"cannot re-test {commit[:12]}: {prep.skip_reason}")
+            b.hooks.message(f"cannot re-test {short(commit)}: {prep.skip_reason}")
             agree.append(False)
             continue
-        b.hooks.message(f"re-testing {commit[:12]} (expected {b.term(expected)})", "progress")
+        b.hooks.message(f"re-testing {short(commit)} (expected {b.term(expected)})", "progress")
         step = b.test_commit(commit, prep, None, "confirm")
         agree.append(step.verdict == expected)
     disagreeing = [st for st in s.steps if st.source != "confirm" and any(

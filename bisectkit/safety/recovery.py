@@ -26,7 +26,7 @@ import bisectkit.safety.gitlocks as gitlocks
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git.repo import Repo
 from bisectkit.git.shapes.shallow import ShallowCut
-from bisectkit.model import HeadState
+from bisectkit.model import HeadState, short
 from bisectkit.safety.journal import Journal, JournalState, Origin
 from bisectkit.safety.journalrecords import Move, Side
 from bisectkit.safety.worktree import Mover
@@ -192,11 +192,11 @@ def _target(repo: Repo, key: str, start: HeadState, lines: list[str],
     if tip is None:
         _create_ref(repo, key, start.ref, start.sha, "bisectkit: recreate the branch the "
                     "bisection started on", journal)
-        lines.append(f"{_name(key)}: recreated branch {_short(start.ref)} at {start.sha[:12]}")
+        lines.append(f"{_name(key)}: recreated branch {_short(start.ref)} at {short(start.sha)}")
         return start
     if tip != start.sha:
         lines.append(f"{_name(key)}: {_short(start.ref)} has new commits since the bisection "
-                     f"started ({start.sha[:12]}..{tip[:12]}); they stay checked out")
+                     f"started ({short(start.sha)}..{tip.short}); they stay checked out")
     return HeadState(start.ref, tip)
 
 
@@ -222,7 +222,7 @@ def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str],
         _create_ref(repo, key, name, sha, "bisectkit: keep a commit made during the bisection",
                     journal)
         subject = repo.commit_info(sha).subject
-        lines.append(f"{_name(key)}: your commit {sha[:12]} ({subject}) is on no branch; "
+        lines.append(f"{_name(key)}: your commit {short(sha)} ({subject}) is on no branch; "
                      f"kept as {name}")
     return lines
 

@@ -49,7 +49,7 @@ from typing import BinaryIO
 import bisectkit.git.files as gitfiles
 from bisectkit.errors import TreeMoved
 from bisectkit.git.repo import Repo
-from bisectkit.model import SUPERPROJECT
+from bisectkit.model import SUPERPROJECT, short
 
 #: A full commit id in a reflog message, told by its first 12 digits as everywhere else.
 _FULL_ID = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28,52}\b")
@@ -90,7 +90,7 @@ def how_moved(held: Held) -> str | None:
     head = repo.head_state().sha
     if head != commit:
         since = "the step checked it out" if held.checked_out else "when the run began"
-        return f"HEAD is now {head[:12]}, not {commit[:12]} as {since}"
+        return f"HEAD is now {short(head)}, not {short(commit)} as {since}"
     # Not a file git's filters make differ from its blob (a CRLF file under `text eol=lf`
     # looks modified to git status right after its checkout): its bytes are the checkout's.
     now = gitfiles.really_changed(repo, commit, repo.local_changes(untracked=False).modified)
@@ -101,7 +101,7 @@ def how_moved(held: Held) -> str | None:
         return None
     more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
     if held.checked_out:
-        return f"{changed[0]}{more} no longer as in {commit[:12]}, the commit checked out"
+        return f"{changed[0]}{more} no longer as in {short(commit)}, the commit checked out"
     return f"{changed[0]}{more} changed since the run began"
 
 

@@ -38,7 +38,7 @@ from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git.cli import Watch
 from bisectkit.git.repo import Repo
 from bisectkit.git.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
-from bisectkit.model import HeadState
+from bisectkit.model import HeadState, short
 from bisectkit.safety.journal import Journal
 from bisectkit.safety.journalrecords import Move, Side
 from bisectkit.safety.userchanges import name as _name
@@ -67,7 +67,7 @@ class Mover:
             head = repo.head_state()
             base = repo.head_tree()
             diff = repo.diff_trees(base, target)
-            self._clear_way(key, repo, base, diff.added, what=f"{sha[:12]}",
+            self._clear_way(key, repo, base, diff.added, what=f"{short(sha)}",
                             force=self.force_ignored)
             shape = sparse.of(repo.git_dir, repo.config_get)
             bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None

@@ -16,7 +16,7 @@ from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
-from bisectkit.model import AdvanceRequest, Verdict
+from bisectkit.model import AdvanceRequest, Verdict, short
 from bisectkit.model.params import AdvanceParams
 from bisectkit.patches.stack import analyse
 from bisectkit.patches.status import default_submodule
@@ -41,20 +41,20 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
     base = stack.merge_base
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, target):
-            raise BadInput(f"--to '{req.to}' contains local patch {patch.sha[:12]} "
+            raise BadInput(f"--to '{req.to}' contains local patch {short(patch.sha)} "
                            f"({patch.subject}); give an upstream commit")
     if sub.is_ancestor(target, base):
         candidates: list[str] = []  # already there: up to date
     elif not sub.is_ancestor(base, target):
-        raise BadInput(f"--to '{req.to}' ({target[:12]}) does not descend from the "
-                       f"submodule's merge-base {base[:12]} with {up.ref}")
+        raise BadInput(f"--to '{req.to}' ({short(target)}) does not descend from the "
+                       f"submodule's merge-base {short(base)} with {up.ref}")
     else:
         candidates = sub.first_parent_range(target, [base], list(req.pathspec), keep_tip=False)
         if not candidates:
             # Not "up-to-date": the pin is behind; no commit on the way touches the paths
             # (a typo in --pathspec reads the same), so there is nothing to test.
-            raise BadInput(f"no upstream commit between the merge-base {base[:12]} and "
-                           f"{target[:12]} changes {' '.join(req.pathspec)} (--pathspec): "
+            raise BadInput(f"no upstream commit between the merge-base {short(base)} and "
+                           f"{short(target)} changes {' '.join(req.pathspec)} (--pathspec): "
                            "nothing to test")
         ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
     return new_session(
@@ -101,15 +101,15 @@ class AdvanceStrategy(SubmoduleStrategy):
                "the far end first, then a gallop from the pin")
         lines = [
             f"advancing submodule {self.path}",
-            f"  from merge-base {stack['merge_base'][:12]} (patched HEAD {stack['head'][:12]}) "
-            f"toward {p.to_ref} at {s.bad[:12]}",
+            f"  from merge-base {short(stack['merge_base'])} (patched HEAD {short(stack['head'])}) "
+            f"toward {p.to_ref} at {short(s.bad)}",
             *guess_lines(p),
             f"  {plural(len(s.candidates), 'upstream commit')}"
             f"{where} to cross; testing {how}",
         ]
         patches = p.patches
         lines.append(f"  patch stack: {plural(len(patches), 'patch', 'patches')}")
-        lines += [f"    {q['kind']:<11} {q['sha'][:12]}  {q['subject']}" for q in patches]
+        lines += [f"    {q['kind']:<11} {short(q['sha'])}  {q['subject']}" for q in patches]
         return lines
 
     def stops_upto(self) -> int | None:

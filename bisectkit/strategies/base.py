@@ -25,6 +25,7 @@ from bisectkit.model import (
     StartRequest,
     Terms,
     Verdict,
+    short,
 )
 from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import Params
@@ -229,8 +230,8 @@ def resolve_range(repo: Repo, bad_rev: str, good_revs: Sequence[str],
         if sha == bad:
             raise BadInput(f"{old} revision '{rev}' is the {new} revision itself")
         if not repo.is_ancestor(sha, bad):
-            raise BadInput(f"{old} revision '{rev}' ({sha[:12]}) is not an ancestor of "
-                           f"{new} '{bad_rev}' ({bad[:12]})")
+            raise BadInput(f"{old} revision '{rev}' ({short(sha)}) is not an ancestor of "
+                           f"{new} '{bad_rev}' ({short(bad)})")
     return bad, goods
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.git.shapes.partial import Fetched
-from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream
+from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream, short
 from bisectkit.model.params import PatchedParams
 from bisectkit.patches.stack import Stack, analyse, targets
 from bisectkit.safety.undertest import Held, as_found
@@ -36,7 +36,7 @@ def candidates_touching(repo: Repo, bad: str, goods: Sequence[str],
         return repo.first_parent_range(bad, goods)
     touching = repo.first_parent_range(bad, goods, list(pathspec), keep_tip=False)
     if not touching:
-        raise BadInput(f"no commit between {goods[0][:12]} and {bad[:12]} changes "
+        raise BadInput(f"no commit between {short(goods[0])} and {short(bad)} changes "
                        f"{' '.join(pathspec)} (paths in {where}, from its root): nothing "
                        "to bisect")
     return touching if touching[-1] == bad else [*touching, bad]

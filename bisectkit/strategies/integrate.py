@@ -22,6 +22,7 @@ from bisectkit.model import (
     IntegrateRequest,
     SubmoduleRequest,
     Upstream,
+    short,
 )
 from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import IntegrateParams
@@ -119,7 +120,7 @@ class IntegrateStrategy(Strategy):
         for path, pin in pins.items():
             sub = self.subs[path]
             if pin is not None and not sub.has_commit(pin) and not sub.fetch_commit(pin):
-                missing.append(f"{path} pin {pin[:12]}")
+                missing.append(f"{path} pin {short(pin)}")
         parents = self.superproject.commit_info(candidate).parents
         old_pins = self.pins(parents[0]) if parents else dict.fromkeys(self.paths)
         moves = [self._move(p, old_pins[p], pins[p]) for p in self.paths
@@ -193,12 +194,12 @@ class IntegrateStrategy(Strategy):
 
     def header_lines(self) -> list[str]:
         s = self.session
-        goods = ", ".join(g[:12] for g in s.good)
+        goods = ", ".join(short(g) for g in s.good)
         where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
         tracked = ", ".join(self.paths) or "none"
         lines = [
             "bisecting the superproject's integrate history",
-            f"  range: {s.terms.old} {goods} .. {s.terms.new} {s.bad[:12]}: "
+            f"  range: {s.terms.old} {goods} .. {s.terms.new} {short(s.bad)}: "
             f"{len(s.candidates)} candidates{where}",
             f"  submodules updated at each step: {tracked}",
         ]
@@ -228,7 +229,7 @@ class IntegrateStrategy(Strategy):
                                        good=(move["old_base"],), upstream=upstream[0],
                                        terms=self.terms,
                                        all_parents=self.params.all_parents)
-            found.append(FollowUp(request, f"{first_bad[:12]} advanced {move['path']} by "
+            found.append(FollowUp(request, f"{short(first_bad)} advanced {move['path']} by "
                                            f"{move['upstream_commits']} upstream commits; to "
                                            "find the upstream culprit, run:"))
         return found

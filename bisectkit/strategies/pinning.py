@@ -20,7 +20,7 @@ from bisectkit.errors import BadInput
 from bisectkit.git import cli as gitcli
 from bisectkit.git import write as gitwrite
 from bisectkit.git.repo import Repo
-from bisectkit.model import HeadState, OnConflict
+from bisectkit.model import HeadState, OnConflict, short
 from bisectkit.patches.stack import PatchAction, Stack, conflict_reason, replay
 from bisectkit.text import plural
 
@@ -59,8 +59,8 @@ def check(superproject: Repo, path: str, sub: Repo, branch: str) -> None:
     pinned = superproject.gitlink_at(superproject.head_state().sha, path)
     checked_out = sub.head_state().sha
     if pinned != checked_out:
-        raise BadInput(f"submodule {path} is checked out at {checked_out[:12]} but "
-                       f"the superproject pins {str(pinned)[:12]}: commit that move or "
+        raise BadInput(f"submodule {path} is checked out at {short(checked_out)} but "
+                       f"the superproject pins {short(str(pinned))}: commit that move or "
                        f"'{gitcli.shown('submodule', 'update', path)}' first, so --apply "
                        "moves the real pin")
     if gitwrite.staged_gitlink(superproject.workdir, path) != pinned:
@@ -95,8 +95,8 @@ def moved_since(superproject: Repo, path: str, sub: Repo, before: Base) -> str |
         return (f"the superproject's HEAD moved from {before.head.describe()} to "
                 f"{now.head.describe()}")
     if now.staged != before.staged:
-        return (f"the superproject's index now stages {str(now.staged)[:12]} for {path} "
-                f"(was {str(before.staged)[:12]})")
+        return (f"the superproject's index now stages {short(str(now.staged))} for {path} "
+                f"(was {short(str(before.staged))})")
     if now.sub != before.sub:
         return f"submodule {path} moved from {before.sub.describe()} to {now.sub.describe()}"
     # git's own status: it reads files through the user's filters (LFS, autocrlf) even
@@ -114,7 +114,7 @@ def plan(sub: Repo, stack: Stack, on_conflict: OnConflict, targets: Sequence[str
     for target, between in zip(targets, crossed, strict=True):
         replayed = replay(sub, stack, target, on_conflict=on_conflict)
         if replayed.conflict is not None:
-            raise BadInput(f"cannot rebase the stack onto {target[:12]}: "
+            raise BadInput(f"cannot rebase the stack onto {short(target)}: "
                            f"{conflict_reason(replayed.conflict)}; nothing was changed")
         tip = target
         # Replay made one commit per applied patch (the patch's author, date and
@@ -122,7 +122,7 @@ def plan(sub: Repo, stack: Stack, on_conflict: OnConflict, targets: Sequence[str
         for made in _chain(sub, replayed.commit or target, target):
             tip = gitwrite.commit_like(sub.workdir, sub.tree_of(made), tip, made)
         if sub.tree_of(tip) != replayed.tree:
-            raise AssertionError(f"the rebased stack at {target[:12]} is not the tree tested")
+            raise AssertionError(f"the rebased stack at {short(target)} is not the tree tested")
         moves.append(PinMove(target, tip, replayed.actions, tuple(between)))
     return moves
 
@@ -140,14 +140,14 @@ def message(path: str, sub: Repo, move: PinMove, branch: str, tested: str) -> st
     """"Advance P to <short>: <subject>", the commits crossed and each patch's fate (their
     control characters shown, :mod:`bisectkit.safetext`)."""
     info = sub.commit_info(move.upstream)
-    lines = [f"Advance {path} to {move.upstream[:12]}: {info.subject}", "",
+    lines = [f"Advance {path} to {short(move.upstream)}: {info.subject}", "",
              f"Crosses {plural(len(move.crossed), 'upstream commit')}:"]
     for sha in move.crossed[:_LISTED]:
-        lines.append(f"  {sha[:12]} {sub.commit_info(sha).subject}")
+        lines.append(f"  {short(sha)} {sub.commit_info(sha).subject}")
     if len(move.crossed) > _LISTED:
         lines.append(f"  ... and {len(move.crossed) - _LISTED} more")
-    lines += ["", f"Patch stack on {move.upstream[:12]} (branch {branch} at {move.tip[:12]}):"]
-    lines += [f"  {a.action:<8} {a.patch.sha[:12]} {a.patch.subject}"
+    lines += ["", f"Patch stack on {short(move.upstream)} (branch {branch} at {short(move.tip)}):"]
+    lines += [f"  {a.action:<8} {short(a.patch.sha)} {a.patch.subject}"
               f"{'' if a.action == 'applied' else f' ({a.why})'}" for a in move.actions]
     # Subjects and paths with their control characters shown: git log prints a message as is.
     return safetext.lines("\n".join([*lines, "", f"Tested by bisectkit advance: {tested}", ""]))

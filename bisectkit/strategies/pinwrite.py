@@ -27,7 +27,7 @@ from bisectkit.git import write as gitwrite
 from bisectkit.git.merge import TreeEntry
 from bisectkit.git.objects import GITLINK_MODE
 from bisectkit.git.repo import Repo
-from bisectkit.model import HeadState
+from bisectkit.model import HeadState, short
 from bisectkit.safety import gitlocks, journal, signals
 from bisectkit.safety.fileio import write_json_atomic
 from bisectkit.safety.worktree import Mover
@@ -113,12 +113,12 @@ def write(superproject: Repo, path: str, sub: Repo, moves: list[PinMove], branch
         t = gitlocks.unjournaled_free([superproject, sub], locks)
         write_json_atomic(record, dataclasses.replace(rec, t=t).to_json())
         _write_refs(superproject, rec, base.head, f"bisectkit advance: {path} to "
-                    f"{moves[-1].upstream[:12]}", record)
+                    f"{short(moves[-1].upstream)}", record)
         try:
             lines = _check_out(superproject, rec, mover, None)
         except GitFailure as exc:  # the record and the journal stay: settle finishes it
-            raise GitFailure(f"--apply committed {rec.new[:12]} pinning {path} at "
-                             f"{rec.tip[:12]} (branch {branch}), but cannot check the "
+            raise GitFailure(f"--apply committed {short(rec.new)} pinning {path} at "
+                             f"{short(rec.tip)} (branch {branch}), but cannot check the "
                              f"submodule out: {exc}") from exc
         record.unlink()
     return done, lines
@@ -187,13 +187,13 @@ def settle(superproject: Repo, record: Path, mover: Mover) -> list[str]:
         if gitwrite.staged_gitlink(superproject.workdir, rec.path) != rec.tip:
             gitwrite.stage_gitlink(superproject.workdir, rec.path, rec.tip)
         lines = [f"finished an interrupted advance --apply: the index pins {rec.path} at "
-                 f"{rec.tip[:12]}", *_finish_checkout(superproject, rec, mover)]
+                 f"{short(rec.tip)}", *_finish_checkout(superproject, rec, mover)]
     elif head == rec.old:
         gone = _undo(superproject, rec)
         lines = ["undid an interrupted advance --apply: the superproject had not moved"
                  + (f"; removed branch {', '.join(gone)} in {rec.path}" if gone else "")]
     elif _contains(superproject, head, rec.new):
-        lines = [f"an interrupted advance --apply had finished: its commit {rec.new[:12]} is "
+        lines = [f"an interrupted advance --apply had finished: its commit {short(rec.new)} is "
                  "in the superproject's history", *_finish_checkout(superproject, rec, mover)]
     else:
         # HEAD moved away from ``old`` by the user's own hand, the apply not done: nothing is

@@ -16,7 +16,7 @@ from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
-from bisectkit.model import StackRequest
+from bisectkit.model import StackRequest, short
 from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import StackParams
 from bisectkit.patches.stack import Stack, conflict_reason, replay
@@ -48,7 +48,7 @@ def start(superproject: Repo, req: StackRequest) -> Session:
                        "there is no stack to bisect")
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, at):
-            raise BadInput(f"--at '{req.at}' contains local patch {patch.sha[:12]}; pass an "
+            raise BadInput(f"--at '{req.at}' contains local patch {short(patch.sha)}; pass an "
                            "upstream commit (e.g. the first bad one a submodule bisect found)")
     ask_ahead(sub, stack, lambda target: sub.is_ancestor(target, at))
     patches = [p.sha for p in stack.patches]
@@ -106,12 +106,12 @@ class StackStrategy(PatchedSubmodule):
     def header_lines(self) -> list[str]:
         patches = self.params.patches
         lines = [f"bisecting the local patch stack of submodule {self.path}",
-                 f"  on upstream {self.at[:12]} {self.sub.commit_info(self.at).subject}",
+                 f"  on upstream {short(self.at)} {self.sub.commit_info(self.at).subject}",
                  *guess_lines(self.params),
                  *fetch_lines(self.params),
                  f"  {len(patches)} patches, oldest first (candidate k = the first k applied):"]
         for p in patches:
-            lines.append(f"    {p['kind']:<11} {p['sha'][:12]}  {p['subject']}")
+            lines.append(f"    {p['kind']:<11} {short(p['sha'])}  {p['subject']}")
         return lines
 
     def result_extra(self, first_bad: str | None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bisectkit.git.repo import Repo
-from bisectkit.model import OnConflict, StepRecord
+from bisectkit.model import OnConflict, StepRecord, short
 from bisectkit.patches.stack import Stack, conflicted, replay
 from bisectkit.store.session import Session
 from bisectkit.strategies.common import LineAncestry
@@ -119,17 +119,17 @@ class StopsApplying:
         """One ``stops_applying`` item of the JSON result, with the line shown for it."""
         patch = self.stack.patches[index]
         subject = self.sub.commit_info(first_conflict).subject
-        name = f'local patch {patch.sha[:12]} "{patch.subject}"'
+        name = f'local patch {short(patch.sha)} "{patch.subject}"'
         if last_clean is None:
             message = (f"{name} conflicts at every tested candidate from {first_conflict} "
                        f"{subject}; rebase it onto that commit")
         elif exact:
             message = (f"{name} stops applying at {first_conflict} {subject} (applied cleanly "
-                       f"at {last_clean[:12]}); rebase it onto that commit")
+                       f"at {short(last_clean)}); rebase it onto that commit")
         else:
-            message = (f"{name} stops applying between {last_clean[:12]} (applied cleanly) and "
+            message = (f"{name} stops applying between {short(last_clean)} (applied cleanly) and "
                        f"{first_conflict} {subject} (conflicts), the commits between could "
-                       f"not be checked; rebase it onto {first_conflict[:12]}")
+                       f"not be checked; rebase it onto {short(first_conflict)}")
         return {"patch": patch.sha, "subject": patch.subject, "first_conflict": first_conflict,
                 "first_conflict_subject": subject, "last_clean": last_clean, "exact": exact,
                 "message": message}

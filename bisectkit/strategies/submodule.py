@@ -12,7 +12,7 @@ from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
-from bisectkit.model import FollowUp, OnConflict, StackRequest, SubmoduleRequest
+from bisectkit.model import FollowUp, OnConflict, StackRequest, SubmoduleRequest, short
 from bisectkit.model.documents import StepDetails
 from bisectkit.model.params import SubmoduleParams
 from bisectkit.patches.stack import conflict_reason, replay
@@ -47,8 +47,8 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, bad):
             raise BadInput(f"{req.terms.new} revision '{req.bad}' contains local patch "
-                           f"{patch.sha[:12]} ({patch.subject}); pass upstream commits, e.g. "
-                           f"the merge-base {stack.merge_base[:12]}")
+                           f"{short(patch.sha)} ({patch.subject}); pass upstream commits, e.g. "
+                           f"the merge-base {short(stack.merge_base)}")
     candidates = candidates_touching(sub, bad, goods, req.pathspec, f"submodule {path}")
     if candidates:
         ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
@@ -130,7 +130,7 @@ class SubmoduleStrategy(PatchedSubmodule):
         terms = self.terms
         request = StackRequest(submodule=self.path, at=first_bad,
                                upstream=self.params.upstream_ref, terms=terms)
-        return [FollowUp(request, f"{first_bad[:12]} is {terms.old} without the local patch "
+        return [FollowUp(request, f"{short(first_bad)} is {terms.old} without the local patch "
                                   f"stack and {terms.new} with it: one of our patches is the "
                                   "culprit; to find which, run:")]
 
@@ -174,15 +174,15 @@ class SubmoduleStrategy(PatchedSubmodule):
     def header_lines(self) -> list[str]:
         s, p = self.session, self.params
         stack = p.stack
-        goods = ", ".join(g[:12] for g in s.good)
+        goods = ", ".join(short(g) for g in s.good)
         where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
         lines = [
             f"bisecting submodule {self.path}",
-            f"  upstream {p.upstream_ref} at {p.upstream[:12]}, merge-base "
-            f"{stack['merge_base'][:12]}, patched HEAD {stack['head'][:12]}",
+            f"  upstream {p.upstream_ref} at {short(p.upstream)}, merge-base "
+            f"{short(stack['merge_base'])}, patched HEAD {short(stack['head'])}",
             *guess_lines(p),
             *fetch_lines(p),
-            f"  range: {s.terms.old} {goods} .. {s.terms.new} {s.bad[:12]}: "
+            f"  range: {s.terms.old} {goods} .. {s.terms.new} {short(s.bad)}: "
             f"{len(s.candidates)} candidates{where}",
         ]
         patches = stack["patches"]
@@ -192,8 +192,8 @@ class SubmoduleStrategy(PatchedSubmodule):
             if patch["refers_to"]:
                 arrow = "reverts" if patch["kind"] == "revert" else "from"
                 how = ", by patch-id" if patch.get("found_by") == "patch-id" else ""
-                ref = f"  ({arrow} {patch['refers_to'][:12]}{how})"
-            lines.append(f"    {patch['kind']:<11} {patch['sha'][:12]}  {patch['subject']}{ref}")
+                ref = f"  ({arrow} {short(patch['refers_to'])}{how})"
+            lines.append(f"    {patch['kind']:<11} {short(patch['sha'])}  {patch['subject']}{ref}")
         if self.on_conflict == "drop":
             lines.append("  --on-conflict drop: a conflicting local patch is left out and the "
                          "step flagged")

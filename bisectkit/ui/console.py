@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from bisectkit import safetext
-from bisectkit.model import CommitInfo, Upstream
+from bisectkit.model import CommitInfo, Upstream, short
 from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.text import (
     INDENT,
@@ -114,13 +114,13 @@ class Console:
         subject ellipsized to the width, the rest on a second line when it leaves too little."""
         info = safetext.commit(info)
         self.status.candidate(index, info.sha, info.subject, remaining, steps_left)
-        head = f"[step {index}] testing {info.sha[:12]} "
+        head = f"[step {index}] testing {info.sha.short} "
         timing = (f"; elapsed {clock(self.status.elapsed())}, {eta_text(self.status.eta())}"
                   if self.panel.in_run else "")  # a run's, not a manual step's
         tail = f"  ({remaining} left, roughly {plural(steps_left, 'step')}{timing})"
         subject, spill = fit(head, info.subject, tail, self._c.width)
         self._c.print(Text.assemble((f"[step {index}]", "bold"), " testing ",
-                                    (info.sha[:12], "bold"), " ", subject,
+                                    (info.sha.short, "bold"), " ", subject,
                                     ("" if spill else tail, "dim")))
         if spill:
             self.line(ellipsize(INDENT + tail.strip()[1:-1], self._c.width), style="dim")
@@ -131,7 +131,7 @@ class Console:
         """What preparing a candidate did: patch actions, submodule moves, files written."""
         details, width = safetext.data(details), self._c.width
         for a in details.get("patches", ()):
-            head, action = f"    {a['kind']:<11} {a['commit'][:12]}  ", f"{a['action']:<8}"
+            head, action = f"    {a['kind']:<11} {short(a['commit'])}  ", f"{a['action']:<8}"
             why, *more = flow(len(head) + len(action) + 1, a["why"], width, " " * 8)
             self._c.print(Text.assemble(
                 head, (action, _ACTION_STYLE.get(a["action"], "")), " ", why))
@@ -171,14 +171,14 @@ class Console:
         shown = step.get("term", verdict)
         source = f" {step['source']}:" if step.get("source") in (
             "verify", "check-stack", "confirm") else ""
-        head = f"[step {step['index']}]{source} {step['commit'][:12]} {shown} "
+        head = f"[step {step['index']}]{source} {short(step['commit'])} {shown} "
         times = step_times(step)
         tail = "".join(f"  {t}" for t in times)
         reason = f"({step['reason']})"
         spill = len(head) + len(reason) + len(tail) > self._c.width
         reason, *more = flow(len(head), reason, self._c.width) if spill else [reason]
         self._c.print(Text.assemble(
-            (f"[step {step['index']}]", "bold"), f"{source} {step['commit'][:12]} ",
+            (f"[step {step['index']}]", "bold"), f"{source} {short(step['commit'])} ",
             (shown, f"bold {_VERDICT_STYLE.get(verdict, '')}"), " ", reason,
             "" if spill else tail))
         for line in [*more, *pack(times, self._c.width, first=INDENT, sep="  ")] if spill else ():
@@ -212,7 +212,7 @@ class Console:
             self.line(f"flagged steps ({len(flagged)}): check these verdicts", style="yellow")
             for s in flagged:
                 shown = s.get("term", s["verdict"])
-                self.line(f"  step {s['index']} {s['commit'][:12]} {shown}: "
+                self.line(f"  step {s['index']} {short(s['commit'])} {shown}: "
                           f"{'; '.join(s['flags'])}", style="yellow")
 
     def found(self, info: CommitInfo, details: dict[str, Any], term: str = "bad") -> None:
@@ -224,11 +224,11 @@ class Console:
             self.line(line)
         if details.get("patches"):
             self.line("")
-            self.line(f"patch stack at {info.sha[:12]}:")
+            self.line(f"patch stack at {info.sha.short}:")
             self.details({"patches": details["patches"]}, None)
         if details.get("submodules"):
             self.line("")
-            self.line(f"submodules moved by {info.sha[:12]}:")
+            self.line(f"submodules moved by {info.sha.short}:")
             self.details({"submodules": details["submodules"]}, None)
 
     def inconclusive(self, infos: Sequence[CommitInfo], term: str = "bad") -> None:
@@ -243,17 +243,17 @@ class Console:
         d = safetext.data(data)
         branch = d["branch"].removeprefix("refs/heads/") if d["branch"] else "detached"
         self._c.print(f"[bold]submodule {escape(d['submodule'])}[/]")
-        self.line(f"  HEAD        {d['head'][:12]} ({branch})")
+        self.line(f"  HEAD        {short(d['head'])} ({branch})")
         if "unknown" in d:
             for text in shape_lines(d):
                 self.line(f"  {text}")
             self.line(f"  stack: unknown: {d['unknown']}")
             return
-        self.line(f"  upstream    {d['upstream']} at {d['upstream_sha'][:12]}")
+        self.line(f"  upstream    {d['upstream']} at {short(d['upstream_sha'])}")
         note = Upstream(d["upstream"], d["upstream_sha"], d.get("upstream_guessed")).note()
         if note:
             self.line(f"  {note}")
-        self.line(f"  merge-base  {d['merge_base'][:12]} {d['merge_base_subject']}")
+        self.line(f"  merge-base  {short(d['merge_base'])} {d['merge_base_subject']}")
         for text in shape_lines(d):
             self.line(f"  {text}")
         if d["clean"]:
@@ -263,11 +263,11 @@ class Console:
             self.line(f"  patched: {plural(n, 'local patch', 'local patches')} "
                       f"(what happens at {d['upstream']}):")
             for p in d["patches"]:
-                ref = p["refers_to"][:12] if p["refers_to"] else "-"
+                ref = short(p["refers_to"]) if p["refers_to"] else "-"
                 has = "upstream has it" if p["upstream_has_it"] else ""
                 style = _ACTION_STYLE.get(p["at_upstream_head"], "")
                 self._c.print(
-                    f"    {p['kind']:<11} {p['sha'][:12]}  refers to {ref:<12}  "
+                    f"    {p['kind']:<11} {short(p['sha'])}  refers to {ref:<12}  "
                     f"[{style}]{p['at_upstream_head']:<8}[/] {escape(p['subject'])}"
                     f"{'  (' + has + ')' if has else ''}"
                 )

@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bisectkit import safetext
+from bisectkit.model import short
 from bisectkit.text import clock, eta, eta_text
 
 #: Columns the panel leaves free at the right: the terminal's "^C" echo fits there.
@@ -107,7 +108,7 @@ def render(status: Status, width: int, now: float | None = None) -> RenderableTy
     if status.index:
         phase = f"{status.phase} {clock(now - status.phase_since)}" if status.phase else ""
         lines.append(_one_line(Text.assemble((phase, "bold cyan"), "  ",
-                                             (status.commit[:12], "bold"), " ",
+                                             (short(status.commit), "bold"), " ",
                                              status.subject), width))
     if status.line:
         lines.append(_one_line(Text("> " + status.line, style="dim"), width))
@@ -133,7 +134,7 @@ def jobs_table(rows: Sequence[dict[str, Any]], width: int, now: float) -> Table:
                          ratio=None if name in fixed else 1)
     for row in rows:
         cells = (row.get("where") or "-", str(row["index"]), row["phase"],
-                 clock(row["elapsed"]), f"{row['commit'][:12]} {row.get('subject', '')}",
+                 clock(row["elapsed"]), f"{short(row['commit'])} {row.get('subject', '')}",
                  row.get("line", ""))
         table.add_row(*(Text(cell) for cell in cells))  # Text: a subject is not markup
     return table

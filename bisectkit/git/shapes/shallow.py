@@ -22,6 +22,7 @@ from pathlib import Path
 
 import bisectkit.git.cli as gitcli
 from bisectkit.errors import BadInput
+from bisectkit.model import short
 from bisectkit.text import plural
 
 #: "Is A an ancestor of D?" on the local (truncated) graph.
@@ -104,7 +105,7 @@ class Boundary:
             return
         open_cuts = [s for s in self.cuts_below([descendant]) if not self._reaches(s, ancestor)]
         if open_cuts:
-            raise self.cut(f"whether {ancestor[:12]} is an ancestor of {descendant[:12]}",
+            raise self.cut(f"whether {short(ancestor)} is an ancestor of {short(descendant)}",
                            [ancestor], open_cuts)
 
     def check_merge_base(self, a: str, b: str, base: str | None) -> None:
@@ -114,7 +115,7 @@ class Boundary:
         open_cuts = [s for s in self.cuts_below([a, b])
                      if base is None or not self._reaches(s, base)]
         if open_cuts:
-            raise self.cut(f"the merge-base of {a[:12]} and {b[:12]}", [], open_cuts)
+            raise self.cut(f"the merge-base of {short(a)} and {short(b)}", [], open_cuts)
 
     def check_line(self, tip: str, oldest: str | None, hide: Sequence[str],
                    rootless: bool) -> None:
@@ -126,7 +127,7 @@ class Boundary:
             return
         boundary = self.commits()
         if rootless and oldest in boundary:
-            raise self.cut(f"the first-parent line of {tip[:12]} below {oldest[:12]}",
+            raise self.cut(f"the first-parent line of {short(tip)} below {short(oldest)}",
                            list(hide), [oldest])
         self._check_hidden(hide, oldest)
 
@@ -138,8 +139,8 @@ class Boundary:
         open_cuts = [s for s in self.cuts_below(tips)
                      if not any(self._reaches(s, h) for h in hide)]
         if open_cuts:
-            raise self.cut(f"part of the range {','.join(h[:12] for h in hide)}.."
-                           f"{','.join(t[:12] for t in tips)}", list(hide), open_cuts)
+            raise self.cut(f"part of the range {','.join(short(h) for h in hide)}.."
+                           f"{','.join(short(t) for t in tips)}", list(hide), open_cuts)
 
     def _check_hidden(self, hide: Sequence[str], oldest: str) -> None:
         # A commit of the line could be in ``hide``'s history behind a boundary S
@@ -147,7 +148,7 @@ class Boundary:
         # (then of every commit on the line, which cannot also be behind S).
         open_cuts = [s for s in self.cuts_below(hide) if not self._reaches(s, oldest)]
         if open_cuts:
-            raise self.cut(f"the history of {','.join(h[:12] for h in hide)}", [oldest],
+            raise self.cut(f"the history of {','.join(short(h) for h in hide)}", [oldest],
                            open_cuts)
 
     def missing(self, question: str) -> ShallowCut:

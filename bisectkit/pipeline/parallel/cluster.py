@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bisectkit.errors import InfrastructureFailed
+from bisectkit.model import short
 from bisectkit.text import plural
 
 #: Seconds between two counts of the workers (each is a round trip to the scheduler).
@@ -134,7 +135,7 @@ class ClusterWatch:
         with self._lock:
             for key in sorted(k for k in keys if k in self._steps):
                 index, commit = self._steps[key]
-                self._notes.append(f"step {index} ({commit[:12]}) runs again: its worker "
+                self._notes.append(f"step {index} ({short(commit)}) runs again: its worker "
                                    f"{who} was lost; no verdict was taken from the lost run")
 
     # -- health ----------------------------------------------------------------------
@@ -204,7 +205,7 @@ class ClusterWatch:
               bound: float) -> None:
         name = self._names.get(address)
         who = f"{name} ({address})" if name else address
-        running = ", ".join(f"step {i} ({c[:12]})" for i, c in steps)
+        running = ", ".join(f"step {i} ({short(c)})" for i, c in steps)
         gone = now - self._heard[address][1]
         asked = self._dropped.get(address)
         if asked is not None and now - asked > bound:
@@ -268,7 +269,7 @@ def killed_worker(index: int, commit: str, error: BaseException) -> Infrastructu
     last = getattr(getattr(error, "last_worker", None), "address", None)
     times = f" {plural(tries + 1, 'time')}" if isinstance(tries, int) else " repeatedly"
     return InfrastructureFailed(
-        f"step {index} ({commit[:12]}) lost its worker{times}"
+        f"step {index} ({short(commit)}) lost its worker{times}"
         f"{f' (last {last})' if last else ''}: it may kill the workers it runs on (out of "
         "memory?); no verdict was taken from it; see the workers' logs (the scheduler gives "
         "up on a step after distributed.scheduler.allowed-failures losses)")

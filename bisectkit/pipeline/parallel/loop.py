@@ -27,7 +27,7 @@ from bisectkit import engine
 from bisectkit.engine import Decision
 from bisectkit.errors import BadInput, MachineSkips
 from bisectkit.git.shapes.partial import add_fetched
-from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord
+from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord, short
 from bisectkit.model.documents import JobRow
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
@@ -217,7 +217,7 @@ class ParallelBisection(Bisection):
         self.pool.cancel(job.control, job.future)
         self._forget(job)
         self._stopped.append(job.future)
-        self.hooks.message(f"step {job.index} ({job.commit[:12]}) cancelled: its verdict can "
+        self.hooks.message(f"step {job.index} ({short(job.commit)}) cancelled: its verdict can "
                            "no longer change the answer", "note")
 
     def _forget(self, job: Job) -> None:
@@ -259,7 +259,7 @@ class ParallelBisection(Bisection):
         name = f"{result.worker} {result.workspace}"
         track = self._tracks.setdefault(name, 1000 + len(self._tracks))
         self.tracer.name_track(track, name)
-        self.tracer.complete(f"step {job.index}: {job.commit[:12]}", track, job.trace_start,
+        self.tracer.complete(f"step {job.index}: {short(job.commit)}", track, job.trace_start,
                              self.tracer.now(), source=job.source,
                              build_s=result.build.duration if result.build else None,
                              repro_s=result.repro.duration if result.repro else None)

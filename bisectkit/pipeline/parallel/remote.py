@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from bisectkit.errors import BisectkitError, Cancelled, InfrastructureFailed
 from bisectkit.git.repo import Repo
-from bisectkit.model import Outcome, RunOptions, Step
+from bisectkit.model import Outcome, RunOptions, Step, short
 from bisectkit.pipeline.parallel.cluster import killed_worker
 from bisectkit.pipeline.parallel.pools import Pool
 from bisectkit.pipeline.parallel.steptask import Control, Recipe, StepResult
@@ -95,7 +95,7 @@ def checked_result(job: Job, future: Future[StepResult], expected: dict[str, str
     error = None if future.cancelled() else future.exception()
     if future.cancelled() or isinstance(error, Cancelled):
         pool.poll()  # the scheduler is gone, say
-        raise InfrastructureFailed(f"step {job.index} ({job.commit[:12]}) was cancelled by "
+        raise InfrastructureFailed(f"step {job.index} ({short(job.commit)}) was cancelled by "
                                    f"{pool.description}, not by bisectkit; no verdict was "
                                    "taken from it")
     if isinstance(error, BisectkitError):
@@ -104,7 +104,7 @@ def checked_result(job: Job, future: Future[StepResult], expected: dict[str, str
         raise killed_worker(job.index, job.commit, error) from error
     if error is not None:
         raise InfrastructureFailed(
-            f"step {job.index} ({job.commit[:12]}) could not run: {type(error).__name__}: "
+            f"step {job.index} ({short(job.commit)}) could not run: {type(error).__name__}: "
             f"{error}; no verdict was taken from it") from error
     result = future.result()
     if result.index != job.index:
@@ -114,7 +114,7 @@ def checked_result(job: Job, future: Future[StepResult], expected: dict[str, str
         if result.trees.get(key) != want:
             raise InfrastructureFailed(
                 f"step {job.index}: {result.worker} tested tree "
-                f"{(result.trees.get(key) or '?')[:12]} for {key}, not {want[:12]}; no "
+                f"{short(result.trees.get(key) or '?')} for {key}, not {short(want)}; no "
                 "verdict is taken from a tree that differs")
     return result
 

@@ -26,7 +26,7 @@ from bisectkit.git import cli as gitcli
 from bisectkit.git.repo import Repo
 from bisectkit.git.shapes import sparse
 from bisectkit.git.shapes.partial import NOTHING, Fetched
-from bisectkit.model import SUPERPROJECT
+from bisectkit.model import SUPERPROJECT, short
 from bisectkit.patches.stack import Stack, replay
 from bisectkit.pipeline.parallel.wsroot import MARKER, forget, number, ours, take
 from bisectkit.safety.processes import gits_working_in
@@ -134,8 +134,8 @@ class Workspace:
                         "drop" if again.on_conflict == "drop" else "skip")
         if result.conflict is not None or str(result.tree) != again.tree:
             raise InfrastructureFailed(
-                f"workspace {where}: replaying the patch stack onto {again.onto[:12]} gave "
-                f"tree {str(result.tree)[:12]}, not {again.tree[:12]} as on the client; no "
+                f"workspace {where}: replaying the patch stack onto {short(again.onto)} gave "
+                f"tree {short(str(result.tree))}, not {short(again.tree)} as on the client; no "
                 "verdict is taken from a tree that differs")
         return str(result.commit)
 
@@ -200,7 +200,7 @@ def _fetch(where: Path, sources: Sequence[str], shas: Sequence[str]) -> None:
         if _git(where, "fetch", "-q", "--no-tags", src, *shas, check=False).returncode == 0:
             return
     raise InfrastructureFailed(f"workspace {where}: cannot fetch "
-                               f"{', '.join(s[:12] for s in shas)} from any of {list(sources)}")
+                               f"{', '.join(short(s) for s in shas)} from any of {list(sources)}")
 
 
 def _settle_locks(where: Path) -> None:

@@ -7,6 +7,7 @@ error lines, the command that tests both again).
 
 from __future__ import annotations
 
+from bisectkit.model import short
 from bisectkit.ui.report.links import Links
 from bisectkit.ui.report.markdown import closing, culprit
 from bisectkit.ui.report.terminal import render_terminal
@@ -15,7 +16,7 @@ from bisectkit.ui.report.text import Result, md_text
 
 def headline(result: Result) -> str:
     """One line: how far the pin can move."""
-    path, to = result.get("submodule", "?"), str(result.get("to", ""))[:12]
+    path, to = result.get("submodule", "?"), short(str(result.get("to", "")))
     status = result.get("status")
     if status == "up-to-date":
         return f"{path} is up to date with {result.get('to_ref')}"
@@ -56,7 +57,7 @@ def render_advance_terminal(result: Result, commit_url: str | None = None,
     out = [f"advance: {headline(result)}"]
     stop = result.get("stopped_by")
     if result.get("first_bad") and stop:
-        out.append(f"  stopped at {str(stop.get('commit'))[:12]} (step {stop.get('step')}): "
+        out.append(f"  stopped at {short(str(stop.get('commit')))} (step {stop.get('step')}): "
                    f"{stop.get('reason')}")
     if result.get("first_bad"):
         out += render_terminal(dict(result, status="found"), commit_url, fork_url)

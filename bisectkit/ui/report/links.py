@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisectkit.model import short
 from bisectkit.strategies import kind_named
 from bisectkit.ui.report.text import Result
 
@@ -11,14 +12,14 @@ def commit_link(sha: str, template: str | None) -> str:
     if not sha:
         return "(unknown)"
     url = _url(sha, template)
-    return f"[`{sha[:12]}`]({url})" if url else f"`{sha[:12]}`"
+    return f"[`{short(sha)}`]({url})" if url else f"`{short(sha)}`"
 
 
 def _url(sha: str, template: str | None) -> str | None:
     """The commit's web address from ``template``, if any."""
     if not template or not sha:
         return None
-    return template.replace("{sha}", sha).replace("{short}", sha[:12])
+    return template.replace("{sha}", sha).replace("{short}", short(sha))
 
 
 class Links:

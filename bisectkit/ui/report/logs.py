@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bisectkit.model import short
 from bisectkit.ui.report.text import (
     Result,
     cut,
@@ -73,7 +74,7 @@ def error_block(result: Result, limit: int) -> list[str]:
     if step is None:
         return []
     _, new = result_terms(result)
-    label = f"step {step.get('index')} (`{str(step.get('commit', ''))[:12]}`"
+    label = f"step {step.get('index')} (`{short(str(step.get('commit', '')))}`"
     label += f", {verdict_word(step.get('verdict', ''), result)}: {md_text(step.get('reason'))})"
     if not own:
         label += f"; the first {new} commit is the {new} end and was not tested itself"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisectkit.model import short
 from bisectkit.ui.report.links import Links
 from bisectkit.ui.report.logs import error_block
 from bisectkit.ui.report.sections import (
@@ -64,7 +65,7 @@ def culprit(result: Result, first_bad: str, links: Links, max_error_lines: int) 
     out += [f"- {k}: {md_text(info[k])}" for k in ("author", "date") if info.get(k)]
     out.append("")
     prev = result.get("previous") or {}
-    labels = (f"`{first_bad[:12]}`", f"`{prev['sha'][:12]}`" if prev.get("sha") else "previous")
+    labels = (f"`{short(first_bad)}`", f"`{short(prev['sha'])}`" if prev.get("sha") else "previous")
     prev_desc = f"{link(prev.get('sha', ''))} {md_text(prev.get('subject'))}".rstrip()
     patches = result.get("patches_at_first_bad")
     if patches is not None:

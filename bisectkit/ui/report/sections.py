@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bisectkit.model import short
 from bisectkit.text import plural
 from bisectkit.ui.report.links import Links
 from bisectkit.ui.report.text import (
@@ -29,7 +30,7 @@ from bisectkit.ui.report.text import (
 def searched(result: Result, links: Links | None, markdown: bool = True) -> str:
     """``good X .. bad Y on upstream: N candidate commits, M steps (a good, b bad, ...)``."""
     old, new = result_terms(result)
-    show = links.md if markdown and links else (lambda s: s[:12])
+    show = links.md if markdown and links else short
     goods = ", ".join(show(g) for g in result.get("good") or []) or "?"
     text = f"{old} {goods} .. {new} {show(result['bad']) if result.get('bad') else '?'}"
     if result.get("upstream"):
@@ -86,9 +87,9 @@ def moves_table(moves: Sequence[Mapping[str, Any]]) -> list[str]:
     """The submodules an integrate commit moved, with their upstream ranges."""
     out = ["| submodule | old | new | upstream range | upstream commits |", "|---|---|---|---|---|"]
     for m in moves:
-        old = f"`{m['old'][:12]}`" if m.get("old") else "(none)"
-        new = f"`{m['new'][:12]}`" if m.get("new") else "(removed)"
-        base = (f"`{m['old_base'][:12]}`..`{m['new_base'][:12]}`"
+        old = f"`{short(m['old'])}`" if m.get("old") else "(none)"
+        new = f"`{short(m['new'])}`" if m.get("new") else "(removed)"
+        base = (f"`{short(m['old_base'])}`..`{short(m['new_base'])}`"
                 if m.get("old_base") and m.get("new_base") else "")
         count = m.get("upstream_commits")
         out.append(f"| {md_code(m.get('path'), cell=True)} | {old} | {new} | {base} | "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from bisectkit.model import short
 from bisectkit.ui.report.links import Links
 from bisectkit.ui.report.sections import searched
 from bisectkit.ui.report.text import (
@@ -27,7 +28,7 @@ def render_terminal(result: Result, commit_url: str | None = None,
     if status == "found" and first_bad:
         info = result.get("first_bad_info") or {}
         subject = info.get("subject") or result.get("first_bad_subject") or ""
-        out.append(f"first {new} commit{where}: {first_bad[:12]} {subject}".rstrip())
+        out.append(f"first {new} commit{where}: {short(first_bad)} {subject}".rstrip())
         who = ", ".join(str(info[k]) for k in ("author", "date") if info.get(k))
         out += [f"  {who}"] if who else []
         url = Links(result, commit_url, fork_url).url(first_bad)
@@ -38,11 +39,11 @@ def render_terminal(result: Result, commit_url: str | None = None,
             out.append("  patch stack: " + ", ".join(f"{n} {a}" for a, n in counts.items()))
         for m in result.get("submodules_at_first_bad") or []:
             span = m.get("upstream_commits")
-            out.append(f"  moved {m.get('path')}: {(m.get('old') or '(none)')[:12]} -> "
-                       f"{(m.get('new') or '(removed)')[:12]}"
+            out.append(f"  moved {m.get('path')}: {short(m.get('old') or '(none)')} -> "
+                       f"{short(m.get('new') or '(removed)')}"
                        + (f" ({span} upstream commits)" if span is not None else ""))
     elif status == "inconclusive":
-        cands = [str(c)[:12] for c in result.get("candidates") or []]
+        cands = [short(str(c)) for c in result.get("candidates") or []]
         shown = " ".join(cands[:5]) + (f" ... ({len(cands) - 5} more)" if len(cands) > 5 else "")
         out += [f"inconclusive{where}: only skipped commits left",
                 f"  first {new} commit is one of {len(cands)}: {shown}"]
@@ -52,10 +53,11 @@ def render_terminal(result: Result, commit_url: str | None = None,
     checked = (result.get("check_stack") or {}).get("conclusion")
     out += [f"  check-stack: {checked}"] if checked else []
     for e in result.get("stops_applying") or []:
-        first, clean = str(e.get("first_conflict", ""))[:12], str(e.get("last_clean") or "")[:12]
+        first = short(str(e.get("first_conflict", "")))
+        clean = short(str(e.get("last_clean") or ""))
         where = (f"from {first}" if not clean else f"at {first}" if e.get("exact")
                  else f"between {clean} and {first}")
-        out.append(f"  local patch {str(e.get('patch', ''))[:12]} stops applying {where}: "
+        out.append(f"  local patch {short(str(e.get('patch', '')))} stops applying {where}: "
                    "rebase it")
     flagged = sum(1 for s in result_steps(result) if s.get("flags"))
     out += [f"  {flagged} flagged step(s): check these verdicts"] if flagged else []
