@@ -171,25 +171,6 @@ def secs(value: float) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
 
 
-def shape_lines(status: dict[str, Any]) -> list[str]:
-    """``bisectkit status``: one ``shape:`` line per way the submodule is not a plain
-    full clone (partial, sparse, shallow), from :func:`bisectkit.patches.status.collect`'s data."""
-    lines = []
-    if status.get("partial"):
-        lines.append(f"shape: partial clone ({status['partial']['shape']}); blobs fetched "
-                     "per step")
-    if status.get("sparse"):
-        cone = status["sparse"]["mode"] == "cone"
-        lines.append(f"shape: sparse checkout ({status['sparse']['mode']}: "
-                     f"{' '.join(status['sparse']['patterns'])}); only "
-                     f"{'those directories are' if cone else 'the files they match are'} written")
-    if status.get("shallow"):
-        sh = status["shallow"]
-        lines.append(f"shape: shallow (history stops at {plural(len(sh['boundary']), 'commit')}"
-                     f", oldest {sh['oldest']}); older bisects need e.g.: {sh['fetch']}")
-    return lines
-
-
 def affecting_lines(status: dict[str, Any], limit: int) -> list[str]:
     """``bisectkit status``: the upstream commits since the merge-base (those touching
     the pathspec, when given), the newest ``limit`` of them (0: all), newest last."""

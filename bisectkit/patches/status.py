@@ -8,11 +8,10 @@ upstream commits since the merge-base, optionally pathspec-limited.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import bisectkit.git.shapes.sparse as sparse
+import bisectkit.git.shapes as shapes
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.git.shapes.shallow import ShallowCut
@@ -52,7 +51,7 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
     except ShallowCut as exc:
         data["unknown"] = str(exc)
     # After the analysis: a partial clone's "fetched" counts what it fetched.
-    data.update(_shapes(sub))
+    data.update(shapes.status(sub))
     return data
 
 
@@ -93,29 +92,3 @@ def _stack(superproject: Repo, path: str, sub: Repo, given_upstream: str | None,
         "pathspec": list(pathspec),
         "affecting": [{"commit": c, "subject": sub.commit_info(c).subject} for c in affecting],
     }
-
-
-def _shapes(sub: Repo) -> dict[str, Any]:
-    """Partial, sparse, shallow: each null when the submodule is not so."""
-    return {
-        # A partial clone: its promisor remotes, and what this status fetched.
-        "partial": {"shape": sub.promisor.describe(),
-                    "remotes": [dataclasses.asdict(r) for r in sub.promisor.remotes],
-                    "fetched": sub.promisor.total.to_json()} if sub.promisor.partial else None,
-        # The submodule's sparse checkout ({"mode", "patterns"}).
-        "sparse": shape.to_json() if (shape := sparse.of(sub.git_dir, sub.config_get))
-        is not None else None,
-        "shallow": _shallow(sub),
-    }
-
-
-def _shallow(sub: Repo) -> dict[str, Any] | None:
-    """A shallow submodule's boundary: its commits, the oldest date there, and the fetch
-    that bisects reaching further back need (None: not shallow)."""
-    boundary = sorted(sub.shallow.commits())
-    if not boundary:
-        return None
-    dates = {c: sub.commit_info(c).date for c in boundary}
-    oldest = min(boundary, key=dates.__getitem__)
-    return {"boundary": boundary, "oldest": dates[oldest][:10],
-            "fetch": sub.shallow.cut("", [oldest], boundary).command}

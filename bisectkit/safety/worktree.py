@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import bisectkit.git.files as gitfiles
-import bisectkit.git.shapes.sparse as sparse
+import bisectkit.git.shapes as shapes
 import bisectkit.safety.gitlocks as gitlocks
 import bisectkit.safety.signals as signals
 import bisectkit.safety.userchanges as userchanges
@@ -69,9 +69,11 @@ class Mover:
             diff = repo.diff_trees(base, target)
             self._clear_way(key, repo, base, diff.added, what=f"{short(sha)}",
                             force=self.force_ignored)
-            shape = sparse.of(repo.git_dir, repo.config_get)
-            bits = sparse.bits_before(repo.workdir, shape) if diff.paths else None
-            _prefetch(repo, base, target, shape, bits)
+            # Before the move is journaled, a partial clone fetches the blobs git will
+            # write (of a sparse checkout, only those it writes): an unreachable remote
+            # leaves nothing half done. Nothing to change: no index to read.
+            writes = shapes.checkout(repo, index=bool(diff.paths))
+            shapes.prefetch(repo, base, target, writes.may_write)
             new = HeadState(None, sha)
             n = self.journal.move(key, Side(head, base), Side(new, target),
                                   gitlocks.free_since(repo))
@@ -89,7 +91,7 @@ class Mover:
                 freshen_mtimes(repo.workdir, before)
             self.journal.moved(n)
         # A sparse checkout: git wrote only the paths its patterns cover.
-        return sparse.files_written(repo.workdir, shape, diff.paths, bits)
+        return writes.written(diff.paths)
 
     # -- restores ----------------------------------------------------------------
     def reconcile(self, key: str, repo: Repo, target: HeadState, pending: Move | None,
@@ -115,9 +117,8 @@ class Mover:
             # Files in the way of a restore are set aside, never refused: a
             # restore must be able to finish (a build may have generated them).
             self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
-            shape = sparse.of(repo.git_dir, repo.config_get)
-            bits = sparse.bits_before(repo.workdir, shape)
-            _prefetch(repo, index_tree, tree, shape, bits)
+            writes = shapes.checkout(repo, index=True)
+            shapes.prefetch(repo, index_tree, tree, writes.may_write)
             n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree),
                                   gitlocks.free_since(repo))
             watch = self._watch(n)
@@ -128,7 +129,7 @@ class Mover:
             self.journal.moved(n)
             if pending is not None:
                 self.journal.moved(pending.n)
-        return sparse.files_written(repo.workdir, shape, diff.paths, bits)
+        return writes.written(diff.paths)
 
     def _refresh(self, key: str, repo: Repo, pending: Move | None) -> None:
         """Refresh the index's stat data, journaled like every git that writes the index:
@@ -243,24 +244,6 @@ def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
         for path in same:
             os.unlink(repo.workdir / path)
         repo.read_tree(base, target, watch)
-
-
-def _prefetch(repo: Repo, old: str, new: str, shape: sparse.SparseCheckout | None,
-              bits: dict[str, bool] | None) -> None:
-    """A partial clone: fetch, in one batch and before the move is journaled (an
-    unreachable remote leaves nothing half done), the blobs git will write moving
-    from tree ``old`` to ``new``: the paths that differ, and of those only the ones a
-    sparse checkout writes (its cone; in non-cone mode, those whose skip-worktree bit
-    is clear: a path new to the index may be written, so it is fetched)."""
-    if not repo.promisor.partial:
-        return
-    wanted: Callable[[str], bool] | None = None
-    if shape is not None and shape.cone:
-        wanted = shape.covers
-    elif shape is not None:
-        skipped = bits or {}
-        wanted = lambda path: not skipped.get(path, False)  # noqa: E731
-    repo.promisor.ensure(repo.changed_blobs(old, new, wanted))
 
 
 def _safe(key: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bisectkit.git.shapes.sparse as sparse
+import bisectkit.git.shapes as shapes
 from bisectkit.errors import BadInput
 from bisectkit.execute.envscan import env_part, names_in_files
 from bisectkit.git.repo import Repo
@@ -126,9 +126,8 @@ def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
                              for p in opts.cache_inputs}
     states = submodule_states(sp, moved)
     parts["submodules"] = _as_committed(states) if workspaces else states
-    shapes = sparse_shapes(sp)
-    if shapes:  # only then: the keys of checkouts that are not sparse stay as they were
-        parts["sparse"] = shapes
+    # Only the shapes that have material: the keys of plain checkouts stay as they were.
+    parts.update(shape_material(sp))
     env = env_part([*command_env(opts), *names_in_files(named), *opts.cache_env,
                     *sp.config_get_all("bisectkit.cacheEnv"), *declared_env], os.environ)
     if env:  # likewise: commands that read no variable keep their keys
@@ -231,18 +230,19 @@ class _Coverage:
         return self._repos[sub]
 
 
-def sparse_shapes(sp: Repo) -> dict[str, Any]:
-    """The sparse-checkout patterns of the superproject (``"."``) and of each checked-out
-    submodule that has them: they decide which files the build sees, so a verdict
-    tested in another cone is not the same test."""
-    shapes: dict[str, Any] = {}
+def shape_material(sp: Repo) -> dict[str, dict[str, Any]]:
+    """``{shape: {repository: material}}``: what the clone shapes of the superproject
+    (``"."``) and of each checked-out submodule add to the key
+    (:meth:`bisectkit.git.shapes.Shape.cache_material`: a sparse checkout's patterns
+    decide which files the build sees, so a verdict tested in another cone is not the
+    same test)."""
+    found: dict[str, dict[str, Any]] = {}
     repos = {".": sp}
     for path in sorted(sp.gitlinks()):
         with contextlib.suppress(BadInput):
             if (sp.workdir / path / ".git").exists():
                 repos[path] = Repo(sp.workdir / path)
     for key, repo in repos.items():
-        shape = sparse.of(repo.git_dir, repo.config_get)
-        if shape is not None:
-            shapes[key] = {"cone": shape.cone, "patterns": shape.text}
-    return shapes
+        for name, material in shapes.cache_material(repo).items():
+            found.setdefault(name, {})[key] = material
+    return found

@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from bisectkit.git.shapes import SHAPES
+
 #: Parts made of several items, each with its own digest: (new, changed, gone) phrasings.
 ITEMIZED: dict[str, tuple[str, str, str]] = {
     "files": ("{} is new", "{} changed", "{} is gone"),
@@ -35,7 +37,8 @@ WHOLE: dict[str, str] = {
     "timeout": "--timeout changed",
     "timeout_verdict": "--timeout-verdict changed",
     "plugins": "the plugins or their options changed",
-    "sparse": "the sparse-checkout patterns changed",
+    # The clone shapes that add to the key (the sparse-checkout patterns).
+    **{s.name: s.key_changed for s in SHAPES if s.key_changed},
     "keep_output": "--keep-output changed",
     "where": ("the steps ran elsewhere (in workspaces, which hold only committed files, "
               "or in your tree)"),

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
-from bisectkit.git.shapes.partial import NOTHING, Fetched, add_fetched
+from bisectkit.git.shapes.base import NOTHING, Fetched, add_fetched
 from bisectkit.model import (
     SUPERPROJECT,
     CommitInfo,

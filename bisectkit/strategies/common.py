@@ -15,7 +15,7 @@ from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
-from bisectkit.git.shapes.partial import Fetched
+from bisectkit.git.shapes.base import Fetched
 from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream, short
 from bisectkit.model.params import PatchedParams
 from bisectkit.patches.stack import Stack, analyse, targets

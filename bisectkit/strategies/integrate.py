@@ -13,7 +13,7 @@ from typing import Any
 
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
-from bisectkit.git.shapes.partial import Fetched
+from bisectkit.git.shapes.base import Fetched
 from bisectkit.git.shapes.shallow import ShallowCut
 from bisectkit.model import (
     SUPERPROJECT,

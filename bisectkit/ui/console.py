@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from bisectkit import safetext
+from bisectkit.git.shapes import status_lines
 from bisectkit.model import CommitInfo, Upstream, short
 from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.text import (
@@ -29,7 +30,6 @@ from bisectkit.text import (
     moved,
     pack,
     plural,
-    shape_lines,
     step_times,
     words,
     wrap,
@@ -245,7 +245,7 @@ class Console:
         self._c.print(f"[bold]submodule {escape(d['submodule'])}[/]")
         self.line(f"  HEAD        {short(d['head'])} ({branch})")
         if "unknown" in d:
-            for text in shape_lines(d):
+            for text in status_lines(d):
                 self.line(f"  {text}")
             self.line(f"  stack: unknown: {d['unknown']}")
             return
@@ -254,7 +254,7 @@ class Console:
         if note:
             self.line(f"  {note}")
         self.line(f"  merge-base  {short(d['merge_base'])} {d['merge_base_subject']}")
-        for text in shape_lines(d):
+        for text in status_lines(d):
             self.line(f"  {text}")
         if d["clean"]:
             self.line("  clean: no local patches on top of the merge-base")

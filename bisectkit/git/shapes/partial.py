@@ -14,6 +14,7 @@ every call returns :data:`NOTHING` at once.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import subprocess
@@ -21,12 +22,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
 from bisectkit.errors import BisectkitError, ExitCode, GitFailure
-from bisectkit.model.documents import StepDetails
+from bisectkit.git.shapes.base import NOTHING, Fetched, Narrowing, PathFilter
 
 T = TypeVar("T")
 
@@ -53,46 +54,6 @@ class Promisor:
     url: str
     #: ``remote.<name>.partialclonefilter`` (``blob:none``), if set.
     filter: str | None
-
-
-@dataclass(frozen=True)
-class Fetched:
-    """What fetching missing objects cost: objects, bytes of new packs, seconds."""
-
-    objects: int = 0
-    bytes: int = 0
-    seconds: float = 0.0
-
-    def __add__(self, other: Fetched) -> Fetched:
-        return Fetched(self.objects + other.objects, self.bytes + other.bytes,
-                       self.seconds + other.seconds)
-
-    def __sub__(self, other: Fetched) -> Fetched:
-        return Fetched(self.objects - other.objects, self.bytes - other.bytes,
-                       self.seconds - other.seconds)
-
-    def __bool__(self) -> bool:
-        return self.objects > 0
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"objects": n, "bytes": b, "seconds": s}`` (the step record's ``fetched``)."""
-        return {"objects": self.objects, "bytes": self.bytes, "seconds": round(self.seconds, 4)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> Fetched:
-        data = data or {}
-        return cls(int(data.get("objects", 0)), int(data.get("bytes", 0)),
-                   float(data.get("seconds", 0.0)))
-
-
-#: Nothing fetched.
-NOTHING = Fetched()
-
-
-def add_fetched(details: StepDetails, more: Fetched) -> None:
-    """Count ``more`` in a step's ``fetched`` detail (absent while nothing was fetched)."""
-    if more:
-        details["fetched"] = (Fetched.from_json(details.get("fetched")) + more).to_json()
 
 
 class Prefetcher:
@@ -228,3 +189,64 @@ class Prefetcher:
 
     def _packs(self) -> set[Path]:
         return set((self.git_dir / "objects" / "pack").glob("*.pack"))
+
+
+class Promised(Protocol):
+    """What the partial shape reads of a repository (:class:`~bisectkit.git.repo.Repo` has it)."""
+
+    @property
+    def promisor(self) -> Prefetcher:
+        """The repository's :class:`Prefetcher` (one per repository: it counts the total)."""
+        ...
+
+    def changed_blobs(self, old: str | None, new: str,
+                      wanted: Callable[[str], bool] | None = None) -> set[str]:
+        """Ids of the blobs tree ``new`` has where it differs from ``old``, at ``wanted`` paths."""
+        ...
+
+
+class PartialShape:
+    """A partial clone, as a :class:`~bisectkit.git.shapes.Shape`: blobs that are not
+    here until fetched, and a prefetch before every checkout."""
+
+    name = "partial"
+    key_changed: str | None = None
+
+    def detect(self, repo: Promised) -> bool:
+        """Does some remote promise objects this repository left out?"""
+        return repo.promisor.partial
+
+    def cache_material(self, repo: Promised) -> dict[str, Any] | None:
+        """Nothing: a blob fetched is the very blob the tree names, and the trees are keyed."""
+        return None
+
+    def narrowing(self, repo: Promised, index: bool) -> Narrowing | None:
+        """None: a checkout writes every blob it needs, fetched first (:meth:`prefetch`)."""
+        return None
+
+    def prefetch(self, repo: Promised, old: str | None, new: str,
+                 wanted: PathFilter | None) -> Fetched:
+        """Fetch, in one batch per remote, the blobs a checkout from tree ``old`` to ``new``
+        writes (at the paths ``wanted`` keeps): libgit2 and a workspace's git cannot
+        fetch one lazily."""
+        if not repo.promisor.partial:
+            return NOTHING
+        return repo.promisor.ensure(repo.changed_blobs(old, new, wanted))
+
+    def mirror(self, user: object, workspace: Path) -> None:
+        """Nothing: a workspace borrows the user's objects and is no partial clone itself;
+        what it checks out is fetched into the user's repository first (:meth:`prefetch`)."""
+
+    def status(self, repo: Promised) -> dict[str, Any]:
+        """The filter, the promisor remotes, and what this process fetched so far."""
+        return {"shape": repo.promisor.describe(),
+                "remotes": [dataclasses.asdict(r) for r in repo.promisor.remotes],
+                "fetched": repo.promisor.total.to_json()}
+
+    def status_line(self, data: dict[str, Any]) -> str:
+        """``partial clone (blob:none from origin); blobs fetched per step``."""
+        return f"partial clone ({data['shape']}); blobs fetched per step"
+
+
+#: The partial shape (registered in :data:`bisectkit.git.shapes.SHAPES`).
+SHAPE = PartialShape()

@@ -19,10 +19,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Protocol
 
 import bisectkit.git.cli as gitcli
 from bisectkit.errors import BadInput
-from bisectkit.model import short
+from bisectkit.git.shapes.base import NOTHING, Fetched, Narrowing, PathFilter
+from bisectkit.model import CommitInfo, short
 from bisectkit.text import plural
 
 #: "Is A an ancestor of D?" on the local (truncated) graph.
@@ -228,3 +230,68 @@ def fetch_commit(workdir: Path, remotes: Sequence[str], sha: str, shallow: bool,
             if has(sha):
                 return True
     return False
+
+
+class Bounded(Protocol):
+    """What the shallow shape reads of a repository (:class:`~bisectkit.git.repo.Repo` has it)."""
+
+    @property
+    def shallow(self) -> Boundary:
+        """The repository's :class:`Boundary`."""
+        ...
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        """Subject, message, author, date and parents of commit ``sha``."""
+        ...
+
+
+class ShallowShape:
+    """A shallow clone, as a :class:`~bisectkit.git.shapes.Shape`: a history that stops at
+    a boundary (what it leaves open raises :class:`ShallowCut`)."""
+
+    name = "shallow"
+    key_changed: str | None = None
+
+    def detect(self, repo: Bounded) -> bool:
+        """Does ``<git dir>/shallow`` list boundary commits?"""
+        return repo.shallow.active
+
+    def cache_material(self, repo: Bounded) -> dict[str, Any] | None:
+        """Nothing: the trees tested are the same, and what the boundary hides is never
+        answered, it raises."""
+        return None
+
+    def narrowing(self, repo: Bounded, index: bool) -> Narrowing | None:
+        """None: a shallow clone has every file of the commits it has."""
+        return None
+
+    def prefetch(self, repo: Bounded, old: str | None, new: str,
+                 wanted: PathFilter | None) -> Fetched:
+        """Nothing: a commit behind the boundary is fetched by its own question
+        (:class:`ShallowCut`, ``--deepen``), never by a checkout."""
+        return NOTHING
+
+    def mirror(self, user: object, workspace: Path) -> None:
+        """Nothing: bisectkit writes no boundary into a workspace; it holds what its clone
+        and fetches by id bring."""
+
+    def status(self, repo: Bounded) -> dict[str, Any] | None:
+        """The boundary commits, the oldest date there, and the fetch that bisects reaching
+        further back need."""
+        boundary = sorted(repo.shallow.commits())
+        if not boundary:
+            return None
+        dates = {c: repo.commit_info(c).date for c in boundary}
+        oldest = min(boundary, key=dates.__getitem__)
+        return {"boundary": boundary, "oldest": dates[oldest][:10],
+                "fetch": repo.shallow.cut("", [oldest], boundary).command}
+
+    def status_line(self, data: dict[str, Any]) -> str:
+        """``shallow (history stops at 2 commits, oldest 2024-01-01); older bisects need
+        e.g.: git -C ... fetch ...``."""
+        return (f"shallow (history stops at {plural(len(data['boundary']), 'commit')}, "
+                f"oldest {data['oldest']}); older bisects need e.g.: {data['fetch']}")
+
+
+#: The shallow shape (registered in :data:`bisectkit.git.shapes.SHAPES`).
+SHAPE = ShallowShape()

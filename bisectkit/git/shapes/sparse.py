@@ -14,11 +14,13 @@ tell "not on disk by design" from "deleted by the user".
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import bisectkit.git.cli as gitcli
+from bisectkit.git.shapes.base import NOTHING, Fetched, Narrowing, PathFilter
 
 #: Values git reads as true for a boolean config key.
 _TRUE = ("true", "yes", "on", "1")
@@ -143,27 +145,119 @@ def index_bits(workdir: Path) -> dict[str, bool]:
     return {os.fsdecode(rec[2:]): rec[:2] == b"S " for rec in out.split(b"\0") if rec}
 
 
-def bits_before(workdir: Path, sparse: SparseCheckout | None) -> dict[str, bool] | None:
-    """What :func:`files_written` needs from before a checkout (non-cone mode only: the
-    skip-worktree bits of the paths it may delete)."""
-    return index_bits(workdir) if sparse is not None and not sparse.cone else None
-
-
-def files_written(workdir: Path, sparse: SparseCheckout | None, paths: Iterable[str],
-                  before: dict[str, bool] | None) -> int:
-    """How many of ``paths`` (those a checkout changed) git wrote or removed on disk.
-
-    Cone mode: exactly the covered ones. Non-cone mode: from the skip-worktree
-    bits git left in the index (``before`` for a path it removed from it).
-    """
-    if sparse is None:
-        return sum(1 for _ in paths)
-    if sparse.cone:
-        return sum(1 for p in paths if sparse.covers(p))
-    after = index_bits(workdir)
-    old = before or {}
-    return sum(1 for p in paths if not (after[p] if p in after else old.get(p, False)))
-
-
 def _flag(value: str | None) -> bool:
     return value is not None and value.strip().lower() in _TRUE
+
+
+class Configured(Protocol):
+    """What the sparse shape reads of a repository (:class:`~bisectkit.git.repo.Repo` has it)."""
+
+    @property
+    def workdir(self) -> Path:
+        """The work tree."""
+        ...
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository's private directory (``.git`` or ``.git/modules/<name>``)."""
+        ...
+
+    def config_get(self, key: str) -> str | None:
+        """A config value; ``None`` when it is not set."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Cone:
+    """Cone mode: the patterns alone say exactly which paths git writes."""
+
+    sparse: SparseCheckout
+
+    def may_write(self, path: str) -> bool:
+        return self.sparse.covers(path)
+
+    def written(self, paths: Sequence[str]) -> list[str]:
+        return [p for p in paths if self.sparse.covers(p)]
+
+
+@dataclass(frozen=True)
+class _Bits:
+    """Non-cone mode: the skip-worktree bits git keeps in the index say, ``before`` the
+    checkout (a path it removes from the index) and after it."""
+
+    workdir: Path
+    before: dict[str, bool]
+
+    def may_write(self, path: str) -> bool:
+        # A path new to the index may be written: only a set bit says it is not.
+        return not self.before.get(path, False)
+
+    def written(self, paths: Sequence[str]) -> list[str]:
+        after = index_bits(self.workdir)
+        return [p for p in paths
+                if not (after[p] if p in after else self.before.get(p, False))]
+
+
+class SparseShape:
+    """A sparse checkout, as a :class:`~bisectkit.git.shapes.Shape`: tracked files git
+    leaves out of the work tree, by patterns a verdict depends on."""
+
+    name = "sparse"
+    key_changed: str | None = "the sparse-checkout patterns changed"
+
+    def detect(self, repo: Configured) -> bool:
+        """Is ``core.sparseCheckout`` on?"""
+        return of(repo.git_dir, repo.config_get) is not None
+
+    def cache_material(self, repo: Configured) -> dict[str, Any] | None:
+        """The patterns: they decide which files the build sees, so a verdict tested in
+        another cone is not the same test."""
+        shape = of(repo.git_dir, repo.config_get)
+        return None if shape is None else {"cone": shape.cone, "patterns": shape.text}
+
+    def narrowing(self, repo: Configured, index: bool) -> Narrowing | None:
+        """Only the paths the patterns cover. Cone mode: exact from the patterns. Non-cone
+        mode: from the index's skip-worktree bits, read now (before the checkout), when
+        ``index``; without it nothing narrows (every path may be written)."""
+        shape = of(repo.git_dir, repo.config_get)
+        if shape is None:
+            return None
+        if shape.cone:
+            return _Cone(shape)
+        return _Bits(repo.workdir, index_bits(repo.workdir)) if index else None
+
+    def prefetch(self, repo: Configured, old: str | None, new: str,
+                 wanted: PathFilter | None) -> Fetched:
+        """Nothing: a sparse checkout lacks no object (:meth:`narrowing` tells a partial
+        clone's prefetch which blobs are not needed)."""
+        return NOTHING
+
+    def mirror(self, user: Configured, workspace: Path) -> None:
+        """Give ``workspace`` the sparse checkout of ``user`` (or none, as ``user`` has):
+        a workspace writes no file the user's checkout leaves out (nor, in a partial
+        clone, needs its blobs)."""
+        shape = of(user.git_dir, user.config_get)
+        what = f"git config in workspace {workspace}"
+        gitcli.checked(workspace, what, "config", "core.sparseCheckout",
+                       "true" if shape is not None else "false")
+        if shape is not None:
+            gitcli.checked(workspace, what, "config", "core.sparseCheckoutCone",
+                           "true" if shape.cone else "false")
+            (workspace / ".git" / "info").mkdir(exist_ok=True)
+            (workspace / ".git" / "info" / "sparse-checkout").write_text(
+                shape.text, encoding="utf-8", errors="surrogateescape")
+
+    def status(self, repo: Configured) -> dict[str, Any] | None:
+        """``{"mode": "cone"|"non-cone", "patterns": [...]}``."""
+        shape = of(repo.git_dir, repo.config_get)
+        return None if shape is None else shape.to_json()
+
+    def status_line(self, data: dict[str, Any]) -> str:
+        """``sparse checkout (cone: llvm mlir); only those directories are written``."""
+        cone = data["mode"] == "cone"
+        return (f"sparse checkout ({data['mode']}: {' '.join(data['patterns'])}); only "
+                f"{'those directories are' if cone else 'the files they match are'} written")
+
+
+#: The sparse shape (registered in :data:`bisectkit.git.shapes.SHAPES`).
+SHAPE = SparseShape()

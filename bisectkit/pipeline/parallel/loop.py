@@ -26,7 +26,7 @@ from typing import Any
 from bisectkit import engine
 from bisectkit.engine import Decision
 from bisectkit.errors import BadInput, MachineSkips
-from bisectkit.git.shapes.partial import add_fetched
+from bisectkit.git.shapes.base import add_fetched
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord, short
 from bisectkit.model.documents import JobRow
 from bisectkit.pipeline import descent

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from bisectkit.errors import GitFailure, InfrastructureFailed
 from bisectkit.git import cli as gitcli
+from bisectkit.git import shapes
 from bisectkit.git.repo import Repo
-from bisectkit.git.shapes import sparse
-from bisectkit.git.shapes.partial import NOTHING, Fetched
+from bisectkit.git.shapes.base import NOTHING, Fetched
 from bisectkit.model import SUPERPROJECT, short
 from bisectkit.patches.stack import Stack, replay
 from bisectkit.pipeline.parallel.wsroot import MARKER, forget, number, ours, take
@@ -79,7 +79,7 @@ class Workspace:
         for key in sorted(checkouts, key=lambda k: k != SUPERPROJECT):
             where = self.path if key == SUPERPROJECT else self.path / key
             self._ensure_clone(where, sources.get(key, ()), shared)
-            shape = _mirror_sparse(where, sources.get(key, ()))
+            writes = _mirror_shapes(where, sources.get(key, ()))
             sha = checkouts[key]
             if not _has_commit(where, sha):
                 if again is not None and again.path == key:
@@ -88,7 +88,7 @@ class Workspace:
                     sha = self._replay(where, again, sources.get(key, ()))
                 else:
                     _fetch(where, sources.get(key, ()), [sha])
-            written += _checkout(where, sha, shape)
+            written += _checkout(where, sha, writes)
             trees[key] = _git(where, "rev-parse", "HEAD^{tree}").stdout.strip()
         return written, trees
 
@@ -151,11 +151,10 @@ def prefetch_trees(root: Path, checkouts: Mapping[str, str]) -> Fetched:
     got = NOTHING
     for key, sha in checkouts.items():
         repo = _opened(str(root if key == SUPERPROJECT else root / key))
-        if repo.promisor.partial and repo.has_commit(sha):
-            # A sparse cone: the workspace writes only the cone too (_mirror_sparse).
-            shape = sparse.of(repo.git_dir, repo.config_get)
-            wanted = shape.covers if shape is not None and shape.cone else None
-            got = got + repo.promisor.ensure(repo.changed_blobs(None, repo.tree_of(sha), wanted))
+        if repo.has_commit(sha):
+            # A sparse cone: the workspace writes only the cone too (_mirror_shapes).
+            wanted = shapes.checkout(repo, index=False).may_write
+            got = got + shapes.prefetch(repo, None, repo.tree_of(sha), wanted)
     return got
 
 
@@ -221,25 +220,21 @@ def _settle_locks(where: Path) -> None:
             lock.unlink()  # we hold the workspace: nobody else of ours writes here
 
 
-def _mirror_sparse(where: Path, sources: Sequence[str]) -> sparse.SparseCheckout | None:
-    """Give the workspace repository ``where`` the sparse checkout of the user's (the first
-    source): a workspace writes no file the user's checkout leaves out (nor, in a partial
-    clone, needs its blobs). Sources that are not local repositories: left as it is."""
+def _mirror_shapes(where: Path, sources: Sequence[str]) -> shapes.Checkout:
+    """Give the workspace repository ``where`` the clone shapes of the user's (the first
+    source; :func:`bisectkit.git.shapes.mirror`: a sparse checkout, so that a workspace
+    writes no file the user's checkout leaves out, nor, in a partial clone, needs its
+    blobs); what a checkout there writes. Sources that are not local repositories: left
+    as it is."""
     user = Path(sources[0]) if sources else None
     if user is None or not (user / ".git").exists():
-        return None
+        return shapes.Checkout()
     opened = _opened(str(user.resolve()))
-    shape = sparse.of(opened.git_dir, opened.config_get)
-    _git(where, "config", "core.sparseCheckout", "true" if shape is not None else "false")
-    if shape is not None:
-        _git(where, "config", "core.sparseCheckoutCone", "true" if shape.cone else "false")
-        (where / ".git" / "info").mkdir(exist_ok=True)
-        (where / ".git" / "info" / "sparse-checkout").write_text(shape.text, encoding="utf-8",
-                                                                 errors="surrogateescape")
-    return shape
+    shapes.mirror(opened, where)
+    return shapes.checkout(opened, index=False)
 
 
-def _checkout(where: Path, sha: str, shape: sparse.SparseCheckout | None) -> int:
+def _checkout(where: Path, sha: str, writes: shapes.Checkout) -> int:
     """``checkout -f --detach``: writes the tracked files that differ (repairing any a kill
     left half written) and nothing else, only those a sparse checkout covers; how many."""
     # -z: names as they are (not C-quoted, as a name that is not ASCII would be).
@@ -250,5 +245,4 @@ def _checkout(where: Path, sha: str, shape: sparse.SparseCheckout | None) -> int
     listed = diff.stdout if diff is not None and diff.returncode == 0 else \
         _git(where, "ls-tree", "-z", "-r", "--name-only", sha).stdout
     _git(where, "checkout", "-q", "-f", "--detach", sha)
-    return sum(1 for p in listed.split("\0") if p and (shape is None or not shape.cone
-                                                      or shape.covers(p)))
+    return writes.written([p for p in listed.split("\0") if p])
