@@ -155,7 +155,8 @@ def prefetch_trees(root: Path, checkouts: Mapping[str, str]) -> Fetched:
             # A sparse cone: the workspace writes only the cone too (_mirror_sparse).
             shape = sparse.of(repo.git_dir, repo.config_get)
             wanted = shape.covers if shape is not None and shape.cone else None
-            got = got + repo.promisor.ensure(repo.changed_blobs(None, repo.tree_of(sha), wanted))
+            got = got + repo.promisor.ensure(
+                repo.trees.changed_blobs(None, repo.tree_of(sha), wanted))
     return got
 
 
