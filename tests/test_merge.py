@@ -201,7 +201,7 @@ def test_edit_tree_writes_nested_paths_and_drops_emptied_directories(scratch: Sc
     added = merger.edit_tree(tree, {"a/b/c.txt": TreeEntry(blob, BLOB)})
     assert scratch.git("ls-tree", "-r", "--name-only", added).split() == \
         ["a/b/c.txt", "keep/k.txt", "top.txt"]
-    assert repo.blob_at(added, "a/b/c.txt") == blob
+    assert repo.trees.blob_at(added, "a/b/c.txt") == blob
     assert merger.edit_tree(added, {"a/b/c.txt": None}) == tree
     emptied = merger.edit_tree(tree, {"keep/k.txt": None, "top.txt": None})
     assert emptied == scratch.git("hash-object", "-t", "tree", "/dev/null")

@@ -56,7 +56,7 @@ def test_same_size_rewrite_within_a_second_gets_a_later_second(tmp_path: Path, w
         shas.append(world.git(repo, "rev-parse", "HEAD"))
     r = Repo(repo)
     journal = Journal(tmp_path / "journal")
-    journal.begin_session(str(repo), {".": Origin(r.head_state(), 0)})
+    journal.begin_session(str(repo), {".": Origin(r.worktree.head_state(), 0)})
     mover = Mover(journal, tmp_path / "backup")
     mover.checkout(".", r, shas[0])
     seconds = []

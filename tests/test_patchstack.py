@@ -43,8 +43,8 @@ def test_edit_tree_adds_nested_paths_and_drops_emptied_directories(world: World)
     tree = sub.tree_of(world.sha(0))
     blob = str(pygit2.Repository(str(world.submodule)).create_blob(b"new\n"))
     added = sub.merger.edit_tree(tree, {"a/b/c.txt": TreeEntry(blob, pygit2.enums.FileMode.BLOB)})
-    assert sub.blob_at(added, "a/b/c.txt") == blob
-    assert sub.diff_trees(tree, added).paths == ("a/b/c.txt",)
+    assert sub.trees.blob_at(added, "a/b/c.txt") == blob
+    assert sub.trees.diff_trees(tree, added).paths == ("a/b/c.txt",)
     removed = sub.merger.edit_tree(added, {"a/b/c.txt": None})
     assert removed == tree
 
@@ -79,7 +79,7 @@ def test_file_directory_changes_go_to_the_full_merge(world: World, tmp_path):
     onto = repo.tree_of(candidate)
     merged = repo.merger.merge_patch(onto, to_file).tree
     assert merged == full_merge(raw, onto, to_file)
-    assert merged is not None and repo.blob_at(merged, "foo") == repo.blob_at(
+    assert merged is not None and repo.trees.blob_at(merged, "foo") == repo.trees.blob_at(
         repo.tree_of(to_file), "foo")
 
     # The other way round: the candidate has a file where the patch adds a directory.

@@ -182,7 +182,7 @@ def _apply(ctx: Context, b: Bisection, result: dict[str, Any],
             result.update(applied=None, apply_refused=str(exc))
             raise
         result["applied"] = _report(ctx, path, branch, done, messages,
-                                    sp.head_state().ref is None)
+                                    sp.worktree.head_state().ref is None)
         for line in lines:
             ctx.console.line(f"  {line}", style="yellow")
 

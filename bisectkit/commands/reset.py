@@ -67,7 +67,7 @@ def reset_to(ctx: Context, commit: str) -> int:
         return 0
     gitcli.checked(sp.workdir, f"everything is restored, but 'git checkout {commit}' failed",
                    "checkout", "-q", commit if is_branch else sha)
-    ctx.console.line(f"checked out '{commit}': {sp.head_state().describe()}")
+    ctx.console.line(f"checked out '{commit}': {sp.worktree.head_state().describe()}")
     for path in _unmatched_pins(sp):
         ctx.console.line(f"  submodule {path} is not at the commit '{commit}' pins; 'git "
                          f"submodule update {path}' moves it there", style="yellow")
@@ -78,10 +78,10 @@ def _unmatched_pins(sp: Repo) -> list[str]:
     """Checked-out submodules whose HEAD is not the commit the index (just checked out)
     pins."""
     out = []
-    for path, pinned in sorted(sp.gitlinks().items()):
+    for path, pinned in sorted(sp.worktree.gitlinks().items()):
         if not (sp.workdir / path / ".git").exists():
             continue  # not initialised: there is nothing to move
-        if Repo(sp.workdir / path).head_state().sha != pinned:
+        if Repo(sp.workdir / path).worktree.head_state().sha != pinned:
             out.append(path)
     return out
 

@@ -82,8 +82,8 @@ def really_changed(repo: Repo, commit: str, paths: Sequence[str]) -> list[str]:
     tree = repo.tree_of(commit)
     found = []
     for path in paths:
-        entry = repo.entry_at(tree, path)
-        if repo.index_entry(path) != entry or not holds(repo, path, [entry]):
+        entry = repo.trees.entry_at(tree, path)
+        if repo.worktree.index_entry(path) != entry or not holds(repo, path, [entry]):
             found.append(path)
     return found
 

@@ -49,6 +49,12 @@ def tree(repo: pygit2.Repository, oid: str | pygit2.Oid) -> pygit2.Tree:
     return obj
 
 
+def has_commit(repo: pygit2.Repository, sha: str) -> bool:
+    """Is ``sha`` a commit in ``repo``'s object database?"""
+    obj = repo.get(sha)
+    return obj is not None and obj.type == ObjectType.COMMIT
+
+
 def empty_tree(repo: pygit2.Repository) -> pygit2.Tree:
     """The empty tree (written to the object database if it is not there yet)."""
     return tree(repo, repo.TreeBuilder().write())

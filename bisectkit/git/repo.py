@@ -1,23 +1,28 @@
-"""The repository wrapper: everything bisectkit asks of git goes through :class:`Repo`.
+"""The repository: everything bisectkit asks of git goes through one :class:`Repo`.
 
-``Repo`` resolves revisions, answers ancestry questions, lists first-parent
-candidates, computes patch ids and reads remotes and config. Beside it:
+``Repo`` is the repository's identity (work tree, git dir, config, remotes) and
+its history: it resolves revisions, answers ancestry questions, lists
+first-parent candidates and computes patch ids. What else git holds is a part
+of it, each a plain class in a module of its own, built by ``Repo.__init__``:
 
-- :mod:`bisectkit.git.state` (a mixin of ``Repo``): what HEAD, index and
-  work tree hold, and the primitives that move them;
-- :mod:`bisectkit.git.merge` (``Repo.merger``): patches replayed onto trees in
+- ``Repo.worktree`` (:mod:`bisectkit.git.checkout`): what HEAD, index and work
+  tree hold, and the primitives that move them;
+- ``Repo.trees`` (:mod:`bisectkit.git.trees`): what a tree holds at a path, and
+  what changes between two trees;
+- ``Repo.refs`` (:mod:`bisectkit.git.refs`): refs, HEAD's reflog, the commits no
+  ref keeps;
+- ``Repo.merger`` (:mod:`bisectkit.git.merge`): patches replayed onto trees in
   memory, and commits created without moving a ref;
-- :mod:`bisectkit.git.cli`: the git CLI, for what it does better than libgit2;
-- :mod:`bisectkit.git.objects`: typed lookups of pygit2 objects;
-- :mod:`bisectkit.git.shapes.shallow`: the graph answers a shallow clone leaves open
-  (``Repo.shallow``).
+- ``Repo.promisor`` and ``Repo.shallow`` (:mod:`bisectkit.git.shapes`): what a
+  partial clone lacks, and the graph answers a shallow clone leaves open.
 
+Beside them, :mod:`bisectkit.git.cli` is the git CLI (for what it does better
+than libgit2) and :mod:`bisectkit.git.objects` typed lookups of pygit2 objects.
 pygit2 is imported in :mod:`bisectkit.git` only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -29,39 +34,63 @@ from pygit2.enums import SortMode
 import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
 from bisectkit.errors import BadInput
+from bisectkit.git.checkout import WorkTree
 from bisectkit.git.merge import Merger
 from bisectkit.git.objects import GITLINK_MODE, entry_id
+from bisectkit.git.refs import Refs
 from bisectkit.git.shapes.partial import Prefetcher, Promisor
 from bisectkit.git.shapes.shallow import Boundary, fetch_commit
-from bisectkit.git.state import WorkTreeOps
+from bisectkit.git.trees import Trees
 from bisectkit.model import CommitInfo, Sha
 
 
-class Repo(WorkTreeOps):
+class Repo:
     """A git repository with a work tree (a superproject or a submodule checkout)."""
+
+    #: What HEAD, index and work tree hold, and the primitives that move them.
+    worktree: WorkTree
+    #: Trees read by id: entries at a path, what changes between two.
+    trees: Trees
+    #: Refs, HEAD's reflog, and the commits no ref keeps.
+    refs: Refs
+    #: The in-memory merge engine on this repository's objects.
+    merger: Merger
+    _repo: pygit2.Repository
+    _ancestry: dict[tuple[str, str], bool]
 
     def __init__(self, path: str | Path) -> None:
         try:
-            self._repo = pygit2.Repository(str(path))
+            repo = pygit2.Repository(str(path))
         except pygit2.GitError as exc:
             raise BadInput(f"not a git repository: {path}") from exc
-        if self._repo.workdir is None:
+        if repo.workdir is None:
             raise BadInput(f"{path} is a bare repository; bisectkit needs a work tree")
-        self.workdir = Path(self._repo.workdir).resolve()
+        self.workdir = Path(repo.workdir).resolve()
+        #: The repository's private directory (``.git`` or ``.git/modules/<name>``).
+        self.git_dir = Path(repo.path).resolve()
         #: Fetches what a partial clone lacks (a no-op for a full clone).
         self.promisor = Prefetcher(self.workdir, self.git_dir, lambda: [
             Promisor(*r) for r in gitobjects.promisor_remotes(self._repo)],
             lambda oids: gitobjects.missing(self._repo, oids))
-        #: The in-memory merge engine on this repository's objects.
-        self.merger = Merger(self._repo, self.promisor)
-        self._ancestry: dict[tuple[str, str], bool] = {}
+        self._open(repo)
+        #: The shallow boundary (empty for a complete clone) and the checks that keep
+        #: answers given on the truncated graph exact. It asks through lambdas: ``reopen``
+        #: replaces the parts, which a bound method would keep reading.
         self.shallow = Boundary(self.git_dir, self.workdir, self._reaches,
-                                lambda sha: self._commit(sha).commit_time, self.remote_branches)
+                                lambda sha: self._commit(sha).commit_time,
+                                lambda: self.refs.remote_branches())
+
+    def _open(self, repo: pygit2.Repository) -> None:
+        """Use libgit2 view ``repo``: every part reads through the same one."""
+        self._repo, self._ancestry = repo, {}
+        self.worktree = WorkTree(repo, self.workdir)
+        self.trees = Trees(repo)
+        self.refs = Refs(repo, self.workdir)
+        self.merger = Merger(repo, self.promisor)
 
     def reopen(self) -> None:
         """A fresh libgit2 view: after a deepening fetch the old one still cuts the graph."""
-        self._repo, self._ancestry = pygit2.Repository(str(self.git_dir)), {}
-        self.merger = Merger(self._repo, self.promisor)
+        self._open(pygit2.Repository(str(self.git_dir)))
 
     @classmethod
     def discover(cls, start: str | Path) -> Repo:
@@ -117,6 +146,10 @@ class Repo(WorkTreeOps):
         except KeyError:
             return None
         return Sha(entry.id) if entry.filemode == GITLINK_MODE else None
+
+    def has_commit(self, sha: str) -> bool:
+        """Is ``sha`` a commit in this repository's object database?"""
+        return gitobjects.has_commit(self._repo, sha)
 
     def _commit(self, sha: str) -> pygit2.Commit:
         return gitobjects.commit(self._repo, sha)
@@ -230,21 +263,6 @@ class Repo(WorkTreeOps):
             self.reopen()  # a new boundary commit: the old view would look for its parents
         return found
 
-    def remote_branches(self) -> dict[str, str]:
-        """Remote-tracking branches, ``origin/main`` -> sha.
-
-        Symbolic ones (``origin/HEAD``) are left out: they only alias another
-        branch. Refs that name no commit are skipped.
-        """
-        found: dict[str, str] = {}
-        for ref in self._repo.references.iterator():
-            if (not ref.name.startswith("refs/remotes/")
-                    or ref.type == pygit2.enums.ReferenceType.SYMBOLIC):
-                continue
-            with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
-                found[ref.name.removeprefix("refs/remotes/")] = str(ref.peel(pygit2.Commit).id)
-        return found
-
     def remote_urls(self) -> dict[str, str]:
         """Each configured remote's fetch URL, by remote name."""
         return {r.name: r.url for r in self._repo.remotes if r.name and r.url}
@@ -293,7 +311,7 @@ def open_submodule(superproject: Repo, path: str) -> tuple[str, Repo]:
         except ValueError as exc:
             raise BadInput(f"{path} is outside the superproject {superproject.workdir}") from exc
     norm = os.path.normpath(rel.as_posix()).strip("/")
-    if norm not in superproject.gitlinks():
+    if norm not in superproject.worktree.gitlinks():
         raise BadInput(f"{path} is not a submodule of {superproject.workdir}")
     sub_dir = superproject.workdir / norm
     if not (sub_dir / ".git").exists():
@@ -315,7 +333,7 @@ def find_superproject(start: str | Path) -> Repo:
             rel = repo.workdir.relative_to(parent.workdir).as_posix()
         except ValueError:
             return repo
-        if rel not in parent.gitlinks():
+        if rel not in parent.worktree.gitlinks():
             return repo
         repo = parent
 

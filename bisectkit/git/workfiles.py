@@ -46,7 +46,7 @@ def obstacles(repo: Repo, base: str, added: Sequence[str]) -> list[str]:
             except OSError:
                 break
             if not stat.S_ISDIR(pst.st_mode):
-                if not repo.tracks(base, prefix):
+                if not repo.trees.tracks(base, prefix):
                     found.append(prefix)
                 break
     return list(dict.fromkeys(found))
@@ -57,7 +57,7 @@ def _untracked_inside(repo: Repo, base: str, path: str) -> bool:
     for dirpath, _dirs, files in os.walk(repo.workdir / path):
         rel = Path(dirpath).relative_to(repo.workdir).as_posix()
         for name in files:
-            if not repo.tracks(base, f"{rel}/{name}"):
+            if not repo.trees.tracks(base, f"{rel}/{name}"):
                 return True
     return False
 

@@ -29,7 +29,7 @@ def default_submodule(superproject: Repo, given: str | None, alternative: str = 
     configured = superproject.config_get("bisectkit.submodule")
     if configured:
         return configured
-    links = sorted(superproject.gitlinks())
+    links = sorted(superproject.worktree.gitlinks())
     if len(links) == 1:
         return links[0]
     raise BadInput(f"which submodule? pass --submodule PATH{alternative} or set git config "
@@ -44,7 +44,7 @@ def collect(superproject: Repo, submodule: str | None, given_upstream: str | Non
     HEAD and shape reported, with ``"unknown"``: why, and the fetch that tells.
     """
     path, sub = open_submodule(superproject, default_submodule(superproject, submodule))
-    head = sub.head_state()
+    head = sub.worktree.head_state()
     data: dict[str, Any] = {"submodule": path, "head": head.sha, "branch": head.ref}
     try:
         data.update(_stack(superproject, path, sub, given_upstream, head.sha, pathspec))

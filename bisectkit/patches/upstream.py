@@ -54,8 +54,8 @@ class GuessRefused(BadInput):
 
 def guess(superproject: Repo, path: str, sub: Repo, contains: Sequence[str] = ()) -> Upstream:
     """Pick the upstream among the remote-tracking branches of ``sub`` (see module doc)."""
-    head = sub.head_state().sha
-    branches = sub.remote_branches()
+    head = sub.worktree.head_state().sha
+    branches = sub.refs.remote_branches()
     urls = sub.remote_urls()
     pin_urls = {_norm(u) for u in superproject.submodule_urls(path)}
     pin_remotes = sorted(r for r, u in urls.items() if _norm(u) in pin_urls)

@@ -100,7 +100,8 @@ class Run:
 
     def begin(self, session: Session) -> Bisection:
         """Journal the starting HEADs, then save the session: from here, ``end`` undoes all."""
-        origins = {key: Origin(head, len(recovery.open_repo(self.superproject, key).head_reflog()))
+        origins = {key: Origin(head, len(recovery.open_repo(self.superproject, key)
+                                         .refs.head_reflog()))
                    for key, head in session.orig.items()}
         if self.force_ignored:
             session.params.force_ignored = True
@@ -153,7 +154,7 @@ class Run:
             pending = state.pending(key)
             if pending is not None:
                 repo = recovery.open_repo(self.superproject, key)
-                ignore = repo.gitlinks() if key == "." else {}
+                ignore = repo.worktree.gitlinks() if key == "." else {}
                 self._note(f"settling a change the last bisectkit command left unfinished "
                            f"(it failed or was stopped) in {repo.workdir}")
                 mover.reconcile(key, repo, pending.old.head, pending, ignore=ignore)

@@ -83,7 +83,7 @@ def outside_moved(outputs: Mapping[str, str], sp: Repo, session: Session,
         rel = _relative(real, sp.workdir)
         if rel is None:
             continue
-        if sp.tracks(sp.head_tree(), rel) or sp.index_has(rel):
+        if sp.trees.tracks(sp.worktree.head_tree(), rel) or sp.worktree.index_has(rel):
             raise BadInput(f"{flag} {value}: the superproject tracks this file: writing it "
                            "would change your work tree; choose an untracked file")
         kind = kind_named(session.strategy)
@@ -121,7 +121,7 @@ def _tracked_by(sp: Repo, rel: str, commits: Iterable[str]) -> str | None:
         tree = sp.tree_of(commit)
         if tree not in trees:
             trees.add(tree)
-            if sp.tracks(tree, rel):
+            if sp.trees.tracks(tree, rel):
                 return commit
     return None
 

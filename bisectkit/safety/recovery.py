@@ -59,7 +59,7 @@ def from_reflogs(superproject: Repo, strict: bool = False
     origins: dict[str, Origin] = {}
     placed: dict[str, set[str]] = {}
     repos = {SUPERPROJECT: superproject}
-    for path in sorted(superproject.gitlinks()):
+    for path in sorted(superproject.worktree.gitlinks()):
         if (superproject.workdir / path / ".git").exists():
             try:
                 repos[path] = Repo(superproject.workdir / path)
@@ -78,14 +78,14 @@ def _open_segment(repo: Repo, strict: bool = False) -> tuple[Origin, set[str]] |
     The reflog's length at the session's start is where its first tagged
     line sits, so commits made during the session can still be told apart.
     """
-    entries = repo.head_reflog()  # newest first
+    entries = repo.refs.head_reflog()  # newest first
     newest = next(((i, m) for i, e in enumerate(entries) if (m := _TAG.match(e.message))),
                   None)
     if newest is None or newest[1].group(2) == "restore":
         return None
     # HEAD may also still be on the line's old side: a HEAD move cut short once git
     # had written its reflog line (it left HEAD.lock).
-    if strict and (newest[0] != 0 or repo.head_state().sha not in (entries[0].new,
+    if strict and (newest[0] != 0 or repo.worktree.head_state().sha not in (entries[0].new,
                                                                     entries[0].old)):
         return None
     session = newest[1].group(1)
@@ -109,11 +109,11 @@ def torn_checkout(repo: Repo, session: str | None = None) -> tuple[Side, Side] |
     between the two trees. None otherwise (the user moved HEAD since, or the
     line's commits are gone).
     """
-    entries = repo.head_reflog()
+    entries = repo.refs.head_reflog()
     m = _TAG.match(entries[0].message) if entries else None
     if m is None or m.group(2) != "checkout" or session not in (None, m.group(1)):
         return None
-    if repo.head_state().sha not in (entries[0].old, entries[0].new):
+    if repo.worktree.head_state().sha not in (entries[0].old, entries[0].new):
         return None
     try:
         return (Side(HeadState(None, entries[0].old), repo.tree_of(entries[0].old)),
@@ -151,8 +151,8 @@ def restore(superproject: Repo, mover: Mover, plan: JournalState) -> list[str]:
         target = _target(repo, key, origin.head, lines, mover.journal)
         if plan.knows_user_commits:
             lines += keep_user_commits(repo, key, origin, plan.placed(key), mover.journal)
-        before = repo.head_state()
-        ignore = repo.gitlinks() if key == SUPERPROJECT else {}
+        before = repo.worktree.head_state()
+        ignore = repo.worktree.gitlinks() if key == SUPERPROJECT else {}
         written = mover.reconcile(key, repo, target, pending, ignore=ignore)
         if before != target or written:
             lines.append(f"restored {_name(key)} to {target.describe()}")
@@ -203,20 +203,20 @@ def _target(repo: Repo, key: str, start: HeadState, lines: list[str],
 def keep_user_commits(repo: Repo, key: str, origin: Origin, placed: set[str],
                       journal: Journal) -> list[str]:
     """Give a ref to every commit made during the session that no ref contains."""
-    entries = repo.head_reflog()
+    entries = repo.refs.head_reflog()
     if origin.reflog < 0:
         candidates = []  # no count to tell old from new: only where HEAD is now
     else:
         candidates = [e.new for e in entries[:max(0, len(entries) - origin.reflog)]]
-    candidates.append(repo.head_state().sha)
+    candidates.append(repo.worktree.head_state().sha)
     # What a tagged line put there is bisectkit's, whatever the journal still lists.
     known = placed | {origin.head.sha} | {e.new for e in entries if _TAG.match(e.message)}
-    lost = repo.unreachable(c for c in candidates if c not in known)
+    lost = repo.refs.unreachable(c for c in candidates if c not in known)
     tips = [c for c in lost if not any(c != d and _behind(repo, c, d) for d in lost)]
     lines = []
     for sha in tips:
         n = 1
-        while repo.ref_exists(f"{KEPT_PREFIX}{n}"):
+        while repo.refs.ref_exists(f"{KEPT_PREFIX}{n}"):
             n += 1
         name = f"{KEPT_PREFIX}{n}"
         _create_ref(repo, key, name, sha, "bisectkit: keep a commit made during the bisection",
@@ -233,7 +233,7 @@ def _create_ref(repo: Repo, key: str, name: str, sha: str, message: str,
     seen absent): killed holding one, its git leaves a lock the next restore removes."""
     locks = gitlocks.ref_write_locks(repo, name)
     n = journal.refs(key, [str(p) for p in locks], gitlocks.unjournaled_free([repo], locks))
-    repo.create_ref(name, sha, message)
+    repo.refs.create_ref(name, sha, message)
     journal.refs_written(n)
 
 

@@ -78,8 +78,9 @@ Placed = Mapping[str, Held]
 def as_found(repo: Repo) -> Held:
     """``repo`` as it is now, its tracked edits included: what a run that never moves it
     holds it to (the superproject of ``--submodule``, ``--stack``, ``advance``)."""
-    sha = repo.head_state().sha
-    edited = gitfiles.really_changed(repo, sha, repo.local_changes(untracked=False).modified)
+    sha = repo.worktree.head_state().sha
+    edited = gitfiles.really_changed(repo, sha,
+                                     repo.worktree.local_changes(untracked=False).modified)
     return Held(repo, sha, {p: gitfiles.hash_on_disk(repo, p) for p in edited},
                 checked_out=False)
 
@@ -87,13 +88,14 @@ def as_found(repo: Repo) -> Held:
 def how_moved(held: Held) -> str | None:
     """How ``held.repo`` no longer holds what it must, at the end of it (None: it does)."""
     repo, commit = held.repo, held.commit
-    head = repo.head_state().sha
+    head = repo.worktree.head_state().sha
     if head != commit:
         since = "the step checked it out" if held.checked_out else "when the run began"
         return f"HEAD is now {short(head)}, not {short(commit)} as {since}"
     # Not a file git's filters make differ from its blob (a CRLF file under `text eol=lf`
     # looks modified to git status right after its checkout): its bytes are the checkout's.
-    now = gitfiles.really_changed(repo, commit, repo.local_changes(untracked=False).modified)
+    now = gitfiles.really_changed(repo, commit,
+                                  repo.worktree.local_changes(untracked=False).modified)
     changed = [p for p in now
                if p not in held.edits or gitfiles.hash_on_disk(repo, p) != held.edits[p]]
     changed += [p for p in held.edits if p not in now]  # an edit undone is a change too

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import bisectkit.git.files as gitfiles
 from bisectkit.errors import GitFailure
 from bisectkit.git.repo import Repo
-from bisectkit.git.state import TreeDiff
+from bisectkit.git.trees import TreeDiff
 from bisectkit.model import GIT_PROG
 from bisectkit.safety.journalrecords import Move
 
@@ -40,15 +40,16 @@ def refuse(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
     to keep it either way. Returns ``pending``'s diff (``None`` without one).
     """
     index_tree, target = trees
-    explained = {repo.head_tree(), target}
+    explained = {repo.worktree.head_tree(), target}
     if pending is not None:
         explained |= {pending.old.tree, pending.new.tree}
     if index_tree not in explained:
         raise GitFailure(_unexplained(key, repo, "has staged changes", str(repo.workdir),
                                       "commit or unstage them", lost))
-    moved = repo.diff_trees(pending.old.tree, pending.new.tree) if pending is not None else None
+    moved = (repo.trees.diff_trees(pending.old.tree, pending.new.tree)
+             if pending is not None else None)
     moving = set(moved.paths) if moved is not None else set()
-    edits = [p for p in repo.worktree_changes(ignore=set(ignore))
+    edits = [p for p in repo.worktree.worktree_changes(ignore=set(ignore))
              if not _explained(repo, p, (index_tree, target),
                                pending if p in moving else None, died)]
     if edits:
@@ -56,7 +57,7 @@ def refuse(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
         raise GitFailure(_unexplained(key, repo, "has local changes",
                                       f"{edits[0]}{more} in {repo.workdir}",
                                       "move local edits out of the way", lost))
-    _refuse_hidden(key, repo, set(repo.diff_trees(index_tree, target).paths) | moving)
+    _refuse_hidden(key, repo, set(repo.trees.diff_trees(index_tree, target).paths) | moving)
     return moved
 
 
@@ -68,7 +69,7 @@ def _refuse_hidden(key: str, repo: Repo, touched: set[str]) -> None:
         return
     hidden = sorted((p, tag) for tag, p in gitfiles.flagged(repo) if p in touched and
                     os.path.lexists(repo.workdir / p) and
-                    not gitfiles.holds(repo, p, [repo.index_entry(p)]))
+                    not gitfiles.holds(repo, p, [repo.worktree.index_entry(p)]))
     if hidden:
         path, tag = hidden[0]
         marks = [m for m, on in (("skip-worktree", tag in "Ss"),
@@ -84,13 +85,13 @@ def _refuse_hidden(key: str, repo: Repo, touched: set[str]) -> None:
 def _explained(repo: Repo, path: str, trees: tuple[str, str], moving: Move | None,
                died: bool) -> bool:
     """Is what ``path`` holds not the user's (see :func:`refuse`)?"""
-    if gitfiles.holds(repo, path, [repo.entry_at(t, path) for t in trees]):
+    if gitfiles.holds(repo, path, [repo.trees.entry_at(t, path) for t in trees]):
         return True
     if moving is None:
         return False
     if not os.path.lexists(repo.workdir / path):
         return True  # put back, it loses nothing (a checkout removes a file before writing)
-    sides = [repo.entry_at(moving.old.tree, path), repo.entry_at(moving.new.tree, path)]
+    sides = [repo.trees.entry_at(moving.old.tree, path), repo.trees.entry_at(moving.new.tree, path)]
     return (gitfiles.trace_of if died else gitfiles.holds)(repo, path, sides)
 
 

@@ -64,9 +64,9 @@ class Mover:
         """Move ``repo`` (``key`` in the journal) to ``sha``, detached; files written."""
         target = repo.tree_of(sha)
         with signals.held():
-            head = repo.head_state()
-            base = repo.head_tree()
-            diff = repo.diff_trees(base, target)
+            head = repo.worktree.head_state()
+            base = repo.worktree.head_tree()
+            diff = repo.trees.diff_trees(base, target)
             self._clear_way(key, repo, base, diff.added, what=f"{short(sha)}",
                             force=self.force_ignored)
             # Before the move is journaled, a partial clone fetches the blobs git will
@@ -81,12 +81,12 @@ class Mover:
             # HEAD first: its tagged reflog line says where HEAD came from and goes to
             # before index and files change, so a reset can tell what a checkout cut
             # short wrote even when the journal is lost (see recovery.from_reflogs).
-            repo.point_head(new, self._message(f"checkout {sha}", head), watch)
+            repo.worktree.point_head(new, self._message(f"checkout {sha}", head), watch)
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
                 # Racily-clean index entries (file and index written in the same
                 # second) look modified to read-tree until the stat data is refreshed.
-                repo.refresh_index(watch)
+                repo.worktree.refresh_index(watch)
                 _read_tree(repo, base, target, diff.paths, watch)
                 freshen_mtimes(repo.workdir, before)
             self.journal.moved(n)
@@ -107,25 +107,25 @@ class Mover:
         with signals.held():
             died = gitlocks.settle(repo, pending, self._note)
             self._refresh(key, repo, pending)
-            index_tree = repo.index_tree()
+            index_tree = repo.worktree.index_tree()
             tree = repo.tree_of(target.sha)
             moved = userchanges.refuse(key, repo, (index_tree, tree), pending, died, ignore,
                                        self.records_lost)
             if pending is not None and moved is not None:
                 self._remove_leftovers(repo, pending, moved.added, died)
-            diff = repo.diff_trees(index_tree, tree)
+            diff = repo.trees.diff_trees(index_tree, tree)
             # Files in the way of a restore are set aside, never refused: a
             # restore must be able to finish (a build may have generated them).
             self._clear_way(key, repo, index_tree, diff.added, what="the restore", force=True)
             writes = shapes.checkout(repo, index=True)
             shapes.prefetch(repo, index_tree, tree, writes.may_write)
-            n = self.journal.move(key, Side(repo.head_state(), index_tree), Side(target, tree),
-                                  gitlocks.free_since(repo))
+            n = self.journal.move(key, Side(repo.worktree.head_state(), index_tree),
+                                  Side(target, tree), gitlocks.free_since(repo))
             watch = self._watch(n)
             before = recently_written(repo.workdir, diff.modified)
-            repo.reset_tree(tree, watch)
+            repo.worktree.reset_tree(tree, watch)
             freshen_mtimes(repo.workdir, before)
-            repo.point_head(target, self._message("restore", None), watch)
+            repo.worktree.point_head(target, self._message("restore", None), watch)
             self.journal.moved(n)
             if pending is not None:
                 self.journal.moved(pending.n)
@@ -140,11 +140,11 @@ class Mover:
         make staged changes look like a tree of bisectkit's to the next restore), read
         before any index (git, pinned, leaves a split index whole for libgit2)."""
         if pending is not None:
-            repo.refresh_index(self._watch(pending.n))
+            repo.worktree.refresh_index(self._watch(pending.n))
             return
-        here = Side(repo.head_state(), repo.head_tree())
+        here = Side(repo.worktree.head_state(), repo.worktree.head_tree())
         n = self.journal.move(key, here, here, gitlocks.free_since(repo))
-        repo.refresh_index(self._watch(n))
+        repo.worktree.refresh_index(self._watch(n))
         self.journal.moved(n)
 
     def _remove_leftovers(self, repo: Repo, pending: Move, added: Sequence[str],
@@ -157,9 +157,9 @@ class Mover:
         it). A file holding anything else is somebody's since: left alone.
         """
         for path in added:
-            if repo.index_has(path):
+            if repo.worktree.index_has(path):
                 continue
-            new = repo.entry_at(pending.new.tree, path)
+            new = repo.trees.entry_at(pending.new.tree, path)
             if (gitfiles.trace_of if died else gitfiles.holds)(repo, path, [new]):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(repo.workdir / path)
@@ -234,16 +234,16 @@ def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
     file under `text eol=lf`, checked out in the second its index was written, stays
     "modified" to git for good) loses nothing: removed, and git writes the target's."""
     try:
-        repo.read_tree(base, target, watch)
+        repo.worktree.read_tree(base, target, watch)
     except GitFailure:
         moving = set(paths)
-        same = [p for p in repo.worktree_changes() if p in moving and
-                (e := repo.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
+        same = [p for p in repo.worktree.worktree_changes() if p in moving and
+                (e := repo.worktree.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
         if not same:
             raise
         for path in same:
             os.unlink(repo.workdir / path)
-        repo.read_tree(base, target, watch)
+        repo.worktree.read_tree(base, target, watch)
 
 
 def _safe(key: str) -> str:

@@ -73,7 +73,7 @@ class RunIdentity:
         now = local_state(sp, self.outputs, self.own, self.ignore)
         # A submodule some superproject commits lack (``--integrate`` checks them out) is
         # an untracked folder there: the checkout's doing, not a change of the user's.
-        links = self.links | set(sp.gitlinks())
+        links = self.links | set(sp.worktree.gitlinks())
         return sorted({p for kind in ("modified", "untracked")
                        for p in before[kind].keys() | now[kind].keys()
                        if before[kind].get(p) != now[kind].get(p)
@@ -139,7 +139,7 @@ def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
     else:
         parts["superproject"] = local_state(sp, skip, skipped.own, skipped.ignore)
     return RunIdentity(parts, skip, root, dict(skipped.own), skipped.ignore,
-                       frozenset(sp.gitlinks()))
+                       frozenset(sp.worktree.gitlinks()))
 
 
 def _command_parts(opts: RunOptions, root: str) -> dict[str, Any]:
@@ -219,8 +219,8 @@ class _Coverage:
         for sub in self.moved:
             if rel.startswith(sub + "/"):
                 repo = self._repo(sub)
-                return repo is not None and repo.index_has(rel[len(sub) + 1:])
-        return self.sp.index_has(rel)
+                return repo is not None and repo.worktree.index_has(rel[len(sub) + 1:])
+        return self.sp.worktree.index_has(rel)
 
     def _repo(self, sub: str) -> Repo | None:
         if sub not in self._repos:
@@ -238,7 +238,7 @@ def shape_material(sp: Repo) -> dict[str, dict[str, Any]]:
     same test)."""
     found: dict[str, dict[str, Any]] = {}
     repos = {".": sp}
-    for path in sorted(sp.gitlinks()):
+    for path in sorted(sp.worktree.gitlinks()):
         with contextlib.suppress(BadInput):
             if (sp.workdir / path / ".git").exists():
                 repos[path] = Repo(sp.workdir / path)

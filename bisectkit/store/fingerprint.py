@@ -76,17 +76,17 @@ def submodule_states(sp: Repo, moved: Collection[str]) -> dict[str, Any]:
     not be what the superproject pins: the build uses them as they are.
     """
     states: dict[str, Any] = {}
-    for path in sorted(set(sp.gitlinks()) - set(moved)):
+    for path in sorted(set(sp.worktree.gitlinks()) - set(moved)):
         if not (sp.workdir / path / ".git").exists():
             states[path] = "not initialised"
             continue
         try:
             sub = Repo(sp.workdir / path)
-            head = sub.head_state().sha
+            head = sub.worktree.head_state().sha
         except BadInput as exc:
             states[path] = f"unreadable: {exc}"
             continue
-        changes = sub.local_changes(untracked=False)
+        changes = sub.worktree.local_changes(untracked=False)
         states[path] = {"head": head, "modified": {
             p: _state_of(f"{sub.workdir}/{p}") for p in changes.modified}}
     return states
@@ -108,7 +108,7 @@ def local_state(sp: Repo, skip: Collection[str], own: Mapping[str, str] | None =
     own local state (:func:`_nested`; ``prefix``: its path, ``depth``: how
     deep it is).
     """
-    changes = sp.local_changes(untracked=True)
+    changes = sp.worktree.local_changes(untracked=True)
     root = str(sp.workdir)
     state: dict[str, dict[str, str]] = {}
     regular: list[tuple[int, str, str, os.stat_result]] = []
@@ -151,7 +151,7 @@ def _nested(path: str, skip: Collection[str], own: Mapping[str, str] | None,
         if repo.workdir != Path(path).resolve():  # a broken .git: git found the one above
             return "repository, unreadable: its .git does not open"
         try:
-            head = repo.head_state().sha
+            head = repo.worktree.head_state().sha
         except BadInput:
             head = "no commits"
         local = local_state(repo, skip, own, ignore, prefix.rstrip("/") + "/", depth)

@@ -37,7 +37,7 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
     check_clean(superproject, {path: sub})
     up = resolve_upstream(superproject, path, sub, req.upstream)
     target = sub.resolve(req.to) if req.to is not None else up.sha
-    stack = analyse(sub, sub.head_state().sha, up.sha, extra_upstream=(target,))
+    stack = analyse(sub, sub.worktree.head_state().sha, up.sha, extra_upstream=(target,))
     base = stack.merge_base
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, target):

@@ -209,9 +209,9 @@ def new_session(strategy: str, superproject: Repo, *, bad: str, good: list[str],
 
 def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState]:
     """The HEADs to restore: the superproject's and those of ``paths``."""
-    states = {SUPERPROJECT: superproject.head_state()}
+    states = {SUPERPROJECT: superproject.worktree.head_state()}
     for p in paths:
-        states[p] = Repo(superproject.workdir / p).head_state()
+        states[p] = Repo(superproject.workdir / p).worktree.head_state()
     return states
 
 

@@ -45,18 +45,18 @@ def candidates_touching(repo: Repo, bad: str, goods: Sequence[str],
 def check_clean(superproject: Repo, subs: Mapping[str, Repo]) -> None:
     """Refuse (nothing touched) when the superproject or a submodule of ``subs`` (path ->
     repository) has local edits: a checkout would carry them into every step."""
-    dirty = superproject.dirty_paths(ignore=superproject.gitlinks())
+    dirty = superproject.worktree.dirty_paths(ignore=superproject.worktree.gitlinks())
     if dirty:
         raise BadInput(_dirty_message("superproject", superproject, dirty))
     for path, sub in subs.items():
-        dirty = sub.dirty_paths()
+        dirty = sub.worktree.dirty_paths()
         if dirty:
             raise BadInput(_dirty_message(f"submodule {path}", sub, dirty))
 
 
 def initialised_submodules(superproject: Repo) -> list[str]:
     """Paths of the submodules checked out in the superproject's work tree (sorted)."""
-    return [p for p in sorted(superproject.gitlinks())
+    return [p for p in sorted(superproject.worktree.gitlinks())
             if (superproject.workdir / p / ".git").exists()]
 
 

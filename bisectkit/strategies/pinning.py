@@ -56,8 +56,8 @@ def check(superproject: Repo, path: str, sub: Repo, branch: str) -> None:
     problem = gitwrite.branch_problem(sub.workdir, branch)
     if problem:
         raise BadInput(problem)
-    pinned = superproject.gitlink_at(superproject.head_state().sha, path)
-    checked_out = sub.head_state().sha
+    pinned = superproject.gitlink_at(superproject.worktree.head_state().sha, path)
+    checked_out = sub.worktree.head_state().sha
     if pinned != checked_out:
         raise BadInput(f"submodule {path} is checked out at {short(checked_out)} but "
                        f"the superproject pins {short(str(pinned))}: commit that move or "
@@ -83,8 +83,8 @@ class Base:
 
 def base(superproject: Repo, path: str, sub: Repo) -> Base:
     """The :class:`Base` the repositories hold now."""
-    return Base(superproject.head_state(), gitwrite.staged_gitlink(superproject.workdir, path),
-                sub.head_state())
+    return Base(superproject.worktree.head_state(),
+                gitwrite.staged_gitlink(superproject.workdir, path), sub.worktree.head_state())
 
 
 def moved_since(superproject: Repo, path: str, sub: Repo, before: Base) -> str | None:
@@ -101,7 +101,7 @@ def moved_since(superproject: Repo, path: str, sub: Repo, before: Base) -> str |
         return f"submodule {path} moved from {before.sub.describe()} to {now.sub.describe()}"
     # git's own status: it reads files through the user's filters (LFS, autocrlf) even
     # where the restore just rewrote them (stat data too fresh to trust).
-    dirty = sub.local_changes(untracked=False).modified
+    dirty = sub.worktree.local_changes(untracked=False).modified
     if dirty:
         return f"submodule {path} has uncommitted changes ({dirty[0]})"
     return None

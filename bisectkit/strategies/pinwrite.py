@@ -157,7 +157,7 @@ def _check_out(superproject: Repo, rec: _Record, mover: Mover,
     sub = Repo(superproject.workdir / rec.path)
     if state is None:
         mover.journal.begin_session(str(superproject.workdir), {
-            rec.path: journal.Origin(rec.target, len(sub.head_reflog()))})
+            rec.path: journal.Origin(rec.target, len(sub.refs.head_reflog()))})
         pending = None
     else:
         mover.journal.resume(state)
@@ -180,9 +180,9 @@ def settle(superproject: Repo, record: Path, mover: Mover) -> list[str]:
     # The apply's gits are in no journal: a lock file one of them left when it was killed
     # is told by its time (after the record's) and by no git running there any more.
     gitlocks.clear_unjournaled([superproject, Repo(superproject.workdir / rec.path)],
-                               _locks(superproject, rec, superproject.head_state()),
+                               _locks(superproject, rec, superproject.worktree.head_state()),
                                rec.t, notes.append)
-    head = superproject.head_state().sha
+    head = superproject.worktree.head_state().sha
     if head == rec.new:
         if gitwrite.staged_gitlink(superproject.workdir, rec.path) != rec.tip:
             gitwrite.stage_gitlink(superproject.workdir, rec.path, rec.tip)
@@ -222,7 +222,7 @@ def _finish_checkout(superproject: Repo, rec: _Record, mover: Mover) -> list[str
     if mover.journal.path.exists():
         return [f"{rec.path} was not checked out on {branch}: an interrupted bisection's "
                 f"journal is in the way ('git bisect-patched reset' first); then {hint}"]
-    now = Repo(superproject.workdir / rec.path).head_state()
+    now = Repo(superproject.workdir / rec.path).worktree.head_state()
     if now == rec.target:
         return []
     if rec.sub is None or now != rec.sub or \

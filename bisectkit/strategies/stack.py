@@ -41,7 +41,7 @@ def start(superproject: Repo, req: StackRequest) -> Session:
     check_clean(superproject, {path: sub})
     at = sub.resolve(req.at)
     up = resolve_upstream(superproject, path, sub, req.upstream, contains=(at,))
-    head = sub.head_state()
+    head = sub.worktree.head_state()
     stack, fetched = analysed(sub, head.sha, up.sha, (at,))
     if not stack.patches:
         raise BadInput(f"submodule {path} has no local patches on top of {up.ref}: "

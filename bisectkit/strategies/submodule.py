@@ -42,7 +42,7 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
     prefer_remote(sub, req.upstream or superproject.config_get(CONFIG_KEY))
     bad, goods = resolve_range(sub, req.bad, req.good, req.terms)
     up = resolve_upstream(superproject, path, sub, req.upstream, contains=(bad,))
-    sub_head = sub.head_state()
+    sub_head = sub.worktree.head_state()
     stack, fetched = analysed(sub, sub_head.sha, up.sha, (bad,))
     for patch in stack.patches:
         if sub.is_ancestor(patch.sha, bad):

@@ -28,6 +28,7 @@ import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
 from bisectkit.errors import BisectkitError, ExitCode, GitFailure
 from bisectkit.git.shapes.base import NOTHING, Fetched, Narrowing, PathFilter
+from bisectkit.git.trees import Trees
 
 T = TypeVar("T")
 
@@ -199,9 +200,10 @@ class Promised(Protocol):
         """The repository's :class:`Prefetcher` (one per repository: it counts the total)."""
         ...
 
-    def changed_blobs(self, old: str | None, new: str,
-                      wanted: Callable[[str], bool] | None = None) -> set[str]:
-        """Ids of the blobs tree ``new`` has where it differs from ``old``, at ``wanted`` paths."""
+    @property
+    def trees(self) -> Trees:
+        """The repository's trees (:meth:`~bisectkit.git.trees.Trees.changed_blobs`: what a
+        checkout writes)."""
         ...
 
 
@@ -231,7 +233,7 @@ class PartialShape:
         fetch one lazily."""
         if not repo.promisor.partial:
             return NOTHING
-        return repo.promisor.ensure(repo.changed_blobs(old, new, wanted))
+        return repo.promisor.ensure(repo.trees.changed_blobs(old, new, wanted))
 
     def mirror(self, user: object, workspace: Path) -> None:
         """Nothing: a workspace borrows the user's objects and is no partial clone itself;

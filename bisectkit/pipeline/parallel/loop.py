@@ -70,7 +70,7 @@ class ParallelBisection(Bisection):
         # The commit a workspace's superproject holds: the one found at the start of the
         # run (a strategy that moves it starts from there too).
         problem = uncommitted_build(opts.build, self.superproject,
-                                    self.superproject.head_state().sha)
+                                    self.superproject.worktree.head_state().sha)
         if problem:
             raise BadInput(problem)
         self.pool, self.opts = pool, opts
@@ -268,7 +268,8 @@ class ParallelBisection(Bisection):
         """Every initialised submodule at the commit the user's tree holds: a workspace
         is the whole superproject, not only the submodules the strategy moves."""
         orig = self.session.orig
-        return {p: orig[p].sha if p in orig else open_repo(self.superproject, p).head_state().sha
+        return {p: orig[p].sha if p in orig
+                else open_repo(self.superproject, p).worktree.head_state().sha
                 for p in initialised_submodules(self.superproject)}
 
     def _expected(self, prep: Prepared) -> dict[str, str]:

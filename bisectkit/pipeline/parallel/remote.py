@@ -66,7 +66,7 @@ def uncommitted_build(build: str | None, superproject: Repo, commit: str) -> str
         rel = (root / first[0]).resolve().relative_to(root)
     except ValueError:
         return None  # outside the superproject: it runs as it is, from the workspace
-    if superproject.blob_at(superproject.tree_of(commit), rel.as_posix()) is not None:
+    if superproject.trees.blob_at(superproject.tree_of(commit), rel.as_posix()) is not None:
         return None
     return (f"--build starts with {first[0]}, which the superproject does not commit: "
             "a workspace holds committed files only; commit it, or give its absolute path "

@@ -128,7 +128,8 @@ def run_step(recipe: Recipe, control: Control) -> StepResult:
 def _placed(ws: Workspace, keys: Iterable[str]) -> undertest.Placed:
     """Each repository of ``ws`` the recipe checked out, with the commit it holds now."""
     repos = {key: Repo(ws.path if key == SUPERPROJECT else ws.path / key) for key in keys}
-    return {key: undertest.Held(repo, repo.head_state().sha) for key, repo in repos.items()}
+    return {key: undertest.Held(repo, repo.worktree.head_state().sha)
+            for key, repo in repos.items()}
 
 
 def _phase(recipe: Recipe, control: Control, where: str, ws: Workspace, phase: str,

@@ -1,23 +1,23 @@
-"""What a work tree, its index and HEAD hold, and the primitives that move them.
+"""One checkout of a repository: its HEAD, index and work tree, and the primitives that move them.
 
-:class:`WorkTreeOps` is the part of :class:`bisectkit.git.repo.Repo` that reads
-and changes a repository's checkout. Every change goes through the git CLI
-(:mod:`bisectkit.git.cli`), so that it is one process the journal can name
-and one reflog line recovery can read; :mod:`bisectkit.safety.worktree` journals
-and sequences them.
+:class:`WorkTree` is ``Repo.worktree``: the three things a ``git worktree`` owns
+(HEAD, the index, the files), read together because a status compares all three
+and moved together because a checkout writes index and files at once. Every
+change goes through the git CLI (:mod:`bisectkit.git.cli`), so that it is one
+process the journal can name and one reflog line recovery can read;
+:mod:`bisectkit.safety.worktree` journals and sequences them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import DeltaStatus, FileStatus, SortMode
+from pygit2.enums import FileStatus
 
 import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
@@ -30,21 +30,10 @@ from bisectkit.model import HeadState, short
 #: The lock files the gits that move a checkout take (read-tree, update-index; HEAD's).
 INDEX_LOCK, HEAD_LOCK = "index.lock", "HEAD.lock"
 
-@dataclass(frozen=True)
-class TreeDiff:
-    """What changes between two trees."""
-
-    #: Every path that differs (old and new names).
-    paths: tuple[str, ...]
-    #: Paths rewritten in place (present on both sides).
-    modified: tuple[str, ...]
-    #: Paths only the new tree has (files and links; not gitlinks).
-    added: tuple[str, ...]
-
 
 @dataclass(frozen=True)
 class LocalChanges:
-    """What a work tree holds besides its HEAD commit (:meth:`WorkTreeOps.local_changes`)."""
+    """What a work tree holds besides its HEAD commit (:meth:`WorkTree.local_changes`)."""
 
     #: Tracked paths whose index or work tree differs from HEAD (deleted ones included).
     modified: tuple[str, ...]
@@ -52,26 +41,14 @@ class LocalChanges:
     untracked: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class ReflogEntry:
-    """One line of a reflog."""
+class WorkTree:
+    """Reading and moving the HEAD, index and work tree of one repository (``Repo.worktree``)."""
 
-    old: str
-    new: str
-    message: str
-
-
-class WorkTreeOps:
-    """Reading and moving HEAD, index and work tree (a mixin of :class:`~.repo.Repo`)."""
-
-    #: The libgit2 handle and the resolved work tree, set by ``Repo.__init__``.
-    _repo: pygit2.Repository
-    workdir: Path
-
-    @property
-    def git_dir(self) -> Path:
-        """The repository's private directory (``.git`` or ``.git/modules/<name>``)."""
-        return Path(self._repo.path).resolve()
+    def __init__(self, repo: pygit2.Repository, workdir: Path) -> None:
+        #: The libgit2 handle (the index is read through it) and the resolved work tree,
+        #: where the git CLI runs.
+        self._repo = repo
+        self.workdir = workdir
 
     # -- what the work tree holds ------------------------------------------------
     def head_state(self) -> HeadState:
@@ -161,46 +138,6 @@ class WorkTreeOps:
             raise GitFailure(f"the index of {self.workdir} has unmerged entries; resolve or "
                              "abort the merge first") from exc
 
-    def diff_trees(self, old: str, new: str) -> TreeDiff:
-        """What changes between two trees: every path, those rewritten in place, those added."""
-        if old == new:
-            return TreeDiff((), (), ())
-        paths: set[str] = set()
-        modified: list[str] = []
-        added: list[str] = []
-        diff = gitobjects.diff(self._tree(old), self._tree(new))
-        for delta in diff.deltas:
-            paths.add(delta.old_file.path)
-            paths.add(delta.new_file.path)
-            if delta.status == DeltaStatus.MODIFIED:
-                modified.append(delta.new_file.path)
-            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
-                added.append(delta.new_file.path)
-        return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
-
-    def changed_blobs(self, old: str | None, new: str,
-                      wanted: Callable[[str], bool] | None = None) -> set[str]:
-        """Ids of the blobs tree ``new`` has where it differs from ``old`` (``None``: the
-        empty tree) at paths ``wanted`` keeps: what a checkout from one to the other writes."""
-        if old == new:
-            return set()
-        before = self._tree(old) if old else gitobjects.empty_tree(self._repo)
-        return gitobjects.diff_blobs(before, self._tree(new), old_side=False, wanted=wanted)
-
-    def tracks(self, tree: str, path: str) -> bool:
-        """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""
-        return gitobjects.entry(self._tree(tree), path) is not None
-
-    def blob_at(self, tree: str, path: str) -> str | None:
-        """Id of what ``tree`` holds at ``path`` (``None`` if nothing)."""
-        found = gitobjects.entry(self._tree(tree), path)
-        return None if found is None else str(found[0])
-
-    def entry_at(self, tree: str, path: str) -> tuple[str, int] | None:
-        """(blob id, mode) of what ``tree`` holds at ``path`` (``None`` if nothing)."""
-        found = gitobjects.entry(self._tree(tree), path)
-        return None if found is None else (str(found[0]), found[1])
-
     def index_entry(self, path: str) -> tuple[str, int] | None:
         """(blob id, mode) of what the index holds at ``path`` (``None`` if nothing)."""
         try:
@@ -212,9 +149,6 @@ class WorkTreeOps:
     def index_has(self, path: str) -> bool:
         """Is ``path`` (a file) in the index as it is on disk now?"""
         return path in self._index()
-
-    def _tree(self, oid: str) -> pygit2.Tree:
-        return gitobjects.tree(self._repo, oid)
 
     # -- moving the work tree (journaled by bisectkit.safety.worktree) -------------------
     def refresh_index(self, watch: Watch | None = None) -> None:
@@ -256,44 +190,3 @@ class WorkTreeOps:
             args = ["update-ref", "--no-deref", "-m", message, "HEAD", state.sha]
         gitcli.checked(self.workdir, f"cannot move HEAD of {self.workdir}", *args,
                        watch=watch, takes=(HEAD_LOCK,))
-
-    # -- refs and reachability ---------------------------------------------------
-    def create_ref(self, name: str, sha: str, message: str) -> None:
-        """Create ref ``name`` at ``sha`` (refuses to replace an existing one)."""
-        gitcli.checked(self.workdir, f"cannot create {name} in {self.workdir}",
-                       "update-ref", "-m", message, name, sha, "0" * 40)
-
-    def ref_exists(self, name: str) -> bool:
-        """Is there a ref called ``name`` (``refs/...``)?"""
-        return name in self._repo.references
-
-    def head_reflog(self) -> list[ReflogEntry]:
-        """HEAD's reflog, newest first (empty when there is none)."""
-        try:
-            ref = self._repo.references["HEAD"]
-            return [ReflogEntry(str(e.oid_old), str(e.oid_new), e.message or "")
-                    for e in ref.log()]
-        except (KeyError, pygit2.GitError, OSError):
-            return []
-
-    def has_commit(self, sha: str) -> bool:
-        """Is ``sha`` a commit in this repository's object database?"""
-        obj = self._repo.get(sha)
-        return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
-
-    def unreachable(self, shas: Iterable[str]) -> list[str]:
-        """The commits among ``shas`` that no branch, tag or remote-tracking ref contains."""
-        wanted = [s for s in dict.fromkeys(shas) if self.has_commit(s)]
-        if not wanted:
-            return []
-        walker = self._repo.walk(None, SortMode.NONE)
-        for s in wanted:
-            walker.push(s)
-        for ref in self._repo.references.iterator():
-            if not ref.name.startswith(("refs/heads/", "refs/tags/", "refs/remotes/",
-                                        "refs/bisectkit/")):
-                continue
-            with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
-                walker.hide(ref.peel(pygit2.Commit).id)
-        found = {str(c.id) for c in walker}
-        return [s for s in wanted if s in found]

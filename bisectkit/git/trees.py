@@ -1,0 +1,81 @@
+"""Reading trees: what a tree holds at a path, and what changes between two trees.
+
+:class:`Trees` is ``Repo.trees``. Trees are objects, the same whatever the
+checkout holds: the mover (:mod:`bisectkit.safety.worktree`), the cache key and
+the checks on files ask it about the trees a step moves between; what HEAD, the
+index and the files hold is :mod:`bisectkit.git.checkout`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pygit2
+from pygit2.enums import DeltaStatus
+
+import bisectkit.git.objects as gitobjects
+from bisectkit.git.objects import GITLINK_MODE
+
+
+@dataclass(frozen=True)
+class TreeDiff:
+    """What changes between two trees."""
+
+    #: Every path that differs (old and new names).
+    paths: tuple[str, ...]
+    #: Paths rewritten in place (present on both sides).
+    modified: tuple[str, ...]
+    #: Paths only the new tree has (files and links; not gitlinks).
+    added: tuple[str, ...]
+
+
+class Trees:
+    """The trees of one repository's object database, by id (``Repo.trees``)."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        #: The libgit2 handle the trees are read from.
+        self._repo = repo
+
+    def diff_trees(self, old: str, new: str) -> TreeDiff:
+        """What changes between two trees: every path, those rewritten in place, those added."""
+        if old == new:
+            return TreeDiff((), (), ())
+        paths: set[str] = set()
+        modified: list[str] = []
+        added: list[str] = []
+        diff = gitobjects.diff(self._tree(old), self._tree(new))
+        for delta in diff.deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+            if delta.status == DeltaStatus.MODIFIED:
+                modified.append(delta.new_file.path)
+            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
+                added.append(delta.new_file.path)
+        return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
+
+    def changed_blobs(self, old: str | None, new: str,
+                      wanted: Callable[[str], bool] | None = None) -> set[str]:
+        """Ids of the blobs tree ``new`` has where it differs from ``old`` (``None``: the
+        empty tree) at paths ``wanted`` keeps: what a checkout from one to the other writes."""
+        if old == new:
+            return set()
+        before = self._tree(old) if old else gitobjects.empty_tree(self._repo)
+        return gitobjects.diff_blobs(before, self._tree(new), old_side=False, wanted=wanted)
+
+    def tracks(self, tree: str, path: str) -> bool:
+        """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""
+        return gitobjects.entry(self._tree(tree), path) is not None
+
+    def blob_at(self, tree: str, path: str) -> str | None:
+        """Id of what ``tree`` holds at ``path`` (``None`` if nothing)."""
+        found = gitobjects.entry(self._tree(tree), path)
+        return None if found is None else str(found[0])
+
+    def entry_at(self, tree: str, path: str) -> tuple[str, int] | None:
+        """(blob id, mode) of what ``tree`` holds at ``path`` (``None`` if nothing)."""
+        found = gitobjects.entry(self._tree(tree), path)
+        return None if found is None else (str(found[0]), found[1])
+
+    def _tree(self, oid: str) -> pygit2.Tree:
+        return gitobjects.tree(self._repo, oid)
