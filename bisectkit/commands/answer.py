@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bisectkit import engine
-from bisectkit.cli import requests
+from bisectkit import engine, strategies
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
 from bisectkit.pipeline import descent, results
@@ -83,7 +82,7 @@ def followup_lines(b: Bisection, decision: Decision, rerun: Sequence[str]) -> li
     if not isinstance(decision, Found):
         return []
     return [line for followup in b.strategy.followup(decision.first_bad)
-            for line in requests.followup_lines(followup, rerun)]
+            for line in strategies.followup_lines(followup, rerun)]
 
 
 def write_result(ctx: Context, target: str, result: dict[str, Any]) -> None:
