@@ -104,6 +104,19 @@ def test_git_run_with_bisectkit_run_ends_is_refused_not_read_as_rules(world: Wor
     assert git_cli(world, "reset").returncode == 0
 
 
+@pytest.mark.parametrize(("words", "said"), [
+    (["--to", "HEAD"], "--to goes with --advance"),  # once silently ignored
+    (["--linear"], "--linear goes with --advance"),  # once silently ignored
+    (["--at", "HEAD"], "--at goes with --stack"),
+])
+def test_an_option_of_another_kind_of_bisection_is_refused_not_ignored(
+        world: World, words: list[str], said: str) -> None:
+    before = snapshot(world)
+    r = git_cli(world, "start", *target(world), *words, world.sha(300), world.sha(0))
+    refused(world, r, said, prog="git bisect-patched")
+    assert snapshot(world) == before
+
+
 @pytest.mark.parametrize("words", [["--good", "X"], ["--bad", "Y"]])
 def test_advance_takes_no_abbreviated_option(world: World, words: list[str]) -> None:
     r = cli(world, "advance", *target(world), *words, "--", "./repro.sh")

@@ -7,22 +7,26 @@ from pathlib import Path
 
 import pytest
 
+from bisectkit import strategies
 from bisectkit.cli import requests
 from bisectkit.commands.registry import build_parser
 from bisectkit.errors import BadInput
 from bisectkit.model import (
+    AdvanceRequest,
     IntegrateRequest,
     Rules,
     RunOptions,
     StackRequest,
+    StartRequest,
     SubmoduleRequest,
     Terms,
 )
 
 
-def _start(*words: str, default_submodule: str | None = None) -> requests.StartRequest:
+def _start(*words: str, default_submodule: str | None = None) -> StartRequest:
     args = build_parser(git_mode=True).parse_args(["start", *words])
-    return requests.start_request(args, lambda: default_submodule)
+    given = requests.given(args, strategies.options(), lambda alternative: default_submodule)
+    return strategies.request_from(given)
 
 
 def _run_options(words: list[str], root: Path) -> RunOptions:
@@ -39,6 +43,22 @@ def test_start_requests_are_typed() -> None:
     assert _start("--find-fix", "--on-conflict", "drop", "B", "G",
                   default_submodule="sub") == SubmoduleRequest(
         "sub", "B", ("G",), on_conflict="drop", terms=Terms("broken", "fixed", True))
+    assert _start("--advance", "--to", "T", "--linear", "--on-conflict", "drop",
+                  default_submodule="sub") == AdvanceRequest("sub", to="T", linear=True,
+                                                             on_conflict="drop")
+
+
+@pytest.mark.parametrize("words", [
+    ["--submodule", "s", "--upstream", "u", "--on-conflict", "drop", "--all-parents", "B", "G"],
+    ["--integrate", "--all-parents", "--submodule", "a", "--submodule", "b", "B", "G1", "G2"],
+    ["--submodule", "s", "--stack", "--at", "X"],
+    ["--advance", "--submodule", "s", "--to", "T", "--linear"],
+    ["--find-fix", "--submodule", "s", "B", "G"],
+])
+def test_a_request_is_written_back_as_the_start_it_came_from(words: list[str]) -> None:
+    request = _start(*words)
+    again = strategies.start_argv(request)
+    assert again[0] == "start" and _start(*again[1:]) == request
 
 
 @pytest.mark.parametrize(("words", "error"), [
@@ -57,6 +77,18 @@ def test_start_requests_are_typed() -> None:
     (["--term-old", "bad", "--submodule", "s", "B", "G"], "the term 'bad' (it names the new"),
     (["--term-new", "old", "--submodule", "s", "B", "G"], "the term 'old' (it names the old"),
     (["--find-fix", "--term-new", "bad", "--submodule", "s", "B", "G"], "'bad' (it names the old"),
+    (["--integrate", "--at", "X", "B", "G"], "--at goes with --stack"),
+    (["--stack", "--integrate", "--at", "X"], "--stack takes one --submodule"),
+    (["--stack", "--at", "X", "--on-conflict", "drop"], "--on-conflict goes with a submodule"),
+    (["--advance", "--stack", "--at", "X"], "an advance takes no good/bad revisions, --stack"),
+    (["--advance", "--integrate"], "an advance takes no good/bad revisions"),
+    (["--advance", "B"], "an advance takes no good/bad revisions"),
+    (["--advance", "--find-fix"], "an advance has no --find-fix"),
+    (["--advance", "--all-parents"], "an advance has no --all-parents"),
+    (["--advance", "--submodule", "a", "--submodule", "b"], "advance one submodule at a time"),
+    # An option of a strategy not chosen is refused, never silently ignored.
+    (["--submodule", "s", "--to", "X", "B", "G"], "--to goes with --advance"),
+    (["--stack", "--at", "X", "--linear"], "--linear goes with --advance"),
 ])
 def test_bad_start_requests_are_refused_in_one_line(words: list[str], error: str) -> None:
     with pytest.raises(BadInput, match=error.replace("(", r"\(").replace("[", r"\[")):
@@ -124,5 +156,4 @@ def test_run_flags_refuse_unwritable_outputs(tmp_path: Path) -> None:
 def test_terms_are_written_back_as_given(terms: Terms, words: list[str]) -> None:
     assert requests.terms_argv(terms) == words
     if words:
-        args = build_parser(git_mode=True).parse_args(["start", *words, "B", "G"])
-        assert requests.start_request(args, lambda: "s").terms == terms
+        assert _start(*words, "B", "G", default_submodule="s").terms == terms

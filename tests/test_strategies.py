@@ -8,14 +8,17 @@ end-to-end tests drive the same code through the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from helpers.worlds import SUBMODULE, World
 
 from bisectkit import strategies
-from bisectkit.cli import requests
+from bisectkit.cli.targets import Option
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import (
@@ -26,9 +29,11 @@ from bisectkit.model import (
     SubmoduleRequest,
     Terms,
 )
-from bisectkit.model.params import IntegrateParams, SubmoduleParams
+from bisectkit.model.params import KINDS, IntegrateParams, Params, SubmoduleParams
 from bisectkit.patches.upstream import GuessRefused, resolve_upstream
+from bisectkit.strategies.base import register, registry_problems
 from bisectkit.strategies.common import check_clean, step_env
+from bisectkit.strategies.submodule import SubmoduleStrategy
 
 LOCAL_FIXUP = "[local] fixup for our target"
 
@@ -82,7 +87,7 @@ def test_submodule_start_gives_the_first_parent_range(sub_world: World) -> None:
     assert (params.upstream_guessed or "").startswith("nearest merge-base")
     assert [p["sha"] for p in params.patches] == w.stack
     settled = strategies.settled(request, session)
-    assert requests.start_argv(settled) == ["start", "--submodule", SUBMODULE, "--upstream",
+    assert strategies.start_argv(settled) == ["start", "--submodule", SUBMODULE, "--upstream",
                                             "upstream/main", w.sha(250), w.sha(150)]
 
 
@@ -97,7 +102,7 @@ def test_submodule_start_keeps_terms_pathspec_and_on_conflict(sub_world: World) 
     assert session.candidates == [w.sha(200), w.sha(260)]
     assert session.terms == Terms("broken", "repaired", find_fix=True)
     assert session.params_as(SubmoduleParams).on_conflict == "drop"
-    assert requests.start_argv(strategies.settled(request, session)) == [
+    assert strategies.start_argv(strategies.settled(request, session)) == [
         "start", "--find-fix", "--term-new", "repaired", "--submodule", SUBMODULE,
         "--upstream", "upstream/main", "--on-conflict", "drop", w.sha(260), w.sha(100),
         w.sha(150), "--", "lib/bug.txt"]
@@ -173,7 +178,7 @@ def test_submodule_followup_is_a_stack_bisect_once_the_stack_is_implicated(
         StackRequest(SUBMODULE, at=w.sha(200), upstream="upstream/main"),
         f"{w.sha(200)[:12]} is good without the local patch stack and bad with it: one of our "
         "patches is the culprit; to find which, run:")
-    assert requests.followup_lines(followup, ["--", "./repro.sh"]) == [
+    assert strategies.followup_lines(followup, ["--", "./repro.sh"]) == [
         followup.note, f"bisectkit run --submodule {SUBMODULE} --upstream upstream/main --stack "
                        f"--at {w.sha(200)} -- ./repro.sh"]
 
@@ -186,7 +191,7 @@ def test_stack_candidates_are_the_patches_and_k_of_them_are_applied(sub_world: W
     session = strategies.start(sp, request)
     assert (session.strategy, session.candidates) == ("stack", w.stack)
     assert (session.good, session.bad) == ([w.sha(250)], w.stack[-1])
-    assert requests.start_argv(strategies.settled(request, session)) == [
+    assert strategies.start_argv(strategies.settled(request, session)) == [
         "start", "--submodule", SUBMODULE, "--upstream", "upstream/main", "--stack", "--at",
         w.sha(250)]
     strategy = strategies.make_strategy(sp, session)
@@ -272,7 +277,7 @@ def test_integrate_start_and_prepare_follow_the_pins(int_world: World) -> None:
     params = session.params_as(IntegrateParams)
     assert params.submodules == [SUBMODULE]
     assert params.upstreams[SUBMODULE]["ref"] == "upstream/main"
-    assert requests.start_argv(strategies.settled(request, session)) == [
+    assert strategies.start_argv(strategies.settled(request, session)) == [
         "start", "--integrate", names["adv12"], names["init"]]
 
     strategy = strategies.make_strategy(sp, session)
@@ -302,7 +307,7 @@ def test_integrate_followup_is_the_submodule_bisect_of_the_advance(int_world: Wo
                                                 upstream="upstream/main", terms=terms)
     assert followup.note == (f"{names['adv8'][:12]} advanced {SUBMODULE} by 25 upstream "
                              "commits; to find the upstream culprit, run:")
-    assert requests.followup_lines(followup, ["--", "./repro.sh"])[1] == (
+    assert strategies.followup_lines(followup, ["--", "./repro.sh"])[1] == (
         f"bisectkit run --submodule {SUBMODULE} --upstream upstream/main --good {w.sha(175)} "
         f"--bad {w.sha(200)} --find-fix -- ./repro.sh")
 
@@ -326,3 +331,49 @@ def test_integrate_goes_on_when_the_upstream_cannot_be_guessed(
     found = session.params_as(IntegrateParams).upstreams[SUBMODULE]
     assert found["ref"] is None and found["why"].startswith("cannot guess the upstream")
     assert strategies.make_strategy(_sp(w), session).followup(w.integrate["adv8"]) == []
+
+
+def _saved_kinds() -> dict[str, type[Params]]:
+    """What ``session.json`` may name: model.params.KINDS, without the kinds other tests
+    add for their fake strategies (their class names no strategy)."""
+    return {name: cls for name, cls in KINDS.items() if cls.strategy == name}
+
+
+def test_every_strategy_is_registered_once_with_its_parameters_and_options() -> None:
+    assert registry_problems(strategies.KINDS, _saved_kinds()) == []
+    for kind in strategies.KINDS:
+        assert strategies.kind_named(kind.name) is kind
+        assert kind.strategy.name == kind.params.strategy == kind.name
+
+
+@dataclass(kw_only=True)
+class _ForgottenParams(Params):
+    """A new strategy's parameters, never added to model.params.KINDS."""
+
+    strategy: ClassVar[str] = "forgotten"
+
+
+class _Forgotten(SubmoduleStrategy):
+    name = "forgotten"
+
+
+def test_a_registry_that_does_not_hold_together_is_refused() -> None:
+    kinds = strategies.KINDS
+    forgotten = dataclasses.replace(kinds[0], params=_ForgottenParams, strategy=_Forgotten,
+                                    argv=dataclasses.replace(kinds[0].argv,
+                                                             selector=Option("--forgotten", "")))
+    assert registry_problems((*kinds, forgotten), _saved_kinds()) == [
+        "_ForgottenParams is not model.params.KINDS['forgotten']",
+        "request declared twice: SubmoduleRequest"]
+    with pytest.raises(AssertionError, match="_ForgottenParams is not model.params.KINDS"):
+        register(*kinds, forgotten)
+    assert strategies.kind_named("forgotten") is None  # nothing registered
+    assert registry_problems(kinds[1:], _saved_kinds()) == [
+        "no strategy for the saved kinds submodule",
+        "one strategy has no selector, not 0: "]
+    assert registry_problems((*kinds, kinds[2]), _saved_kinds()) == [
+        "name declared twice: stack", "request declared twice: StackRequest",
+        "option declared twice: --at, --stack"]
+    renamed = dataclasses.replace(kinds[1], strategy=_Forgotten)
+    assert registry_problems((kinds[0], renamed, *kinds[2:]), _saved_kinds()) == [
+        "_Forgotten is named 'forgotten', its parameters IntegrateParams 'integrate'"]

@@ -1,6 +1,5 @@
 """The command-line grammar several commands share: each program's root parser, and the
-argument groups of more than one command (what is bisected, ``--deepen``, ``--to`` and
-``--linear``).
+argument groups of more than one command (what is bisected, ``--deepen``).
 
 Each command declares its own arguments in its module under :mod:`bisectkit.commands`
 (:mod:`bisectkit.commands.registry` builds the programs' parsers from them); the option
@@ -10,9 +9,11 @@ groups of the run commands are in :mod:`bisectkit.cli.options`.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from bisectkit.cli import about, argtypes
 from bisectkit.cli.options import UPSTREAM_HELP, add_force_ignored
+from bisectkit.cli.targets import Option, add_options
 from bisectkit.model import ON_CONFLICT, VERSION
 
 
@@ -34,17 +35,16 @@ def program(prog: str) -> tuple[argparse.ArgumentParser,
     return parser, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
 
-def add_target_options(p: argparse.ArgumentParser) -> None:
-    """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``."""
+def add_target_options(p: argparse.ArgumentParser, owned: Sequence[Option]) -> None:
+    """What is bisected: shared by ``bisectkit run`` and ``git bisect-patched start``.
+    ``owned``: the options of the strategies the command can start (each strategy's own,
+    :mod:`bisectkit.strategies`), shown after the options they share."""
     p.add_argument("--submodule", action="append", default=[], metavar="PATH",
                    type=argtypes.nonempty,
                    help="the patched submodule to bisect, relative to the superproject root "
                         "(default: git config bisectkit.submodule, else the only submodule); "
                         "with --integrate: a "
                         "submodule to update at each step (repeatable; default: all)")
-    p.add_argument("--integrate", action="store_true",
-                   help="bisect superproject commits (the integrate branch) instead, "
-                        "updating submodules at every step")
     p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
     parents = p.add_mutually_exclusive_group()
     parents.add_argument("--first-parent", action="store_true",
@@ -58,11 +58,7 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
                    help="when a local patch (not a revert or cherry-pick) conflicts at a "
                         "candidate: skip the step (the default), or drop the patch, test the "
                         "rest and flag the step 'tested without <patch>'")
-    p.add_argument("--stack", action="store_true",
-                   help="bisect the submodule's local patch stack on top of --at REV instead "
-                        "(candidate k = the first k patches applied)")
-    p.add_argument("--at", metavar="REV", type=argtypes.nonempty,
-                   help="with --stack: the upstream commit to patch")
+    add_options(p, owned)
     p.add_argument("--find-fix", action="store_true",
                    help="find the first commit where the repro starts passing")
     p.add_argument("--term-old", metavar="WORD", type=argtypes.term,
@@ -81,13 +77,3 @@ def add_deepen(p: argparse.ArgumentParser) -> None:
                         "picks), fetch it before starting (git fetch --shallow-since, "
                         "--deepen or --unshallow from its remote) instead of stopping with "
                         "the command to run")
-
-
-def add_advance_target(p: argparse.ArgumentParser) -> None:
-    """``--to`` and ``--linear``: shared by ``bisectkit advance`` and ``start --advance``."""
-    p.add_argument("--to", metavar="REV", type=argtypes.nonempty,
-                   help="advance: the farthest upstream commit to consider (default: the "
-                        "upstream's head)")
-    p.add_argument("--linear", action="store_true",
-                   help="advance: test every affecting commit in order and stop at the first "
-                        "failure, instead of the far end first and a gallop")

@@ -1,34 +1,29 @@
-"""Typed requests from the command line, and back.
+"""Typed values from the command line, and back.
 
-The only translators between argparse's ``Namespace`` and bisectkit's typed
-values (:mod:`bisectkit.model`): :func:`from_args` reads a parsed command
-line; :func:`to_argv` writes a request or run options as command-line words
-again (follow-up commands, the replay log). Nothing else sees argparse.
+The translators between argparse's ``Namespace`` and bisectkit's typed values
+(:mod:`bisectkit.model`): :func:`given` reads what is bisected (the strategy it
+chooses builds its own request from it, :mod:`bisectkit.strategies`),
+:func:`run_options` and :func:`run_flags` read how; :func:`run_options_argv` and
+:func:`terms_argv` write them as command-line words again (follow-up commands,
+"reproduce with"). Nothing above ``cli/`` sees argparse.
 """
 
 from __future__ import annotations
 
-import shlex
 from argparse import Action, ArgumentTypeError, Namespace
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bisectkit.cli import argtypes, parallelopts, precheck
-from bisectkit.cli.advancing import advance_request
+from bisectkit.cli import argtypes, parallelopts, precheck, targets
 from bisectkit.cli.options import OUTPUT_OPTIONS
+from bisectkit.cli.targets import Given, Option
 from bisectkit.errors import BadInput
 from bisectkit.model import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
-    AdvanceRequest,
-    FollowUp,
-    IntegrateRequest,
     Rules,
     RunOptions,
-    StackRequest,
-    StartRequest,
-    SubmoduleRequest,
     Terms,
 )
 
@@ -70,74 +65,6 @@ def terms_argv(terms: Terms) -> list[str]:
     return words
 
 
-def _target_argv(request: StartRequest) -> list[str]:
-    """What to bisect, the revisions aside: the words shared by ``start`` and ``run``."""
-    if isinstance(request, AdvanceRequest):
-        return _advance_argv(request)
-    if isinstance(request, IntegrateRequest):
-        words = ["--integrate", *(["--all-parents"] if request.all_parents else [])]
-        for path in request.submodules:
-            words += ["--submodule", path]
-        return words + (["--upstream", request.upstream] if request.upstream else [])
-    words = ["--submodule", request.submodule]
-    if request.upstream:
-        words += ["--upstream", request.upstream]
-    if isinstance(request, StackRequest):
-        return words + ["--stack", "--at", request.at]
-    if request.on_conflict != "skip":
-        words += ["--on-conflict", request.on_conflict]
-    return words + (["--all-parents"] if request.all_parents else [])
-
-
-def _advance_argv(request: AdvanceRequest) -> list[str]:
-    words = ["--advance", "--submodule", request.submodule]
-    for flag, value in (("--upstream", request.upstream), ("--to", request.to)):
-        if value:
-            words += [flag, value]
-    if request.on_conflict != "skip":
-        words += ["--on-conflict", request.on_conflict]
-    return words + (["--linear"] if request.linear else [])
-
-
-def start_argv(request: StartRequest) -> list[str]:
-    """``request`` as the words of ``git bisect-patched start`` (the replay log's first line).
-
-    Give it the request as the session settled it (full shas), so that a
-    replay means the same range.
-    """
-    words = ["start", *terms_argv(request.terms), *_target_argv(request)]
-    if isinstance(request, StackRequest):
-        return words
-    if not isinstance(request, AdvanceRequest):
-        words += [request.bad, *request.good]
-    return words + (["--", *request.pathspec] if request.pathspec else [])
-
-
-def run_argv(request: StartRequest) -> list[str]:
-    """``request`` as the words of ``bisectkit run`` before the run options.
-
-    A pathspec needs ``start`` (``run`` takes its ``--`` for the repro), so a
-    request with one cannot be worded here.
-    """
-    words = _target_argv(request)
-    if isinstance(request, StackRequest):
-        return [*words, *terms_argv(request.terms)]
-    if isinstance(request, AdvanceRequest):
-        raise ValueError("an advance is run by 'bisectkit advance', not 'run'")
-    if request.pathspec:
-        raise ValueError("a request with a pathspec needs 'start', not 'run'")
-    for good in request.good:
-        words += ["--good", good]
-    return [*words, "--bad", request.bad, *terms_argv(request.terms)]
-
-
-def followup_lines(followup: FollowUp, rerun: Sequence[str]) -> list[str]:
-    """The note and the command line of a follow-up bisection (``rerun``: the run options
-    and the repro, as :func:`run_options_argv` words them)."""
-    command = shlex.join(["bisectkit", "run", *run_argv(followup.request), *rerun])
-    return [followup.note, command]
-
-
 @dataclass(frozen=True)
 class RunFlags:
     """What a ``run`` writes and checks besides testing candidates."""
@@ -168,41 +95,15 @@ def run_flags(args: Namespace) -> RunFlags:
     return flags
 
 
-def start_request(args: Namespace, default_submodule: Callable[[], str | None]) -> StartRequest:
-    """What ``start``/``bisectkit run`` asks to bisect; bad option combinations refused.
-    ``default_submodule()``: the submodule when none is named (it may refuse)."""
-    terms, all_parents = _terms(args), bool(getattr(args, "all_parents", False))
+def given(args: Namespace, owned: Sequence[Option],
+          default_submodule: Callable[[str], str | None]) -> Given:
+    """What ``start``/``bisectkit run``/``advance`` (or a log's start line) gave to say what
+    is bisected, the terms and the pathspec checked; the strategy it chose builds the
+    request (:func:`bisectkit.strategies.request_from`). ``owned``: every strategy's own
+    options; ``default_submodule(alternative)``: the submodule when none is named."""
+    terms = _terms(args)
     pathspec = _pathspec(getattr(args, "pathspec", ()))
-    if getattr(args, "advance", False):
-        return advance_request(args, default_submodule, pathspec, terms)
-    if args.on_conflict is not None and (args.stack or args.integrate):
-        raise BadInput("--on-conflict goes with a submodule bisect (not --stack or --integrate): "
-                       "only it replays the patch stack onto upstream candidates")
-    if args.stack:
-        if args.integrate or args.good or args.bad or not args.at or len(args.submodule) > 1 \
-                or all_parents:
-            raise BadInput("--stack takes one --submodule and --at REV (no good/bad: the "
-                           "candidates are the stack's patches), not --integrate/--all-parents")
-        path = args.submodule[0] if args.submodule else default_submodule()
-        if not path:
-            raise BadInput("--stack needs --submodule PATH (or git config bisectkit.submodule)")
-        return StackRequest(path, args.at, args.upstream, terms)
-    if args.at:
-        raise BadInput("--at goes with --stack")
-    if not args.bad or not args.good:
-        raise BadInput(f"give a {terms.new} revision and at least one {terms.old} one")
-    if args.integrate:
-        return IntegrateRequest(args.bad, tuple(args.good), tuple(args.submodule),
-                                args.upstream, pathspec, terms, all_parents)
-    if len(args.submodule) > 1:
-        raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
-                       "or several with --integrate")
-    path = args.submodule[0] if args.submodule else default_submodule()
-    if not path:
-        raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
-                       "git config bisectkit.submodule PATH")
-    return SubmoduleRequest(path, args.bad, tuple(args.good), args.upstream, pathspec,
-                            args.on_conflict or "skip", terms, all_parents)
+    return targets.read(args, owned, terms, pathspec, default_submodule)
 
 
 def _pathspec(words: Sequence[str]) -> tuple[str, ...]:
@@ -215,15 +116,17 @@ def _pathspec(words: Sequence[str]) -> tuple[str, ...]:
 
 
 def _terms(args: Namespace) -> Terms:
-    terms = Terms.of(bool(args.find_fix), args.term_old, args.term_new)
+    # ``bisectkit advance`` has no terms: the defaults.
+    old: str | None = getattr(args, "term_old", None)
+    new: str | None = getattr(args, "term_new", None)
+    terms = Terms.of(bool(getattr(args, "find_fix", False)), old, new)
     # A term may be a mark word of its own side, never one of the other side's (git: "can't
     # change the meaning of the term"): ``good`` marks the old side, or with --find-fix
     # (the repro passes) the new one, as ``fixed`` does.
     default = Terms.of(terms.find_fix)
     sides = {"old": "old", "new": "new", default.old: "old", default.new: "new",
              "good": "new" if terms.find_fix else "old", "bad": "old" if terms.find_fix else "new"}
-    for flag, word, side in (("--term-old", args.term_old, "old"),
-                             ("--term-new", args.term_new, "new")):
+    for flag, word, side in (("--term-old", old or "", "old"), ("--term-new", new or "", "new")):
         if sides.get(word, side) != side:
             raise BadInput(f"{flag} {word}: can't change the meaning of the term '{word}' "
                            f"(it names the {sides[word]} side)")

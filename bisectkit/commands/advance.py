@@ -23,7 +23,8 @@ from bisectkit.cli.options import (
     add_repro,
     add_run_options,
 )
-from bisectkit.cli.parser import add_advance_target, add_deepen
+from bisectkit.cli.parser import add_deepen
+from bisectkit.cli.targets import add_options
 from bisectkit.commands import answer, running
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
@@ -42,6 +43,7 @@ from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import signals
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.cache import VerdictCache
+from bisectkit.strategies import advance as advance_strategy
 from bisectkit.strategies import pinning, pinwrite
 from bisectkit.text import plural
 
@@ -225,7 +227,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
                    help="the patched submodule (default: git config bisectkit.submodule, or "
                         "the only submodule)")
     p.add_argument("--upstream", metavar="REF", type=argtypes.nonempty, help=UPSTREAM_HELP)
-    add_advance_target(p)
+    add_options(p, advance_strategy.KIND.argv.options)
     p.add_argument("--pathspec", action="append", default=[], metavar="PREFIX",
                    type=argtypes.pathspec,
                    help="only upstream commits that change these path prefixes are "
@@ -239,9 +241,8 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
     add_force_ignored(p)
     add_plugin_group(p, pm)
     add_repro(p)
-    # What a start request reads and an advance does not take.
-    p.set_defaults(advance=True, stack=False, integrate=False, at=None, find_fix=False,
-                   term_old=None, term_new=None)
+    # The option that chooses the advance strategy (its request reads what it gave).
+    p.set_defaults(**{advance_strategy.ADVANCE.dest: True})
 
 
 def _add_apply_options(p: argparse.ArgumentParser) -> None:

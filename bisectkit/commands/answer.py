@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bisectkit import engine
-from bisectkit.cli import requests
+from bisectkit import engine, strategies
 from bisectkit.commands.context import Context
 from bisectkit.engine import Clear, Decision, Found, Inconclusive, Next
 from bisectkit.model import short
@@ -71,4 +70,4 @@ def followup_lines(b: Bisection, decision: Decision, rerun: Sequence[str]) -> li
     if not isinstance(decision, Found):
         return []
     return [line for followup in b.strategy.followup(decision.first_bad)
-            for line in requests.followup_lines(followup, rerun)]
+            for line in strategies.followup_lines(followup, rerun)]

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pluggy
 
+from bisectkit import strategies
 from bisectkit.commands import answer, waiting
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
-from bisectkit.commands.starting import new_session, start_request
+from bisectkit.commands.starting import given, new_session
 from bisectkit.errors import BadInput
 from bisectkit.model import StartRequest
 from bisectkit.pipeline.replaylog import ReplayLog, parse_log
@@ -31,9 +32,10 @@ def replay(ctx: Context, args: argparse.Namespace) -> int:
     log = parse_log(_read_log(path), path)
     start = _start_args(ctx, log, path)
     ctx.superproject = ctx.open()[0]
-    if waiting.lacks_ends(start):  # a log of a session that was waiting for its ends
-        return _replay_waiting(ctx, log, start_request(ctx, waiting.with_unknown_ends(start)))
-    return _replay_session(ctx, log, start_request(ctx, start))
+    what = given(ctx, start)
+    if strategies.lacks_ends(what):  # a log of a session that was waiting for its ends
+        return _replay_waiting(ctx, log, strategies.request_from(waiting.with_unknown_ends(what)))
+    return _replay_session(ctx, log, strategies.request_from(what))
 
 
 def _read_log(path: Path) -> str:

@@ -13,6 +13,7 @@ import argparse
 
 import pluggy
 
+from bisectkit import strategies
 from bisectkit.cli import about
 from bisectkit.cli.options import add_force_ignored, add_plugin_group, add_repro, add_run_options
 from bisectkit.cli.parser import add_target_options
@@ -26,7 +27,7 @@ from bisectkit.strategies import kind_named
 
 
 def _bisectkit_arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
-    add_target_options(p)
+    add_target_options(p, strategies.options(for_run=True))
     p.add_argument("--good", "--old", dest="good", action="append", default=[],
                    metavar="REV", help="a revision on the old side: good (repeatable; "
                    "with --find-fix: still broken; not with --stack)")

@@ -9,20 +9,22 @@ import argparse
 
 import pluggy
 
-from bisectkit.cli.parser import add_advance_target, add_target_options
+from bisectkit import strategies
+from bisectkit.cli.parser import add_target_options
 from bisectkit.commands import waiting
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
-from bisectkit.commands.starting import new_session, start_request, start_session
+from bisectkit.commands.starting import given, new_session, start_session
 from bisectkit.model import GIT_PROG, StartRequest
 
 
 def start(ctx: Context, args: argparse.Namespace) -> int:
     """With both ends (or an advance, or a stack), the first candidate; with fewer, a
     session waiting for them."""
-    if waiting.lacks_ends(args):
-        return _start_waiting(ctx, start_request(ctx, waiting.with_unknown_ends(args)))
-    return _start_session(ctx, start_request(ctx, args))
+    what = given(ctx, args)
+    if strategies.lacks_ends(what):
+        return _start_waiting(ctx, strategies.request_from(waiting.with_unknown_ends(what)))
+    return _start_session(ctx, strategies.request_from(what))
 
 
 def _start_session(ctx: Context, request: StartRequest) -> int:
@@ -46,11 +48,7 @@ def _start_waiting(ctx: Context, request: StartRequest) -> int:
 
 
 def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
-    add_target_options(p)
-    p.add_argument("--advance", action="store_true",
-                   help="a session that finds how far the pin of --submodule can move toward "
-                        "upstream (no BAD/GOOD: see 'bisectkit advance')")
-    add_advance_target(p)
+    add_target_options(p, strategies.options())
     p.add_argument("bad", nargs="?", metavar="BAD",
                    help="a known bad revision (or later: 'bad [REV]')")
     p.add_argument("good", nargs="*", metavar="GOOD",

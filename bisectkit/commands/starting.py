@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from bisectkit import strategies
 from bisectkit.cli import requests
+from bisectkit.cli.targets import Given
 from bisectkit.commands import answer
 from bisectkit.commands.context import Context
 from bisectkit.engine import Next
@@ -23,12 +24,19 @@ from bisectkit.safety import signals
 from bisectkit.store.session import Session
 
 
-def start_request(ctx: Context, args: Namespace) -> StartRequest:
-    """What ``start`` (or ``bisectkit run``/``advance``, or a log's start line) asks for."""
+def given(ctx: Context, args: Namespace) -> Given:
+    """What ``start`` (or ``bisectkit run``/``advance``, or a log's start line) gave to say
+    what is bisected (the terms and the pathspec checked)."""
     sp = ctx.superproject
     # Outside a repository: no default, the command then says where it needs one.
-    return requests.start_request(args, lambda: default_submodule(
-        sp, None, "" if getattr(args, "advance", False) else ", --integrate") if sp else None)
+    return requests.given(args, strategies.options(), lambda alternative: default_submodule(
+        sp, None, alternative) if sp else None)
+
+
+def start_request(ctx: Context, args: Namespace) -> StartRequest:
+    """What ``start`` (or ``bisectkit run``/``advance``, or a log's start line) asks for:
+    the request of the strategy its options chose."""
+    return strategies.request_from(given(ctx, args))
 
 
 def new_session(sp: Repo, request: StartRequest,
@@ -41,7 +49,7 @@ def new_session(sp: Repo, request: StartRequest,
     """
     session = _start(sp, request, deepen)
     # The log's first line: full shas, so that a replay means the same range.
-    session.start_argv = requests.start_argv(strategies.settled(request, session))
+    session.start_argv = strategies.start_argv(strategies.settled(request, session))
     return session
 
 

@@ -20,10 +20,10 @@ upstream: the patched HEAD itself is no candidate), said in a note.
 from __future__ import annotations
 
 import dataclasses
-from argparse import Namespace
 from collections.abc import Sequence
 
-from bisectkit.cli import requests
+from bisectkit import strategies
+from bisectkit.cli.targets import Given
 from bisectkit.commands.context import Context
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
@@ -35,15 +35,10 @@ from bisectkit.store.waitstate import Waiting, WaitingRequest
 UNKNOWN = "\0unknown"
 
 
-def lacks_ends(args: Namespace) -> bool:
-    """Does a parsed ``start`` (or a log's start line) leave an end for later?"""
-    return not (args.advance or args.stack) and not (args.bad and args.good)
-
-
-def with_unknown_ends(args: Namespace) -> Namespace:
-    """``args`` with :data:`UNKNOWN` for the missing ends, so that the request validates."""
-    return Namespace(**{**vars(args), "bad": args.bad or UNKNOWN,
-                        "good": args.good or [UNKNOWN]})
+def with_unknown_ends(given: Given) -> Given:
+    """``given`` with :data:`UNKNOWN` for the missing ends, so that the request validates
+    (whether it lacks one: :func:`bisectkit.strategies.lacks_ends`)."""
+    return dataclasses.replace(given, bad=given.bad or UNKNOWN, good=given.good or (UNKNOWN,))
 
 
 def waiting_for(ctx: Context, sp: Repo, request: StartRequest) -> Waiting:
@@ -125,4 +120,4 @@ def say_status(ctx: Context, waiting: Waiting) -> None:
 def start_words(waiting: Waiting) -> list[str]:
     """The words of the ``start`` that made ``waiting`` (without its ends)."""
     # The template's ends are empty: start_argv words them as "", which are dropped.
-    return [w for w in requests.start_argv(waiting.template) if w]
+    return [w for w in strategies.start_argv(waiting.template) if w]

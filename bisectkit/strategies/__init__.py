@@ -8,13 +8,16 @@
 - :mod:`.base`: the :class:`~.base.Strategy` interface and the registry; :mod:`.common`:
   what they share; :mod:`.pinning` and :mod:`.pinwrite`: ``advance --apply``.
 
-Each strategy's module registers its :class:`~.base.Kind` (its name, its request type,
-how it starts, what reports say of it); a new strategy is a new module imported here.
-Callers use four functions: :func:`start` validates a typed request into a
-new session, :func:`settled` gives the request back as the session
-understood it (full shas: what the replay log records), :func:`make_strategy`
-reopens the strategy of a saved session, and :func:`kind_named` tells what a
-strategy's name means (for a result read back from JSON).
+Each strategy's module declares its :class:`~.base.Kind` (its parameters, which name it;
+its request type, how it starts, its command line, what reports say of it), registered
+below; a new strategy is a new module and its line in :data:`KINDS`.
+Callers use these functions: :func:`request_from` builds the request the command
+line chose (:mod:`.cmdline`: the chosen strategy builds it, and its words again,
+:func:`start_argv`, :func:`run_argv`), :func:`start` validates a typed request into
+a new session, :func:`settled` gives the request back as the session understood it
+(full shas: what the replay log records), :func:`make_strategy` reopens the strategy
+of a saved session, and :func:`kind_named` tells what a strategy's name means (for a
+result read back from JSON).
 """
 
 from __future__ import annotations
@@ -24,12 +27,25 @@ from bisectkit.git.repo import Repo
 from bisectkit.model import StartRequest
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session, unknown_strategy
+from bisectkit.strategies import advance, integrate, stack, submodule
+from bisectkit.strategies.base import Kind, Prepared, Strategy, kind_named, kind_of, register
+from bisectkit.strategies.cmdline import (
+    chosen,
+    followup_lines,
+    lacks_ends,
+    options,
+    request_from,
+    run_argv,
+    start_argv,
+)
 
-# Imported for their registration (each module registers its Kind).
-from bisectkit.strategies import advance, integrate, stack, submodule  # noqa: F401
-from bisectkit.strategies.base import Kind, Prepared, Strategy, kind_named, kind_of
+#: Every strategy, in the order ``--help`` shows their options; when options of several
+#: are given, the last of them decides (its request refuses the others in its words).
+KINDS = register(submodule.KIND, integrate.KIND, stack.KIND, advance.KIND)
 
-__all__ = ["Kind", "Prepared", "Strategy", "kind_named", "make_strategy", "settled", "start"]
+__all__ = ["KINDS", "Kind", "Prepared", "Strategy", "chosen", "followup_lines", "kind_named",
+           "lacks_ends", "make_strategy", "options", "request_from", "run_argv", "settled",
+           "start", "start_argv"]
 
 
 def make_strategy(superproject: Repo, session: Session, mover: Mover | None = None) -> Strategy:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bisectkit.cli import argtypes
+from bisectkit.cli.targets import Given, Option
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import AdvanceRequest, Verdict, short
@@ -22,7 +24,8 @@ from bisectkit.patches.stack import analyse
 from bisectkit.patches.status import default_submodule
 from bisectkit.patches.upstream import resolve_upstream
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import Kind, new_session, register
+from bisectkit.strategies.base import Argv, Kind, new_session
+from bisectkit.strategies.cmdline import given_words
 from bisectkit.strategies.common import LineAncestry, ask_ahead, check_clean, guess_lines
 from bisectkit.strategies.submodule import SubmoduleStrategy
 from bisectkit.text import plural
@@ -58,7 +61,7 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
                            "nothing to test")
         ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
     return new_session(
-        "advance", superproject, bad=target, good=[base], candidates=candidates, moves=[path],
+        superproject, bad=target, good=[base], candidates=candidates, moves=[path],
         pathspec=req.pathspec, terms=req.terms,
         params=AdvanceParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
                              upstream_guessed=up.guessed, stack=stack.to_json(),
@@ -85,7 +88,7 @@ def blocks(reason: str) -> bool:
 class AdvanceStrategy(SubmoduleStrategy):
     """Upstream commits after the pin, the stack replayed at each; an open range."""
 
-    name = "advance"
+    name = AdvanceParams.strategy
 
     def judged(self, verdict: Verdict, reason: str) -> tuple[Verdict, str]:
         """A failed build or a conflicting stack blocks the advance: bad, not skip."""
@@ -148,5 +151,48 @@ class AdvanceStrategy(SubmoduleStrategy):
         return extra
 
 
-register(Kind(AdvanceStrategy.name, AdvanceStrategy, AdvanceRequest, start, settled,
-              report="advance"))
+# -- the command line: ``start --advance`` and ``bisectkit advance`` -------------------
+
+ADVANCE = Option("--advance", help="a session that finds how far the pin of --submodule can "
+                                   "move toward upstream (no BAD/GOOD: see 'bisectkit advance')")
+TO = Option("--to", metavar="REV", type=argtypes.nonempty,
+            help="advance: the farthest upstream commit to consider (default: the upstream's "
+                 "head)")
+LINEAR = Option("--linear", help="advance: test every affecting commit in order and stop at "
+                                 "the first failure, instead of the far end first and a gallop")
+
+
+def request(given: Given) -> AdvanceRequest:
+    """``start --advance`` / ``bisectkit advance``: one submodule, no ends, no terms."""
+    if given.strays or given.good or given.bad:
+        raise BadInput("an advance takes no good/bad revisions, --stack, --at or --integrate: "
+                       "its candidates are the upstream commits after the pin (--to REV "
+                       "stops earlier)")
+    if not given.terms.is_default:
+        raise BadInput("an advance has no --find-fix or --term-old/--term-new: a candidate "
+                       "the pin can move to passes the smoketest")
+    if given.all_parents:
+        raise BadInput("an advance has no --all-parents: it moves the pin along upstream's "
+                       "first-parent line")
+    if len(given.submodules) > 1:
+        raise BadInput("--submodule is given more than once: advance one submodule at a time")
+    return AdvanceRequest(given.submodule("") or "", given.upstream, given.text(TO),
+                          given.pathspec, given.flag(LINEAR), given.on_conflict or "skip",
+                          given.terms)
+
+
+def words(req: AdvanceRequest) -> list[str]:
+    """``--advance --submodule PATH [--upstream REF] [--to REV] [--on-conflict drop]
+    [--linear]``."""
+    words = ["--advance", "--submodule", req.submodule,
+             *given_words("--upstream", req.upstream), *given_words("--to", req.to)]
+    if req.on_conflict != "skip":
+        words += ["--on-conflict", req.on_conflict]
+    return words + (["--linear"] if req.linear else [])
+
+
+#: ``bisectkit run`` has no ``--advance``: an advance is ``bisectkit advance``
+#: (or ``start --advance``), whose answer is where the pin can go.
+KIND = Kind(AdvanceParams, AdvanceStrategy, AdvanceRequest, start, settled,
+            Argv(ADVANCE, (TO, LINEAR), request, words, takes_ends=False, in_run=False),
+            report="advance")

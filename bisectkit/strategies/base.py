@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from bisectkit.cli.targets import Given, Option
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.git.shapes.base import NOTHING, Fetched, add_fetched
@@ -28,6 +29,7 @@ from bisectkit.model import (
     short,
 )
 from bisectkit.model.documents import StepDetails
+from bisectkit.model.params import KINDS as SAVED_KINDS
 from bisectkit.model.params import Params
 from bisectkit.safety.undertest import Held
 from bisectkit.safety.worktree import Mover
@@ -195,13 +197,13 @@ class Strategy(ABC):
         return []
 
 
-def new_session(strategy: str, superproject: Repo, *, bad: str, good: list[str],
+def new_session(superproject: Repo, *, bad: str, good: list[str],
                 candidates: list[str], moves: Sequence[str], params: Params,
                 terms: Terms, pathspec: Sequence[str] = ()) -> Session:
-    """A new session of ``strategy`` that may move ``moves`` (submodule paths) and the
-    superproject: their HEADs now are what a reset restores. The command line is the
-    caller's (it words the request), so ``start_argv`` starts empty."""
-    return Session(strategy=strategy, root=str(superproject.workdir), bad=bad, good=good,
+    """A new session of the strategy ``params`` belong to that may move ``moves``
+    (submodule paths) and the superproject: their HEADs now are what a reset restores. The
+    command line is the caller's (it words the request), so ``start_argv`` starts empty."""
+    return Session(strategy=params.strategy, root=str(superproject.workdir), bad=bad, good=good,
                    pathspec=list(pathspec), candidates=candidates,
                    orig=head_states(superproject, moves), params=params, start_argv=[],
                    terms=terms)
@@ -260,13 +262,37 @@ _R = TypeVar("_R", bound=StartRequest)
 
 
 @dataclass(frozen=True)
-class Kind(Generic[_R]):
-    """A strategy as the rest of bisectkit sees it, registered once by its own module
-    (:func:`register`): nothing outside :mod:`bisectkit.strategies` asks for a strategy
-    by name to decide what to do."""
+class Argv(Generic[_R]):
+    """A strategy's command line: the options only it takes, how its request is built from
+    what was given (its refusals in its own words), and the request as words again."""
 
-    #: The name a session records (``Session.strategy``, the JSON result's ``strategy``).
-    name: str
+    #: The option that chooses it (None: the strategy bisected when none is given).
+    selector: Option | None
+    #: Its own options besides the selector (those several strategies take are shared,
+    #: :func:`bisectkit.cli.parser.add_target_options`).
+    options: tuple[Option, ...]
+    #: Its request from what the command line gave (``BadInput`` if it cannot be one).
+    build: Callable[[Given], _R]
+    #: What its request bisects as ``start``/``run`` words, the ends and terms aside.
+    words: Callable[[_R], list[str]]
+    #: It is given good and bad revisions (else its candidates are its own).
+    takes_ends: bool = True
+    #: ``bisectkit run`` starts it (else only ``start`` and a command of its own).
+    in_run: bool = True
+
+    def own(self) -> tuple[Option, ...]:
+        """Its selector and options, as ``--help`` shows them."""
+        return (self.selector, *self.options) if self.selector else self.options
+
+
+@dataclass(frozen=True)
+class Kind(Generic[_R]):
+    """A strategy as the rest of bisectkit sees it, declared once by its own module and
+    registered in :mod:`bisectkit.strategies` (:func:`register`): nothing outside
+    :mod:`bisectkit.strategies` asks for a strategy by name to decide what to do."""
+
+    #: What its sessions keep; their ``strategy`` is its name.
+    params: type[Params]
     #: What tests the candidates of a saved session.
     strategy: type[Strategy]
     #: The request that starts one (:class:`~bisectkit.model.SubmoduleRequest`...).
@@ -275,6 +301,8 @@ class Kind(Generic[_R]):
     start: Callable[[Repo, _R], Session]
     #: The request as the session understood it (full shas, the upstream found).
     settled: Callable[[_R, Session], _R]
+    #: Its command line.
+    argv: Argv[_R]
     #: Steps check candidates out in the user's superproject itself (so no output may go
     #: to a file a candidate tracks).
     moves_superproject: bool = False
@@ -283,6 +311,12 @@ class Kind(Generic[_R]):
     #: The report it gets: ``"bisection"`` (a first bad commit) or ``"advance"`` (where the
     #: pin can go).
     report: str = "bisection"
+
+    @property
+    def name(self) -> str:
+        """The name a session records (``Session.strategy``, the JSON result's
+        ``strategy``): its parameters' (:attr:`Params.strategy`)."""
+        return self.params.strategy
 
     def where(self, path: str | None) -> str:
         """Where it ran, for a report's title: `` in PATH`` (``path`` as the caller shows
@@ -297,9 +331,49 @@ class Kind(Generic[_R]):
 _KINDS: dict[str, Kind[Any]] = {}
 
 
-def register(kind: Kind[Any]) -> None:
-    """Make ``kind`` known by its name and by its request type."""
-    _KINDS[kind.name] = kind
+def register(*kinds: Kind[Any]) -> tuple[Kind[Any], ...]:
+    """Make ``kinds`` known by their names and request types, in this order (the order of
+    their options in ``--help``; of several selected, the last decides). A registry that
+    does not hold together is a bug, refused here (exit 70) rather than found by a user."""
+    problems = registry_problems(kinds, SAVED_KINDS)
+    if problems:
+        raise AssertionError("the strategies' registry: " + "; ".join(problems))
+    _KINDS.update((kind.name, kind) for kind in kinds)
+    return kinds
+
+
+def registry_problems(kinds: Sequence[Kind[Any]],
+                      saved: Mapping[str, type[Params]]) -> list[str]:
+    """What is wrong with ``kinds`` as the whole registry: a name, a request type or an
+    option declared twice, a strategy named unlike its parameters, parameters ``saved``
+    (:data:`bisectkit.model.params.KINDS`: what ``session.json`` may name) does not know,
+    a saved kind with no strategy, not exactly one strategy chosen when none is selected."""
+    problems: list[str] = []
+    for kind in kinds:
+        if kind.strategy.name != kind.name:
+            problems.append(f"{kind.strategy.__name__} is named {kind.strategy.name!r}, its "
+                            f"parameters {kind.params.__name__} {kind.name!r}")
+        if saved.get(kind.name) is not kind.params:
+            problems.append(f"{kind.params.__name__} is not model.params.KINDS[{kind.name!r}]")
+    missing = sorted(set(saved) - {kind.name for kind in kinds})
+    if missing:
+        problems.append(f"no strategy for the saved kinds {', '.join(missing)}")
+    for what, values in (("name", [k.name for k in kinds]),
+                         ("request", [k.request.__name__ for k in kinds]),
+                         ("option", [o.flag for k in kinds for o in k.argv.own()])):
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            problems.append(f"{what} declared twice: {', '.join(twice)}")
+    defaults = [k.name for k in kinds if k.argv.selector is None]
+    if len(defaults) != 1:
+        problems.append(f"one strategy has no selector, not {len(defaults)}: "
+                        f"{', '.join(defaults)}")
+    return problems
+
+
+def kinds() -> tuple[Kind[Any], ...]:
+    """Every strategy, in the order they were registered."""
+    return tuple(_KINDS.values())
 
 
 def kind_named(name: str) -> Kind[Any] | None:

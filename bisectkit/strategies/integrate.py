@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bisectkit.cli.targets import Given, Option
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.git.shapes.base import Fetched
@@ -30,7 +31,13 @@ from bisectkit.patches.upstream import CONFIG_KEY, GuessRefused, resolve_upstrea
 from bisectkit.safety.undertest import Held
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import Kind, Prepared, Strategy, new_session, register, resolve_range
+from bisectkit.strategies.base import Argv, Kind, Prepared, Strategy, new_session, resolve_range
+from bisectkit.strategies.cmdline import (
+    given_words,
+    refuse_on_conflict,
+    refuse_strays,
+    require_ends,
+)
 from bisectkit.strategies.common import (
     candidates_touching,
     check_clean,
@@ -49,7 +56,7 @@ def start(superproject: Repo, req: IntegrateRequest) -> Session:
     bad, goods = resolve_range(superproject, req.bad, req.good, req.terms)
     upstreams = {p: find_upstream(superproject, p, req.upstream) for p in paths}
     return new_session(
-        "integrate", superproject, bad=bad, good=goods,
+        superproject, bad=bad, good=goods,
         candidates=candidates_touching(superproject, bad, goods, req.pathspec,
                                        "the superproject"),
         moves=paths, pathspec=req.pathspec, terms=req.terms,
@@ -85,7 +92,7 @@ def find_upstream(superproject: Repo, path: str, given: str | None) -> dict[str,
 class IntegrateStrategy(Strategy):
     """Candidates are superproject commits; submodules follow their pins."""
 
-    name = "integrate"
+    name = IntegrateParams.strategy
 
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
@@ -235,5 +242,29 @@ class IntegrateStrategy(Strategy):
         return found
 
 
-register(Kind(IntegrateStrategy.name, IntegrateStrategy, IntegrateRequest, start, settled,
-              moves_superproject=True))
+# -- the command line -------------------------------------------------------------
+
+INTEGRATE = Option("--integrate", help="bisect superproject commits (the integrate branch) "
+                                       "instead, updating submodules at every step")
+
+
+def request(given: Given) -> IntegrateRequest:
+    """``--integrate BAD GOOD...``: the superproject's commits, any submodules named."""
+    refuse_on_conflict(given)
+    refuse_strays(given)
+    require_ends(given)
+    assert given.bad is not None
+    return IntegrateRequest(given.bad, given.good, given.submodules, given.upstream,
+                            given.pathspec, given.terms, given.all_parents)
+
+
+def words(req: IntegrateRequest) -> list[str]:
+    """``--integrate [--all-parents] [--submodule PATH]... [--upstream REF]``."""
+    words = ["--integrate", *(["--all-parents"] if req.all_parents else [])]
+    for path in req.submodules:
+        words += ["--submodule", path]
+    return words + given_words("--upstream", req.upstream)
+
+
+KIND = Kind(IntegrateParams, IntegrateStrategy, IntegrateRequest, start, settled,
+            Argv(INTEGRATE, (), request, words), moves_superproject=True)

@@ -14,6 +14,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from bisectkit.cli import argtypes
+from bisectkit.cli.targets import Given, Option
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import StackRequest, short
@@ -23,7 +25,13 @@ from bisectkit.patches.stack import Stack, conflict_reason, replay
 from bisectkit.patches.upstream import resolve_upstream
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import Kind, Prepared, Replay, new_session, register
+from bisectkit.strategies.base import Argv, Kind, Prepared, Replay, new_session
+from bisectkit.strategies.cmdline import (
+    given_words,
+    refuse_on_conflict,
+    refuse_strays,
+    selects_another,
+)
 from bisectkit.strategies.common import (
     PatchedSubmodule,
     analysed,
@@ -53,7 +61,7 @@ def start(superproject: Repo, req: StackRequest) -> Session:
     ask_ahead(sub, stack, lambda target: sub.is_ancestor(target, at))
     patches = [p.sha for p in stack.patches]
     return new_session(
-        "stack", superproject, bad=patches[-1], good=[at], candidates=patches, moves=[path],
+        superproject, bad=patches[-1], good=[at], candidates=patches, moves=[path],
         terms=req.terms,
         params=StackParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
                            upstream_guessed=up.guessed, stack=stack.to_json(), at=at,
@@ -70,7 +78,7 @@ def settled(req: StackRequest, session: Session) -> StackRequest:
 class StackStrategy(PatchedSubmodule):
     """Candidates are patches; candidate k is the first k patches on top of ``--at``."""
 
-    name = "stack"
+    name = StackParams.strategy
 
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
@@ -119,5 +127,34 @@ class StackStrategy(PatchedSubmodule):
                 "at": self.at}
 
 
-register(Kind(StackStrategy.name, StackStrategy, StackRequest, start, settled,
-              candidates_are_patches=True))
+# -- the command line -------------------------------------------------------------
+
+STACK = Option("--stack", help="bisect the submodule's local patch stack on top of --at REV "
+                               "instead (candidate k = the first k patches applied)")
+AT = Option("--at", metavar="REV", type=argtypes.nonempty,
+            help="with --stack: the upstream commit to patch")
+
+
+def request(given: Given) -> StackRequest:
+    """``--stack --at REV``: one submodule, no ends (the candidates are the stack's)."""
+    refuse_on_conflict(given)
+    refuse_strays(given)
+    at = given.text(AT)
+    if selects_another(given) or given.good or given.bad or not at or len(given.submodules) > 1 \
+            or given.all_parents:
+        raise BadInput("--stack takes one --submodule and --at REV (no good/bad: the "
+                       "candidates are the stack's patches), not --integrate/--all-parents")
+    path = given.submodule(", --integrate")
+    if not path:
+        raise BadInput("--stack needs --submodule PATH (or git config bisectkit.submodule)")
+    return StackRequest(path, at, given.upstream, given.terms)
+
+
+def words(req: StackRequest) -> list[str]:
+    """``--submodule PATH [--upstream REF] --stack --at REV``."""
+    return ["--submodule", req.submodule, *given_words("--upstream", req.upstream), "--stack",
+            "--at", req.at]
+
+
+KIND = Kind(StackParams, StackStrategy, StackRequest, start, settled,
+            Argv(STACK, (AT,), request, words, takes_ends=False), candidates_are_patches=True)

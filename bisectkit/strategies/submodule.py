@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bisectkit.cli.targets import Given
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.model import FollowUp, OnConflict, StackRequest, SubmoduleRequest, short
@@ -19,7 +20,8 @@ from bisectkit.patches.stack import conflict_reason, replay
 from bisectkit.patches.upstream import CONFIG_KEY, prefer_remote, resolve_upstream
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
-from bisectkit.strategies.base import Kind, Prepared, Replay, new_session, register, resolve_range
+from bisectkit.strategies.base import Argv, Kind, Prepared, Replay, new_session, resolve_range
+from bisectkit.strategies.cmdline import given_words, refuse_strays, require_ends
 from bisectkit.strategies.common import (
     LineAncestry,
     PatchedSubmodule,
@@ -53,7 +55,7 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
     if candidates:
         ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
     return new_session(
-        "submodule", superproject, bad=bad, good=goods, candidates=candidates, moves=[path],
+        superproject, bad=bad, good=goods, candidates=candidates, moves=[path],
         pathspec=req.pathspec, terms=req.terms,
         # on_conflict decides what is tested at a candidate, so it belongs to the
         # session: later good/bad/run commands and the log's replay use it too.
@@ -75,7 +77,7 @@ def settled(req: SubmoduleRequest, session: Session) -> SubmoduleRequest:
 class SubmoduleStrategy(PatchedSubmodule):
     """Candidates are upstream commits of one submodule; materialised with the patch stack."""
 
-    name = "submodule"
+    name = SubmoduleParams.strategy
 
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
@@ -200,4 +202,32 @@ class SubmoduleStrategy(PatchedSubmodule):
         return lines
 
 
-register(Kind(SubmoduleStrategy.name, SubmoduleStrategy, SubmoduleRequest, start, settled))
+# -- the command line -------------------------------------------------------------
+
+def request(given: Given) -> SubmoduleRequest:
+    """``[--submodule PATH] BAD GOOD...``: what is bisected when no option says otherwise."""
+    refuse_strays(given)
+    require_ends(given)
+    assert given.bad is not None
+    if len(given.submodules) > 1:
+        raise BadInput("--submodule is given more than once: bisect one submodule at a time, "
+                       "or several with --integrate")
+    path = given.submodule(", --integrate")
+    if not path:
+        raise BadInput("say what to bisect: --submodule PATH, --integrate, or "
+                       "git config bisectkit.submodule PATH")
+    return SubmoduleRequest(path, given.bad, given.good, given.upstream, given.pathspec,
+                            given.on_conflict or "skip", given.terms, given.all_parents)
+
+
+def words(req: SubmoduleRequest) -> list[str]:
+    """``--submodule PATH [--upstream REF] [--on-conflict drop] [--all-parents]``."""
+    words = ["--submodule", req.submodule, *given_words("--upstream", req.upstream)]
+    if req.on_conflict != "skip":
+        words += ["--on-conflict", req.on_conflict]
+    return words + (["--all-parents"] if req.all_parents else [])
+
+
+#: Chosen when no other strategy's option is given: it has no option of its own.
+KIND = Kind(SubmoduleParams, SubmoduleStrategy, SubmoduleRequest, start, settled,
+            Argv(None, (), request, words))
