@@ -81,7 +81,8 @@ class RunFlags:
 
     def outputs(self) -> dict[str, str]:
         """The files this run writes, by option (``--json -`` is stdout, not a file)."""
-        return {flag: path for flag, path in self.written.items() if path != "-"}
+        return {flag: path for flag, path in self.written.items()
+                if not (flag == "--json" and path == "-")}
 
 
 def run_flags(args: Namespace) -> RunFlags:
