@@ -106,6 +106,31 @@ def test_trace_spans_nest_and_cover_every_step(world: World, tmp_path: Path):
         assert any(e["ph"] == "M" for e in mine)  # the track is named
 
 
+def test_an_output_that_cannot_be_written_costs_none_of_the_others(world: World,
+                                                                   tmp_path: Path) -> None:
+    """``--json``'s folder becomes a file during the run (as a full disk would, the write
+    fails): the run says so (exit 4, the file named) and still writes ``--trace`` and
+    ``--report``; the user's tree is restored."""
+    before = snapshot(world)
+    lost = tmp_path / "lost"
+    lost.mkdir()
+    breaker = tmp_path / "breaker.sh"
+    breaker.write_text(f"#!/bin/sh\nif [ -d {lost} ]; then rm -rf {lost}; touch {lost}; fi\n"
+                       "exec ./repro.sh\n")
+    breaker.chmod(0o755)
+    trace, report = tmp_path / "t.json", tmp_path / "r.md"
+    r = cli(world, *run_args(world, "--good", world.sha(199), "--bad", world.sha(200),
+                             "--good-if", GOOD_IF, "--json", str(lost / "r.json"),
+                             "--trace", str(trace), "--report", str(report), "--",
+                             str(breaker)))
+    assert r.returncode == 4, r.stderr
+    assert f"cannot write {lost / 'r.json'}" in r.stderr
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert world.sha(200)[:12] in report.read_text()
+    assert f"report written to {report}" in r.stdout
+    assert snapshot(world) == before
+
+
 def test_every_output_option_has_its_format_and_every_format_its_option() -> None:
     """A new output format is its option (``cli/options.py``) and its class
     (``ui/report/outputs.py``): neither can be added without the other."""

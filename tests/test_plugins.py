@@ -323,6 +323,28 @@ def test_a_plugin_that_raises_at_the_end_costs_none_of_the_output_files(world: W
     assert world.sha(200)[:12] in out["md"].read_text()
 
 
+def test_a_plugin_that_raises_when_the_steps_are_over_costs_no_output_file(world: World,
+                                                                          tmp_path: Path):
+    """A plugin raising in ``bisectkit_run_done`` stops the command (exit 3, named) once
+    the answer is shown and ``--json`` and ``--trace`` are written."""
+    plugin = tmp_path / "summing.py"
+    plugin.write_text(textwrap.dedent("""
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_run_done(steps, terms):
+            raise RuntimeError("the dashboard is down")
+    """))
+    out = {name: tmp_path / f"out.{name}" for name in ("json", "trace")}
+    r = cli(world, *run_args(world, "-p", str(plugin), "--json", str(out["json"]),
+                             "--trace", str(out["trace"])))
+    assert r.returncode == 3, r.stderr
+    assert "summing" in r.stderr and "bisectkit_run_done" in r.stderr
+    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+    assert json.loads(out["json"].read_text())["first_bad"] == world.sha(200)
+    assert json.loads(out["trace"].read_text())["traceEvents"]
+
+
 def test_an_output_whose_writer_is_blocked_is_refused(world: World, tmp_path: Path):
     """``-p no:json-result`` with ``--json FILE`` would end the run without the file asked
     for: one line, exit 2, nothing touched; blocking a format not asked for is fine."""

@@ -111,8 +111,8 @@ class ResultJSON(TypedDict, total=False):
 
 class TraceJSON(TypedDict):
     """A run's timeline as a Chrome trace document (what ``--trace`` writes; open it in
-    Perfetto or chrome://tracing): ``traceEvents`` is empty unless ``--trace`` was given,
-    since nothing else reads it."""
+    Perfetto or chrome://tracing): every run records it, ``--trace`` or not (a few events
+    a step)."""
 
     traceEvents: list[dict[str, Any]]
     displayTimeUnit: str

@@ -12,6 +12,7 @@ from typing import Any
 
 from bisectkit.cli.requests import RunFlags
 from bisectkit.engine import Decision
+from bisectkit.errors import PluginFailed
 from bisectkit.model import RunOptions
 from bisectkit.pipeline import loops, results, verify
 from bisectkit.pipeline.bisection import Bisection
@@ -37,8 +38,11 @@ def drive(b: Bisection, opts: RunOptions, flags: RunFlags, cache_env: Sequence[s
                                                  verify_range_first=flags.verify_range,
                                                  check_the_stack=flags.check_stack)
             answered = True
-            _run_done(loop)
-            return answer(loop, decision, checks, cache)
+            late = _run_done(loop)
+            code = answer(loop, decision, checks, cache)
+            if late is not None:  # once the answer is shown and its outputs written
+                raise late
+            return code
         except KeyboardInterrupt:
             error = "interrupted"
             raise
@@ -58,6 +62,11 @@ def _wrap_up_aborted(b: Bisection, error: str | None) -> None:
     finish_aborted(b.hooks, results.result_json(b, "aborted", None, error), b.tracer)
 
 
-def _run_done(b: Bisection) -> None:
-    """The steps are over: observers sum them up (the console's summary)."""
-    b.hooks.run_done(list(b.session.steps), b.terms)
+def _run_done(b: Bisection) -> PluginFailed | None:
+    """The steps are over: observers sum them up (the console's summary). A plugin that
+    raises here is returned: the run still shows its answer and writes its outputs."""
+    try:
+        b.hooks.run_done(list(b.session.steps), b.terms)
+    except PluginFailed as failed:
+        return failed
+    return None

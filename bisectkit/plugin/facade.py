@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pluggy
 
-from bisectkit.errors import BisectkitError, PluginFailed
+from bisectkit.errors import BisectkitError, PluginFailed, WriteFailed
 from bisectkit.model import (
     CommitInfo,
     Config,
@@ -67,7 +67,16 @@ class Hooks:
     def session_finish(self, result: Mapping[str, Any], trace: TraceJSON) -> None:
         # The document holds its strategy's own fields beside ResultJSON's (a TypedDict
         # cannot say "and more"): typed for the plugins that read it.
-        self._call("bisectkit_session_finish", result=cast(ResultJSON, result), trace=trace)
+        kwargs: dict[str, Any] = {"result": cast(ResultJSON, result), "trace": trace}
+        # The built-in output formats first, each whatever another's fate: one returns
+        # a file it could not write (a full disk) rather than raise it, so it costs none
+        # of the other files; the first is raised before the user's plugins hear of a
+        # run whose files are not all there (exit 4, as for any state bisectkit writes).
+        answers = self._call("bisectkit_session_finish", only_builtins=True, **kwargs)
+        failed = [a for a in answers or () if isinstance(a, WriteFailed)]
+        if failed:
+            raise failed[0]
+        self._call("bisectkit_session_finish", only_builtins=False, **kwargs)
 
     def phase(self, index: int, phase: str) -> None:
         self._call("bisectkit_phase", index=index, phase=phase)
@@ -103,9 +112,11 @@ class Hooks:
         return any(impl.plugin_name != "repro"
                    for impl in self.pm.hook.bisectkit_repro.get_hookimpls())
 
-    def _call(self, hook: str, *, historic: bool = False, **kwargs: Any) -> Any:
+    def _call(self, hook: str, *, historic: bool = False, only_builtins: bool | None = None,
+              **kwargs: Any) -> Any:
         """Call ``hook``; an exception from a plugin's implementation becomes
-        :class:`PluginFailed`.
+        :class:`PluginFailed`. ``only_builtins``: True, only bisectkit's own
+        implementations; False, only the others; None, all.
 
         A user's plugin that raises must not look like a bisectkit bug (exit 70
         and a traceback): the run stops with one line naming the plugin and the
@@ -113,6 +124,9 @@ class Hooks:
         so do exceptions from bisectkit's built-in implementations (those are bugs).
         """
         caller = getattr(self.pm.hook, hook)
+        if only_builtins is not None:
+            left_out = [p for p in self.pm.get_plugins() if _is_builtin(p) != only_builtins]
+            caller = self.pm.subset_hook_caller(hook, remove_plugins=left_out)
         try:
             if historic:  # bisectkit_addoption: later registrations get it too
                 return caller.call_historic(kwargs=kwargs)

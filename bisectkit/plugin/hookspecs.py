@@ -23,8 +23,10 @@ The order of the calls in one ``run`` (as pytest's hookspec writes it down):
 3. The end: :func:`bisectkit_run_done` (the steps are over, before the answer
    prints and the repositories are restored), then
    :func:`bisectkit_session_finish` (the result). The output formats (``--json``,
-   ``--report``, ``--trace``) are built-in implementations of it that go first
-   (``tryfirst``): a plugin that raises there never costs the user those files.
+   ``--report``, ``--trace``) are built-in implementations of it that go first: a
+   plugin that raises there never costs the user those files, and one file that
+   cannot be written (a full disk) costs none of the others; it stops the command
+   (exit 4) before the user's plugins are called.
 
 :func:`bisectkit_message` may come at any time.
 """
@@ -217,7 +219,7 @@ def bisectkit_session_finish(result: ResultJSON, trace: TraceJSON) -> None:
     :param result: the JSON result (as written by ``--json``): ``status``,
         ``first_bad``, ``candidates``, ``steps``...
     :param trace: the run's timeline as a Chrome trace document (what ``--trace``
-        writes; its ``traceEvents`` are empty without ``--trace``).
+        writes; recorded with or without ``--trace``).
     """
 
 

@@ -6,7 +6,10 @@ Each reads its option in ``bisectkit_configure`` (as pytest's junitxml does) and
 when the pipeline finishes the run (:mod:`bisectkit.pipeline.finish`), the one place a
 run's outputs are written. They go first (``tryfirst``), so a user's plugin that raises
 there never costs the files; each write is atomic and shielded from Ctrl-C (a
-half-written result is worse than a second's wait). A new format is one class here, its
+half-written result is worse than a second's wait). A file that cannot be written (a
+full disk) is returned, not raised, so it costs none of the other files either:
+:meth:`bisectkit.plugin.facade.Hooks.session_finish` raises it once every format had
+its turn. A new format is one class here, its
 line in :data:`FORMATS` and its option (:func:`bisectkit.cli.options.add_run_options`).
 """
 
@@ -18,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bisectkit.errors import BadInput
+from bisectkit.errors import BadInput, WriteFailed
 from bisectkit.git.repo import Repo
 from bisectkit.model import Config, hookimpl
 from bisectkit.model.documents import ResultJSON, TraceJSON
@@ -48,12 +51,17 @@ class _Output:
     def bisectkit_configure(self, config: Config) -> None:
         self.target = getattr(config.option, self.dest, None)
 
-    def _write(self, action: Callable[[], object]) -> None:
+    def _write(self, action: Callable[[], object]) -> WriteFailed | None:
         """Run ``action`` (which writes :attr:`target`) shielded, then remember the file:
-        while it holds what this run wrote, it is no input of later runs' cache keys."""
-        signals.run_shielded(action)
+        while it holds what this run wrote, it is no input of later runs' cache keys.
+        A write that failed is returned (raised once the other formats are written)."""
+        try:
+            signals.run_shielded(action)
+        except WriteFailed as failed:
+            return failed
         if self.target is not None and self.target != "-":
             remember_output(self.superproject, self.target)
+        return None
 
 
 class JsonResult(_Output):
@@ -63,17 +71,17 @@ class JsonResult(_Output):
     flag, dest = "--json", "json"
 
     @hookimpl(tryfirst=True)
-    def bisectkit_session_finish(self, result: ResultJSON) -> None:
+    def bisectkit_session_finish(self, result: ResultJSON) -> WriteFailed | None:
         target = self.target
         if target is None:
-            return
+            return None
         if target == "-":
             # A reader gone is dropped, a full disk kept and said at the end: see
             # app._output_kept.
             sys.stdout.write(json.dumps(result, indent=2) + "\n")
             sys.stdout.flush()
-            return
-        self._write(lambda: write_json_atomic(Path(target), dict(result)))
+            return None
+        return self._write(lambda: write_json_atomic(Path(target), dict(result)))
 
 
 class MarkdownReport(_Output):
@@ -83,14 +91,14 @@ class MarkdownReport(_Output):
     flag, dest = "--report", "report"
 
     @hookimpl(tryfirst=True)
-    def bisectkit_session_finish(self, result: ResultJSON) -> None:
+    def bisectkit_session_finish(self, result: ResultJSON) -> WriteFailed | None:
         target = self.target
         if target is None or result.get("status") == "aborted":
-            return
+            return None
         kind = kind_named(str(result.get("strategy")))
         advancing = kind is not None and kind.report == "advance"
         if advancing and not result.get("first_bad"):
-            return
+            return None
         sp = self.superproject
         url = sp.config_get("bisectkit.commit-url") if sp else None
         fork_url = sp.config_get("bisectkit.fork-url") if sp else None
@@ -98,11 +106,14 @@ class MarkdownReport(_Output):
         markdown = render_advance_markdown if advancing else render_markdown
         terminal = render_advance_terminal if advancing else render_terminal
         text = markdown(data, url, fork_url=fork_url)
-        self._write(lambda: write_text_atomic(Path(target), text))
+        failed = self._write(lambda: write_text_atomic(Path(target), text))
+        if failed is not None:
+            return failed
         self.console.line("")
         for line in terminal(data, url, fork_url):
             self.console.line(line)
         self.console.line(f"report written to {target}", style="dim")
+        return None
 
 
 class ChromeTrace(_Output):
@@ -111,10 +122,11 @@ class ChromeTrace(_Output):
     flag, dest = "--trace", "trace"
 
     @hookimpl(tryfirst=True)
-    def bisectkit_session_finish(self, trace: TraceJSON) -> None:
+    def bisectkit_session_finish(self, trace: TraceJSON) -> WriteFailed | None:
         target = self.target
-        if target is not None:
-            self._write(lambda: write_json_atomic(Path(target), dict(trace)))
+        if target is None:
+            return None
+        return self._write(lambda: write_json_atomic(Path(target), dict(trace)))
 
 
 #: The output formats, by the names ``-p no:NAME`` blocks. pluggy calls the plugins
