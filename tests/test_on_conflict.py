@@ -9,6 +9,7 @@ testing them without the fixup can.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -150,6 +151,19 @@ def test_drop_finds_the_culprit_past_the_conflict_and_flags_the_steps(world: Wor
     assert (entry["first_conflict"], entry["exact"]) == (stop, True)
     assert entry["last_clean"] == world.git(world.upstream, "rev-parse", f"{stop}^")
     assert entry["message"] in r.stdout
+
+
+def test_reproduce_with_keeps_on_conflict_drop(world: World, tmp_path: Path):
+    # "Reproduce with" runs the same bisection again: without --on-conflict drop every
+    # candidate past 340 would be skipped and the culprit at 360 never reached.
+    out = tmp_path / "r.json"
+    r = oneshot(world, 300, 400, "--on-conflict", "drop", json_path=out)
+    assert r.returncode == 0, r.stderr + r.stdout
+    reproduce = json.loads(out.read_text())["reproduce"]
+    again = subprocess.run(shlex.split(reproduce), cwd=world.superproject, env=world.env,
+                           text=True, capture_output=True, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert f"{world.sha(360)} is the first bad commit" in again.stdout
 
 
 def test_drop_verdicts_are_cached_by_the_tree_without_the_patch(world: World, tmp_path: Path):

@@ -87,6 +87,11 @@ class SubmoduleStrategy(PatchedSubmodule):
         # stops_applying() per number of steps it was computed from.
         self._stops: tuple[int, list[dict[str, Any]]] | None = None
 
+    def target_argv(self) -> list[str]:
+        # --on-conflict decides what is tested at a candidate: the same bisection needs it.
+        drop = ["--on-conflict", self.on_conflict] if self.on_conflict != "skip" else []
+        return [*super().target_argv(), *drop]
+
     def candidates_changed(self) -> None:
         # Both rest on candidate positions (the line, the stops found along it).
         self.ancestry = LineAncestry(self.sub, self.session.candidates)
