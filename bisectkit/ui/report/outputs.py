@@ -4,13 +4,13 @@
 
 Each reads its option in ``bisectkit_configure`` (as pytest's junitxml does) and writes
 when the pipeline finishes the run (:mod:`bisectkit.pipeline.finish`), the one place a
-run's outputs are written. They go first (``tryfirst``), so a user's plugin that raises
-there never costs the files; each write is atomic and shielded from Ctrl-C (a
-half-written result is worse than a second's wait). A file that cannot be written (a
-full disk) is returned, not raised, so it costs none of the other files either:
-:meth:`bisectkit.plugin.facade.Hooks.session_finish` raises it once every format had
-its turn. A new format is one class here, its
-line in :data:`FORMATS` and its option (:func:`bisectkit.cli.options.add_run_options`).
+run's outputs are written. :meth:`bisectkit.plugin.facade.Hooks.session_finish` calls
+them before any other plugin, so a user's plugin that raises there never costs the
+files; each write is atomic and shielded from Ctrl-C (a half-written result is worse
+than a second's wait). A file that cannot be written (a full disk) is returned, not
+raised, so it costs none of the other files either: the facade raises it once every
+format had its turn. A new format is one class here, its line in :data:`FORMATS` and
+its option (:func:`bisectkit.cli.options.add_run_options`, ``OUTPUT_OPTIONS``).
 """
 
 from __future__ import annotations
