@@ -136,12 +136,12 @@ def test_every_output_option_has_its_format_and_every_format_its_option() -> Non
     (``ui/report/outputs.py``): neither can be added without the other."""
     from bisectkit.cli import about
     from bisectkit.cli.options import OUTPUT_OPTIONS
+    from bisectkit.cli.targets import dest_of
     from bisectkit.commands.registry import build_parser
     from bisectkit.ui.report.outputs import FORMATS
 
     assert sorted(cls.flag for _, cls in FORMATS) == sorted(OUTPUT_OPTIONS)
-    assert all(cls.dest == cls.flag[2:] for _, cls in FORMATS)
     run = about.subcommand(build_parser(False), "run")
     given = run.parse_known_args([f"{flag}=out{flag}" for flag in OUTPUT_OPTIONS])[0]
-    assert [getattr(given, cls.dest) for _, cls in FORMATS] == \
+    assert [getattr(given, dest_of(cls.flag)) for _, cls in FORMATS] == \
         [f"out{cls.flag}" for _, cls in FORMATS]

@@ -88,7 +88,7 @@ class RunFlags:
 def run_flags(args: Namespace) -> RunFlags:
     """The ``run`` flags of a parsed command line, output paths checked (exit 2 if unwritable)."""
     written = {flag: value for flag, value in
-               ((flag, getattr(args, flag[2:].replace("-", "_"))) for flag in OUTPUT_OPTIONS)
+               ((flag, getattr(args, targets.dest_of(flag))) for flag in OUTPUT_OPTIONS)
                if value is not None}
     flags = RunFlags(written, verify_range=args.verify_range, check_stack=args.check_stack)
     for flag, value in flags.outputs().items():

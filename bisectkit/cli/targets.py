@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from bisectkit.model import OnConflict, Terms
 
 
+def dest_of(flag: str) -> str:
+    """The name an option's value has once parsed, as argparse makes it (``--at`` -> ``at``,
+    ``--term-old`` -> ``term_old``)."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
 @dataclass(frozen=True)
 class Option:
     """One option of a strategy's own: a flag (no ``metavar``), or one that takes a value."""
@@ -26,7 +32,7 @@ class Option:
     @property
     def dest(self) -> str:
         """The name its value has once parsed (``--at`` -> ``at``)."""
-        return self.flag.removeprefix("--").replace("-", "_")
+        return dest_of(self.flag)
 
 
 def add_options(p: argparse.ArgumentParser, options: Sequence[Option]) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bisectkit.cli.targets import dest_of
 from bisectkit.errors import BadInput, WriteFailed
 from bisectkit.git.repo import Repo
 from bisectkit.model import Config, hookimpl
@@ -38,9 +39,8 @@ from bisectkit.ui.report.terminal import render_terminal
 class _Output:
     """A format written to the file its option names (None: the option is not given)."""
 
-    #: The option that names the file, as typed; its ``argparse`` destination.
+    #: The option that names the file, as typed.
     flag: str = ""
-    dest: str = ""
 
     def __init__(self, superproject: Repo | None, console: Console) -> None:
         self.superproject = superproject
@@ -49,18 +49,17 @@ class _Output:
 
     @hookimpl
     def bisectkit_configure(self, config: Config) -> None:
-        self.target = getattr(config.option, self.dest, None)
+        self.target = getattr(config.option, dest_of(self.flag), None)
 
-    def _write(self, action: Callable[[], object]) -> WriteFailed | None:
-        """Run ``action`` (which writes :attr:`target`) shielded, then remember the file:
+    def _write(self, target: str, action: Callable[[], object]) -> WriteFailed | None:
+        """Run ``action`` (which writes file ``target``) shielded, then remember the file:
         while it holds what this run wrote, it is no input of later runs' cache keys.
         A write that failed is returned (raised once the other formats are written)."""
         try:
             signals.run_shielded(action)
         except WriteFailed as failed:
             return failed
-        if self.target is not None and self.target != "-":
-            remember_output(self.superproject, self.target)
+        remember_output(self.superproject, target)
         return None
 
 
@@ -68,7 +67,7 @@ class JsonResult(_Output):
     """``--json FILE``: the result, atomically; ``--json -``: on stdout (the console then
     writes to stderr, so stdout parses as JSON)."""
 
-    flag, dest = "--json", "json"
+    flag = "--json"
 
     @hookimpl(tryfirst=True)
     def bisectkit_session_finish(self, result: ResultJSON) -> WriteFailed | None:
@@ -81,14 +80,14 @@ class JsonResult(_Output):
             sys.stdout.write(json.dumps(result, indent=2) + "\n")
             sys.stdout.flush()
             return None
-        return self._write(lambda: write_json_atomic(Path(target), dict(result)))
+        return self._write(target, lambda: write_json_atomic(Path(target), dict(result)))
 
 
 class MarkdownReport(_Output):
     """``--report FILE``: Markdown for an issue, and its short version on the terminal;
     for a run that answered (an advance: one that found where the pin stops)."""
 
-    flag, dest = "--report", "report"
+    flag = "--report"
 
     @hookimpl(tryfirst=True)
     def bisectkit_session_finish(self, result: ResultJSON) -> WriteFailed | None:
@@ -106,7 +105,7 @@ class MarkdownReport(_Output):
         markdown = render_advance_markdown if advancing else render_markdown
         terminal = render_advance_terminal if advancing else render_terminal
         text = markdown(data, url, fork_url=fork_url)
-        failed = self._write(lambda: write_text_atomic(Path(target), text))
+        failed = self._write(target, lambda: write_text_atomic(Path(target), text))
         if failed is not None:
             return failed
         self.console.line("")
@@ -119,14 +118,14 @@ class MarkdownReport(_Output):
 class ChromeTrace(_Output):
     """``--trace FILE``: the Chrome trace of every step (Perfetto, chrome://tracing)."""
 
-    flag, dest = "--trace", "trace"
+    flag = "--trace"
 
     @hookimpl(tryfirst=True)
     def bisectkit_session_finish(self, trace: TraceJSON) -> WriteFailed | None:
         target = self.target
         if target is None:
             return None
-        return self._write(lambda: write_json_atomic(Path(target), dict(trace)))
+        return self._write(target, lambda: write_json_atomic(Path(target), dict(trace)))
 
 
 #: The output formats, by the names ``-p no:NAME`` blocks. pluggy calls the plugins
@@ -145,6 +144,6 @@ def check_not_blocked(option: Any, blocked: Callable[[str], bool]) -> None:
     """An output option given while its writer is blocked (``-p no:json-result``) is
     refused: the run would end without the file the user asked for."""
     for name, cls in FORMATS:
-        if getattr(option, cls.dest, None) is not None and blocked(name):
+        if getattr(option, dest_of(cls.flag), None) is not None and blocked(name):
             raise BadInput(f"{cls.flag} is written by the built-in plugin '{name}', which "
                            f"-p no:{name} blocks; drop one of the two")
