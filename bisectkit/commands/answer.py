@@ -19,7 +19,7 @@ def header(ctx: Context, b: Bisection) -> None:
                        engine.steps_estimate(len(b.session.candidates) - 1))
 
 
-def finish(ctx: Context, b: Bisection, decision: Decision) -> int:
+def show_if_decided(ctx: Context, b: Bisection, decision: Decision) -> int:
     """Exit 0 while candidates remain; else show the answer and exit as it says."""
     if isinstance(decision, Next):
         return 0

@@ -69,7 +69,7 @@ def _mark_session(ctx: Context, run: Run, word: str, revs: Sequence[str]) -> int
         ctx.console.line("no commit was under test (the last checkout did not happen, or "
                          "the tree was moved); checking out the next candidate: test it, "
                          "then mark it", style="yellow")
-        return answer.finish(ctx, b, b.advance())
+        return answer.show_if_decided(ctx, b, b.advance())
     before = len(b.session.steps)
     if revs:
         revs = _not_known(ctx, b, word, revs)
@@ -77,7 +77,7 @@ def _mark_session(ctx: Context, run: Run, word: str, revs: Sequence[str]) -> int
             return 0  # every one already agreed: nothing recorded, nothing moves
     b.mark(word, revs)
     try:
-        return answer.finish(ctx, b, b.advance())
+        return answer.show_if_decided(ctx, b, b.advance())
     except BisectkitError as exc:
         # The mark is saved; only the next checkout failed (a local edit or a
         # file in the way). Say so: the same command again checks the candidate

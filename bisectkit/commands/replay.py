@@ -76,7 +76,7 @@ def _replay_session(ctx: Context, log: ReplayLog, request: StartRequest) -> int:
             # Do not leave a half-replayed session behind.
             signals.run_shielded(run.end)
             raise
-        return answer.finish(ctx, b, b.advance())
+        return answer.show_if_decided(ctx, b, b.advance())
 
 
 def _replay_waiting(ctx: Context, log: ReplayLog, request: StartRequest) -> int:

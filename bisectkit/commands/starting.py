@@ -84,7 +84,7 @@ def start_session(ctx: Context, run: Run, session: Session) -> int:
         ctx.console.line(f"Build and run the repro, then: {GIT_PROG} "
                          f"{_mark_words(b.terms)}  "
                          f"(or: {GIT_PROG} run [--build CMD] REPRO)", style="dim")
-    return answer.finish(ctx, b, decision)
+    return answer.show_if_decided(ctx, b, decision)
 
 
 def _mark_words(terms: Terms) -> str:
