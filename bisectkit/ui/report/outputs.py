@@ -86,19 +86,22 @@ class JsonResult(_Output):
 
 class MarkdownReport(_Output):
     """``--report FILE``: Markdown for an issue, and its short version on the terminal;
-    for a run that answered (an advance: one that found where the pin stops)."""
+    for a run that answered (an advance: one that found where the pin stops). A
+    bisection that stopped writes a report that says so, terminal version left out: the
+    file must never still hold an earlier run's answer as if it were this one's."""
 
     flag, dest = "--report", "report"
 
     @hookimpl(tryfirst=True)
     def bisectkit_session_finish(self, result: ResultJSON) -> WriteFailed | None:
         target = self.target
-        if target is None or result.get("status") == "aborted":
+        if target is None:
             return None
         kind = kind_named(str(result.get("strategy")))
         advancing = kind is not None and kind.report == "advance"
         if advancing and not result.get("first_bad"):
             return None
+        aborted = result.get("status") == "aborted"
         sp = self.superproject
         url = sp.config_get("bisectkit.commit-url") if sp else None
         fork_url = sp.config_get("bisectkit.fork-url") if sp else None
@@ -109,6 +112,8 @@ class MarkdownReport(_Output):
         failed = self._write(lambda: write_text_atomic(Path(target), text))
         if failed is not None:
             return failed
+        if aborted:  # the console has said why the run stopped
+            return None
         self.console.line("")
         for line in terminal(data, url, fork_url):
             self.console.line(line)
