@@ -15,7 +15,9 @@ its option (:func:`bisectkit.cli.options.add_run_options`, ``OUTPUT_OPTIONS``).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,15 +48,27 @@ class _Output:
         self.superproject = superproject
         self.console = console
         self.target: str | None = None
+        #: Where :attr:`target` led when the run started, the place its checks approved.
+        self.resolved: str | None = None
 
     @hookimpl
     def bisectkit_configure(self, config: Config) -> None:
         self.target = getattr(config.option, self.dest, None)
+        if isinstance(self.target, str) and self.target != "-":  # status --json: a flag
+            self.resolved = os.path.realpath(self.target)
 
     def _write(self, action: Callable[[], object]) -> WriteFailed | None:
         """Run ``action`` (which writes :attr:`target`) shielded, then remember the file:
         while it holds what this run wrote, it is no input of later runs' cache keys.
-        A write that failed is returned (raised once the other formats are written)."""
+        A write that failed is returned (raised once the other formats are written), and
+        so is a target that now leads elsewhere than the place checked at the start (a
+        link made meanwhile could lead into the submodule the run has not restored yet)."""
+        target = self.target
+        now = os.path.realpath(target) if isinstance(target, str) and target != "-" else None
+        if now != self.resolved:
+            return WriteFailed(self.target, OSError(
+                errno.ELOOP, f"it now leads to {now} through a link made during the run, "
+                "not where it led when the run started; not written"))
         try:
             signals.run_shielded(action)
         except WriteFailed as failed:
