@@ -131,6 +131,31 @@ def test_an_output_that_cannot_be_written_costs_none_of_the_others(world: World,
     assert snapshot(world) == before
 
 
+def test_an_output_turned_into_a_link_during_the_run_is_not_followed(world: World,
+                                                                     tmp_path: Path) -> None:
+    """The output paths are checked when the run starts (never inside the submodule);
+    a repro that then makes ``--json`` a link into the submodule must not get the result
+    written over a file the submodule tracks, before the restore (which it then refused,
+    the submodule left on a candidate): exit 4 naming the file, nothing written there,
+    everything restored; the other outputs still written."""
+    before = snapshot(world)
+    tracked = world.submodule / "lib" / "bug.txt"
+    out = tmp_path / "out"
+    out.mkdir()
+    linker = tmp_path / "linker.sh"
+    linker.write_text(f"#!/bin/sh\nln -sfn {tracked} {out / 'r.json'}\nexec ./repro.sh\n")
+    linker.chmod(0o755)
+    trace = tmp_path / "t.json"
+    r = cli(world, *run_args(world, "--good", world.sha(199), "--bad", world.sha(200),
+                             "--good-if", GOOD_IF, "--json", str(out / "r.json"),
+                             "--trace", str(trace), "--", str(linker)))
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert f"cannot write {out / 'r.json'}" in r.stderr and "link" in r.stderr
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert snapshot(world) == before
+    assert world.git(world.submodule, "status", "--porcelain", "--untracked-files=no") == ""
+
+
 def test_every_output_option_has_its_format_and_every_format_its_option() -> None:
     """A new output format is its option (``cli/options.py``) and its class
     (``ui/report/outputs.py``): neither can be added without the other."""

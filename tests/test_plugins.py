@@ -323,6 +323,36 @@ def test_a_plugin_that_raises_at_the_end_costs_none_of_the_output_files(world: W
     assert world.sha(200)[:12] in out["md"].read_text()
 
 
+def test_a_plugin_that_calls_sys_exit_cannot_turn_an_aborted_run_into_exit_0(world: World,
+                                                                           tmp_path: Path):
+    """``sys.exit(0)`` in a plugin's ``bisectkit_session_finish`` is a plugin that raised
+    (exit 3, named): on a run that stopped it used to replace the stop, and the command
+    said nothing and exited 0, "first bad commit found" to the script that called it."""
+    plugin = tmp_path / "quitter.py"
+    plugin.write_text(textwrap.dedent("""
+        import sys
+        from bisectkit import hookimpl
+
+        @hookimpl
+        def bisectkit_session_finish(result, trace):
+            sys.exit(0)
+    """))
+    out = tmp_path / "out.json"
+    before = snapshot(world)
+    r = cli(world, *run_args(world, "-p", str(plugin), "--json", str(out),
+                             repro=("sh", "-c", "exit 130")))
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "exit 130" in r.stderr and "restored" in r.stderr + r.stdout
+    assert json.loads(out.read_text())["status"] == "aborted"
+    assert snapshot(world) == before
+    # On a run that answered, it is the plugin's failure: exit 3 naming it, not exit 0.
+    r = cli(world, *run_args(world, "-p", str(plugin), "--json", str(out)))
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "quitter" in r.stderr and "bisectkit_session_finish" in r.stderr
+    assert json.loads(out.read_text())["first_bad"] == world.sha(200)
+    assert snapshot(world) == before
+
+
 def test_a_plugin_that_raises_when_the_steps_are_over_costs_no_output_file(world: World,
                                                                           tmp_path: Path):
     """A plugin raising in ``bisectkit_run_done`` stops the command (exit 3, named) once

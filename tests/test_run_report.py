@@ -39,6 +39,25 @@ def test_report_is_ready_to_paste(world: World, tmp_path: Path):
     assert any(culprit[:12] in line for line in short)  # the terminal version
 
 
+def test_a_run_that_stops_leaves_no_earlier_answer_in_its_report(world: World,
+                                                                  tmp_path: Path) -> None:
+    """The --report file of a run that stopped says so: it never still holds the first bad
+    commit of an earlier run with the same --report (pasted into an issue, a stale answer
+    would read as this run's), as --json says "aborted" too."""
+    md, out = tmp_path / "report.md", tmp_path / "result.json"
+    common = [*target(world), "--good", world.sha(190), "--bad", world.sha(210),
+              "--report", str(md), "--json", str(out)]
+    r = cli(world, "run", *common, "--good-if", GOOD_IF, "--", "./repro.sh")
+    assert r.returncode == 0, r.stderr
+    assert world.sha(200)[:12] in md.read_text(encoding="utf-8")
+    r = cli(world, "run", *common, "--", "sh", "-c", "exit 130")
+    assert r.returncode == 3, r.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["status"] == "aborted"
+    text = md.read_text(encoding="utf-8")
+    assert "first bad commit" not in text.lower() and "touch lib/bug.txt" not in text
+    assert "The run stopped without a decision" in text and "exit 130" in text
+
+
 UP_URL = "https://up.example/llvm/commit/{sha}"
 
 

@@ -76,7 +76,7 @@ def output_path(flag: str, value: str) -> None:
     """Refuse an output file that could not be written, before a bisection of hours: the
     folder must take a new file (the result is written beside it, then renamed over it),
     and what is there already must be a regular file (a device or a pipe would be
-    replaced by the rename)."""
+    replaced by the rename); a name that ends with '/' names a folder, never a file."""
     if not value:
         raise BadInput(f"{flag}: give a file name")
     if value == "-":  # only --json writes to stdout (the caller lets its '-' through)
@@ -85,6 +85,10 @@ def output_path(flag: str, value: str) -> None:
     if os.path.abspath(value).startswith(_STREAMS):
         raise BadInput(f"{flag} {value}: names a stream or a process's file, not a file; "
                        "give a file name" + (" ('-' for stdout)" if flag == "--json" else ""))
+    if os.path.basename(value) in ("", ".", ".."):
+        # realpath would drop the "/": "traces/" would write a file named "traces", and
+        # "result.json/" the file itself.
+        raise BadInput(f"{flag} {value}: names a folder (it ends with '/'); give a file name")
     path = Path(os.path.realpath(value))  # a link: its target is written
     if path.is_dir():
         raise BadInput(f"{flag} {value}: is a directory; give a file name")

@@ -118,10 +118,11 @@ class Hooks:
         :class:`PluginFailed`. ``only_builtins``: True, only bisectkit's own
         implementations; False, only the others; None, all.
 
-        A user's plugin that raises must not look like a bisectkit bug (exit 70
-        and a traceback): the run stops with one line naming the plugin and the
-        hook, and everything is restored. bisectkit's own errors pass through, and
-        so do exceptions from bisectkit's built-in implementations (those are bugs).
+        A user's plugin that raises (``sys.exit()`` included) must not look like a
+        bisectkit bug (exit 70 and a traceback) nor choose the exit code: the run
+        stops with one line naming the plugin and the hook, and everything is
+        restored. bisectkit's own errors pass through, and so do exceptions from
+        bisectkit's built-in implementations (those are bugs).
         """
         caller = getattr(self.pm.hook, hook)
         if only_builtins is not None:
@@ -133,7 +134,9 @@ class Hooks:
             return caller(**kwargs)
         except BisectkitError:
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
+            # sys.exit() in a plugin is a plugin that raised too: let through, it would
+            # replace the run's own end (an aborted run exiting 0, "found", in silence).
             culprit = _raising_impl(self.pm, exc)
             if culprit is None:
                 raise

@@ -15,7 +15,9 @@ its option (:func:`bisectkit.cli.options.add_run_options`, ``OUTPUT_OPTIONS``).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,15 +48,28 @@ class _Output:
         self.superproject = superproject
         self.console = console
         self.target: str | None = None
+        #: Where :attr:`target` led when the run started, the place its checks approved.
+        self.resolved: str | None = None
 
     @hookimpl
     def bisectkit_configure(self, config: Config) -> None:
-        self.target = getattr(config.option, dest_of(self.flag), None)
+        value = getattr(config.option, dest_of(self.flag), None)
+        # Not a file on every command: ``bisectkit status --json`` is a flag.
+        self.target = value if isinstance(value, str) else None
+        if self.target is not None and self.target != "-":
+            self.resolved = os.path.realpath(self.target)
 
     def _write(self, target: str, action: Callable[[], object]) -> WriteFailed | None:
         """Run ``action`` (which writes file ``target``) shielded, then remember the file:
         while it holds what this run wrote, it is no input of later runs' cache keys.
-        A write that failed is returned (raised once the other formats are written)."""
+        A write that failed is returned (raised once the other formats are written), and
+        so is a target that now leads elsewhere than the place checked at the start (a
+        link made meanwhile could lead into the submodule the run has not restored yet)."""
+        now = os.path.realpath(target)
+        if now != self.resolved:
+            return WriteFailed(target, OSError(
+                errno.ELOOP, f"it now leads to {now} through a link made during the run, "
+                "not where it led when the run started; not written"))
         try:
             signals.run_shielded(action)
         except WriteFailed as failed:
@@ -85,19 +100,22 @@ class JsonResult(_Output):
 
 class MarkdownReport(_Output):
     """``--report FILE``: Markdown for an issue, and its short version on the terminal;
-    for a run that answered (an advance: one that found where the pin stops)."""
+    for a run that answered (an advance: one that found where the pin stops). A
+    bisection that stopped writes a report that says so, terminal version left out: the
+    file must never still hold an earlier run's answer as if it were this one's."""
 
     flag = "--report"
 
     @hookimpl(tryfirst=True)
     def bisectkit_session_finish(self, result: ResultJSON) -> WriteFailed | None:
         target = self.target
-        if target is None or result.get("status") == "aborted":
+        if target is None:
             return None
         kind = kind_named(str(result.get("strategy")))
         advancing = kind is not None and kind.report == "advance"
         if advancing and not result.get("first_bad"):
             return None
+        aborted = result.get("status") == "aborted"
         sp = self.superproject
         url = sp.config_get("bisectkit.commit-url") if sp else None
         fork_url = sp.config_get("bisectkit.fork-url") if sp else None
@@ -108,6 +126,8 @@ class MarkdownReport(_Output):
         failed = self._write(target, lambda: write_text_atomic(Path(target), text))
         if failed is not None:
             return failed
+        if aborted:  # the console has said why the run stopped
+            return None
         self.console.line("")
         for line in terminal(data, url, fork_url):
             self.console.line(line)
