@@ -36,7 +36,10 @@ UPSTREAM = "upstream/main"
 GOOD_IF = "device .* not found"
 #: Runs a command with a file size limit (RLIMIT_FSIZE): writes past it fail with EFBIG,
 #: as on a full disk (Python ignores SIGXFSZ, so bisectkit sees the error, not the signal).
+#: It writes no bytecode: a .pyc cut short by the limit would land in the cache the suite's
+#: processes share (conftest) and break the next bisectkit that imports it.
 LIMITED = ("import os, resource, sys; n = int(sys.argv[1]); "
+           "os.environ['PYTHONDONTWRITEBYTECODE'] = '1'; "
            "resource.setrlimit(resource.RLIMIT_FSIZE, (n, n)); "
            "os.execvp(sys.argv[2], sys.argv[2:])")
 
@@ -275,6 +278,20 @@ def test_outputs_that_collide_with_inputs_or_each_other_are_refused(world: World
     refused(world, r, "a word of the repro")
     assert (data / "case.mlir").read_text(encoding="utf-8") == "module {}\n"
     assert not out.exists()
+
+
+def test_an_output_named_as_a_folder_is_refused(world: World, tmp_path: Path) -> None:
+    # "--trace traces/" means a folder: writing a file named "traces" (or over result.json
+    # for "result.json/") would be a file the user did not ask for, found hours later.
+    out = tmp_path / "out"
+    out.mkdir()
+    kept = out / "result.json"
+    kept.write_text("{}\n", encoding="utf-8")
+    for words in (["--trace", f"{out}/traces/"], ["--json", f"{kept}/"],
+                  ["--report", f"{kept}/."]):
+        refused(world, cli(world, *run_words(world, *words)), words[1], "names a folder")
+    assert sorted(p.name for p in out.iterdir()) == ["result.json"]
+    assert kept.read_text(encoding="utf-8") == "{}\n"
 
 
 @pytest.mark.parametrize("loaded_by", ["git config", "BISECTKIT_PLUGINS", "-p"])
@@ -530,7 +547,9 @@ def test_output_paths_that_would_replace_something_else_are_refused(tmp_path: Pa
     for value, said in [("", "give a file name"), ("/dev/stdout", "names a stream"),
                         ("/dev/fd/1", "names a stream"), (str(fifo), "not a regular file"),
                         (str(link), "not a regular file"), (str(tmp_path), "is a directory"),
-                        (str(tmp_path / "no" / "r.json"), "does not exist")]:
+                        (str(tmp_path / "no" / "r.json"), "does not exist"),
+                        (f"{tmp_path}/traces/", "names a folder"),
+                        (f"{tmp_path}/r.json/.", "names a folder")]:
         with pytest.raises(BadInput, match=re.escape(said)):
             precheck.output_path("--json", value)
     precheck.output_path("--json", str(tmp_path / "result.json"))
