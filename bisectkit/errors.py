@@ -93,6 +93,11 @@ class MachineSkips(Aborted):
                          "command, or raise --max-env-skips")
 
 
+class NotEnumerable(Aborted):
+    """``bisectkit actions``: the compiler's actions cannot be numbered for sure (the two
+    enumerations differ, or the counter counted nothing), so no action is named (exit 3)."""
+
+
 class RangeNotVerified(BisectkitError):
     """``--verify-range``: the good end is not good, or the bad end is not bad."""
 

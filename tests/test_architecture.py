@@ -6,6 +6,7 @@ below it, never one above; nothing may form a cycle, between packages or modules
     app          the entry points and the one error -> exit-code ladder
     commands     one module per command (or family of session commands)
     ui           console, live panel, observers, report formats: what the user sees
+    actions      the compiler-actions level: kinds, listings, the limit bisection
     pipeline     the one owner of a run: lock, journal, steps, verify, results, outputs
     strategies   candidates and how to materialise one (patch stack, submodules, pins)
     store        what lives in .git/bisectkit: session, waiting state, cache and key, logs
@@ -39,6 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("app", ("__main__", "app")),
     ("commands", ("commands", "commands.*")),
     ("ui", ("ui", "ui.*")),
+    ("actions", ("actions", "actions.*")),
     ("pipeline", ("pipeline", "pipeline.*")),
     ("strategies", ("strategies", "strategies.*")),
     ("store", ("store", "store.*")),

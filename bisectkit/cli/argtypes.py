@@ -171,7 +171,7 @@ def nonempty(text: str) -> str:
 #: bisectkit's, whichever mode (a term is a word the user may type after the command).
 COMMAND_WORDS = frozenset({
     "help", "start", "skip", "next", "reset", "visualize", "view", "replay", "log", "run",
-    "terms", "status", "show-step", "advance", "plugins", "workspaces"})
+    "terms", "status", "show-step", "advance", "plugins", "workspaces", "actions"})
 
 
 def term(text: str) -> str:

@@ -55,22 +55,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="shell command run in the superproject root before the repro at every "
                         "step; a failing build marks the step skip (default: git config "
                         "bisectkit.build; where that is set, --build true runs none)")
-    g.add_argument("--good-if", action="append", default=[], metavar="REGEX",
-                   help="mark good when REGEX matches the repro's output "
-                        "(overrides the exit status)")
-    g.add_argument("--bad-if", action="append", default=[], metavar="REGEX",
-                   help="mark bad when REGEX matches (beats --skip-if and --good-if)")
-    g.add_argument("--skip-if", action="append", default=[], metavar="REGEX",
-                   help="mark skip when REGEX matches (beats --good-if)")
-    g.add_argument("--timeout", type=seconds, metavar="SECONDS",
-                   help="kill a build or repro running longer than this (its process group)")
-    g.add_argument("--timeout-verdict", choices=VERDICTS, default="skip",
-                   help="verdict of a repro that timed out (default: skip); a timed-out "
-                        "build is always skip")
-    g.add_argument("--keep-output", type=byte_size, default=DEFAULT_KEEP, metavar="BYTES",
-                   help="keep at most this much of each build's and repro's output (its head "
-                        "and tail; lines matching the rules are kept from the middle); "
-                        "suffixes K, M, G (default: 8M)")
+    add_verdict_options(g)
     g.add_argument("--json", metavar="FILE",
                    help="write the result as JSON (atomically); '-' writes it to stdout and "
                         "everything else to stderr")
@@ -94,6 +79,28 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--report", metavar="FILE",
                    help="write a Markdown report ready to paste into an issue")
     add_plugin_option(g)
+
+
+
+def add_verdict_options(g: argparse._ArgumentGroup) -> None:
+    """How a repro run becomes a verdict: the rules, the timeout, the output kept (``run``
+    and ``actions`` alike)."""
+    g.add_argument("--good-if", action="append", default=[], metavar="REGEX",
+                   help="mark good when REGEX matches the repro's output "
+                        "(overrides the exit status)")
+    g.add_argument("--bad-if", action="append", default=[], metavar="REGEX",
+                   help="mark bad when REGEX matches (beats --skip-if and --good-if)")
+    g.add_argument("--skip-if", action="append", default=[], metavar="REGEX",
+                   help="mark skip when REGEX matches (beats --good-if)")
+    g.add_argument("--timeout", type=seconds, metavar="SECONDS",
+                   help="kill a build or repro running longer than this (its process group)")
+    g.add_argument("--timeout-verdict", choices=VERDICTS, default="skip",
+                   help="verdict of a repro that timed out (default: skip); a timed-out "
+                        "build is always skip")
+    g.add_argument("--keep-output", type=byte_size, default=DEFAULT_KEEP, metavar="BYTES",
+                   help="keep at most this much of each build's and repro's output (its head "
+                        "and tail; lines matching the rules are kept from the middle); "
+                        "suffixes K, M, G (default: 8M)")
 
 
 def _add_cache_options(g: argparse._ArgumentGroup) -> None:

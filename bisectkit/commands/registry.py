@@ -14,6 +14,7 @@ import pluggy
 
 from bisectkit.cli.parser import program
 from bisectkit.commands import (
+    actions,
     advance,
     help,
     log,
@@ -38,6 +39,7 @@ BISECTKIT: tuple[Command, ...] = (
     run.BISECTKIT,
     stack_status.COMMAND,
     advance.COMMAND,
+    actions.COMMAND,
     workspaces.COMMAND,
     plugins.COMMAND,
     show_step.COMMAND,

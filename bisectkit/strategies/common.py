@@ -71,7 +71,9 @@ def step_env(*, strategy: str | None = None, commit: str | None = None,
              submodule: str | None = None, patched: str | None = None,
              stack_patches: int | None = None, pins: Mapping[str, str | None] | None = None,
              step: int | None = None, workspace: str | None = None, job: int | None = None,
-             jobs: int | None = None) -> dict[str, str]:
+             jobs: int | None = None, actions: str | None = None,
+             action_log: str | None = None, action_limit: int | None = None
+             ) -> dict[str, str]:
     """The ``BISECTKIT_*`` variables the build and the repro see (README, "Environment").
 
     Every name is spelt here and only here; a value left ``None`` is not set.
@@ -82,7 +84,9 @@ def step_env(*, strategy: str | None = None, commit: str | None = None,
     for name, value in (("COMMIT", commit), ("SUBMODULE", submodule),
                         ("PATCHED_COMMIT", patched), ("STRATEGY", strategy),
                         ("STACK_PATCHES", stack_patches), ("STEP", step),
-                        ("WORKSPACE", workspace), ("JOB", job), ("JOBS", jobs)):
+                        ("WORKSPACE", workspace), ("JOB", job), ("JOBS", jobs),
+                        ("ACTIONS", actions), ("ACTION_LOG", action_log),
+                        ("ACTION_LIMIT", action_limit)):
         if value is not None:
             env[f"BISECTKIT_{name}"] = str(value)
     if pins is not None:

@@ -33,6 +33,7 @@ from bisectkit.safety import signals
 from bisectkit.safety.fileio import write_json_atomic, write_text_atomic
 from bisectkit.strategies import kind_named
 from bisectkit.ui.console import Console
+from bisectkit.ui.report.actions import render_markdown as render_actions_markdown
 from bisectkit.ui.report.advance import render_advance_markdown, render_advance_terminal
 from bisectkit.ui.report.markdown import render_markdown
 from bisectkit.ui.report.terminal import render_terminal
@@ -111,6 +112,8 @@ class MarkdownReport(_Output):
         target = self.target
         if target is None:
             return None
+        if result.get("strategy") == "actions":
+            return self._actions(target, result)
         kind = kind_named(str(result.get("strategy")))
         advancing = kind is not None and kind.report == "advance"
         if advancing and not result.get("first_bad"):
@@ -133,6 +136,15 @@ class MarkdownReport(_Output):
             self.console.line(line)
         self.console.line(f"report written to {target}", style="dim")
         return None
+
+
+    def _actions(self, target: str, result: ResultJSON) -> WriteFailed | None:
+        """``bisectkit actions``'s report (the terminal has shown its answer already)."""
+        text = render_actions_markdown(dict(result))
+        failed = self._write(target, lambda: write_text_atomic(Path(target), text))
+        if failed is None and result.get("status") != "aborted":
+            self.console.line(f"report written to {target}", style="dim")
+        return failed
 
 
 class ChromeTrace(_Output):

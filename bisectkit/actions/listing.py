@@ -1,0 +1,201 @@
+"""What the compilers print about their actions, read into numbered :class:`Action` s.
+
+Pure text in, values out; every format here was read off the real tools (Debian's
+``opt``/``llc``/``mlir-opt`` 14 and 19, IREE's ``iree-compile``/``iree-opt``):
+
+- OptBisect, on stderr, one line per pass execution, numbered from 1::
+
+      BISECT: running pass (17) InstCombinePass on checked_add
+      BISECT: NOT running pass (18) Simplify the CFG on function (f)
+
+- MLIR's ``--mlir-print-debug-counter``, on stderr, printed twice (the last table
+  holds the run's counts)::
+
+      DebugCounter counters:
+      apply-pattern                   : {39,0,-1}
+
+- MLIR's ``--log-actions-to=FILE`` (with ``--mlir-print-debuginfo``), one ``begins``
+  line per action and a ``completed`` line when it ends, nested::
+
+      [thread mlir-opt] begins (no breakpoint) Action `pass-execution` running `CSE` on
+      Operation `builtin.module` (module {...} loc("m.mlir":0:0))`
+      [thread mlir-opt] begins (no breakpoint) Action `apply-pattern pattern: X (%0 =
+      arith.addi %a, %c : i32 loc("m.mlir":4:8))`
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Action:
+    """Action ``number`` (1-based) of a run: what ran (``name``: a pass, a pattern, a
+    counter) on what (``unit``: a function, an op, ``[module]``), where in the input
+    (``loc``: MLIR's ``file:line:col``) and inside which pass (``within``)."""
+
+    number: int
+    name: str
+    unit: str = ""
+    loc: str | None = None
+    within: str | None = None
+
+    def describe(self) -> str:
+        """``InstCombinePass on checked_add`` (``at m.mlir:4:8``, ``in pass Canonicalizer``)."""
+        text = f"{self.name} on {self.unit}" if self.unit else self.name
+        if self.loc:
+            text += f" at {self.loc}"
+        if self.within:
+            text += f" in pass {self.within}"
+        return text
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One enumeration: how many actions the counter counted (``total``) and, when the
+    tool named them, each one in order (``actions``; empty: not named)."""
+
+    total: int
+    actions: tuple[Action, ...] = field(default_factory=tuple)
+
+    def named(self, number: int) -> Action | None:
+        """Action ``number`` as named, if it was."""
+        if 1 <= number <= len(self.actions):
+            return self.actions[number - 1]
+        return None
+
+
+_BISECT = re.compile(r"BISECT: (?:NOT )?running pass \((\d+)\) ([^\r\n]*)")
+
+
+def opt_bisect(text: str) -> Listing | None:
+    """The pass executions OptBisect printed in ``text`` (None: no BISECT line at all).
+
+    Numbers must run 1, 2, 3, ... (one process's counter); a second counter in the same
+    text (a tool run twice) makes the numbering ambiguous and is reported as a restart.
+    """
+    actions: list[Action] = []
+    for m in _BISECT.finditer(text):
+        number, rest = int(m.group(1)), m.group(2).rstrip()
+        if number != len(actions) + 1:
+            raise ListingError(
+                f"the OptBisect numbering restarts or jumps at pass ({number}) after "
+                f"({len(actions)}): the compiler ran more than once, or in parallel")
+        name, _, unit = rest.rpartition(" on ")
+        actions.append(Action(number, name or rest, unit if name else ""))
+    if not actions:
+        return None
+    return Listing(len(actions), tuple(actions))
+
+
+class ListingError(ValueError):
+    """The tool's output cannot be read as one numbered sequence of actions."""
+
+
+_TABLE_LINE = re.compile(r"^\s*(\S+)\s+: \{(-?\d+),(-?\d+),(-?\d+)\}\s*$")
+
+
+def mlir_counter_total(text: str, tag: str) -> int | None:
+    """What the last ``DebugCounter counters:`` table in ``text`` says ``tag`` counted
+    (None: no table, or ``tag`` not in it)."""
+    _, header, last = text.rpartition("DebugCounter counters:")
+    if not header:
+        return None
+    for line in last.splitlines()[1:]:
+        m = _TABLE_LINE.match(line)
+        if m is None:
+            break  # the table ends at the first line that is not one of its rows
+        if m.group(1) == tag:
+            return int(m.group(2))
+    return None
+
+
+_BEGINS = re.compile(r"begins \([^)]*\) Action (.*)$")
+_COMPLETED = re.compile(r"completed `([^`]+)`")
+_PASS = re.compile(r"^`pass-execution` running `([^`]+)` on Operation `([^`]+)` \((.*)\)`$")
+_PATTERN = re.compile(r"^`([\w-]+) pattern: (.+?) \(((?:%|\w).*)\)`$")
+#: How MLIR names a pattern class declared in an anonymous namespace.
+_ANONYMOUS = "(anonymous namespace)::"
+_NAMED = re.compile(r"^`([\w-]+)`")
+_CALLED = re.compile(r"^([\w-]+)\(")
+_LOC = re.compile(r'loc\((?:fused\[)?"([^"]*)":(\d+):(\d+)')
+_SYMBOL = re.compile(r"@([\w.$-]+)")
+
+
+def mlir_action_log(text: str, tag: str) -> Listing:
+    """The ``tag`` actions an MLIR action log names, in order, each with the pass it ran
+    in (the innermost ``pass-execution`` open around it)."""
+    actions: list[Action] = []
+    passes: list[str] = []
+    opened: list[str] = []
+    for line in text.splitlines():
+        begun = _BEGINS.search(line)
+        if begun is None:
+            done = _COMPLETED.search(line)
+            if done is not None and opened and opened.pop() == "pass-execution" and passes:
+                passes.pop()
+            continue
+        body = begun.group(1).strip()
+        kind, name, unit, loc = _parse_action(body)
+        opened.append(kind)
+        if kind == tag:
+            actions.append(Action(len(actions) + 1, name, unit, loc,
+                                  passes[-1] if passes and kind != "pass-execution" else None))
+        if kind == "pass-execution":
+            passes.append(name)
+    return Listing(len(actions), tuple(actions))
+
+
+def _parse_action(body: str) -> tuple[str, str, str, str | None]:
+    """(tag, name, unit, loc) of one ``begins`` line's action text."""
+    m = _PASS.match(body)
+    if m is not None:
+        return "pass-execution", m.group(1), _unit(m.group(2), m.group(3)), _loc(m.group(3))
+    m = _PATTERN.match(body)
+    if m is not None:
+        name = m.group(2).removeprefix(_ANONYMOUS)
+        return m.group(1), name, _op_name(m.group(3)), _loc(m.group(3))
+    m = _NAMED.match(body) or _CALLED.match(body)
+    if m is not None:
+        return m.group(1), m.group(1), "", _loc(body)
+    return body.split(" ", 1)[0].strip("`"), body, "", _loc(body)
+
+
+def _unit(op_name: str, op_text: str) -> str:
+    """``func.func @f`` (the op's symbol when it has one), else the op's name."""
+    symbol = _SYMBOL.search(op_text.split("{", 1)[0])
+    return f"{op_name} @{symbol.group(1)}" if symbol else op_name
+
+
+def _op_name(op_text: str) -> str:
+    """The op an action ran on, without its location: ``%0 = arith.addi %a, %c : i32``."""
+    text = op_text
+    at = text.rfind(" loc(")
+    return (text[:at] if at >= 0 else text).strip()
+
+
+def _loc(text: str) -> str | None:
+    """The first ``file:line:col`` of the location in ``text``."""
+    m = _LOC.search(text)
+    return f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else None
+
+
+def difference(first: Listing, second: Listing) -> str | None:
+    """Why two enumerations of the same run disagree, in one phrase (None: they agree)."""
+    if first.total != second.total:
+        return f"the first counted {first.total} actions, the second {second.total}"
+    for a, b in zip(first.actions, second.actions, strict=False):
+        if (a.name, a.unit, a.within) != (b.name, b.unit, b.within):
+            return (f"action #{a.number} was {a.describe()} the first time, "
+                    f"{b.describe()} the second")
+    if len(first.actions) != len(second.actions):
+        return (f"the first named {len(first.actions)} actions, "
+                f"the second {len(second.actions)}")
+    return None
+
+
+def first_lines(text: str, limit: int = 3) -> Iterable[str]:
+    """The first ``limit`` non-empty lines of ``text`` (what a tool said when it failed)."""
+    return [line.strip() for line in text.splitlines() if line.strip()][:limit]
