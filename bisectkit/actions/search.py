@@ -169,6 +169,7 @@ class Search:
     def _enumeration(self, n: int) -> Listing:
         log = self.tester.scratch / f"actions-{n}.log"
         texts: list[str] = []
+        last: Ran | None = None
         for e in self.kind.enumerations(str(log)):
             ran = self.tester.run(f"enumeration {n}", e.flags, None, judge=False)
             if self.tester.prefix and not self.kind.mlir and _UNKNOWN_FLAG in ran.text:
@@ -176,10 +177,14 @@ class Search:
                 self.tester.prefix = ()
                 ran = self.tester.run(f"enumeration {n}", e.flags, None, judge=False)
             texts.append(ran.text)
+            last = ran
         try:
             return self.kind.read(tuple(texts), _read(log))
         except NothingCounted as exc:
-            raise NotEnumerable(f"{exc}; no action can be named") from None
+            said = [line for line in (last.text if last else "").splitlines() if line.strip()]
+            tail = f"; it printed {said[-1].strip()[:120]!r}" if said else ""
+            raise NotEnumerable(f"{exc} (the repro: {last.reason if last else '?'}{tail}); "
+                                "no action can be named") from None
         except ListingError as exc:
             raise NotEnumerable(f"{exc}; no action can be named") from None
 
