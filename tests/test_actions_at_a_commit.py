@@ -13,6 +13,7 @@ checked_add``. Kills at any instant of ``--at`` are restored as any run's are.
 from __future__ import annotations
 
 import json
+import shlex
 import os
 import shutil
 import signal
@@ -204,3 +205,24 @@ def test_actions_at_a_commit_killed_is_restored_by_reset(
     while not _no_sleep_left():
         assert time.monotonic() < deadline, "the killed run's repro is still running"
         time.sleep(0.1)
+
+
+def test_integrate_then_actions_carries_the_actions_level_into_its_followup(
+        integrate_world: World) -> None:
+    """At the culprit superproject commit the stand-in compiler prints no OptBisect line:
+    the actions level says so (exit 3) under the commit answer, which stands, and the
+    follow-up submodule bisection asks for the actions level again."""
+    w = integrate_world
+    before = snapshot(w)
+    r = cli(w, "run", "--integrate", "--good", w.integrate["init"], "--bad",
+            w.integrate["adv12"], "--build", "./build.sh", "--good-if", "device .* not found",
+            "--then-actions", "opt-bisect", "--", "./repro.sh")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert f"{w.integrate['adv8']} is the first bad commit" in r.stdout
+    assert "no 'BISECT: running pass' line" in r.stdout
+    lines = r.stdout.splitlines()
+    hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
+    command = shlex.split(lines[hint + 1])
+    assert command[command.index("--then-actions") + 1] == "opt-bisect"
+    assert command.index("--then-actions") < command.index("--")
+    assert snapshot(w) == before

@@ -11,7 +11,6 @@ command ends (:func:`bisectkit.commands.running.run_restoring`).
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,8 +50,8 @@ def search(ctx: Context, settings: Settings, workdir: str, env: Mapping[str, str
     opts = ctx.options
     if not opts.repro and settings.jobs > 1:
         raise BadInput("--jobs needs a repro command (a plugin's repro runs one at a time)")
-    watch = tuple(re.compile(p, re.MULTILINE)
-                  for patterns in opts.rules.compiled().values() for p in patterns)
+    # Lines the rules would match survive the --keep-output cut, as in ``run``.
+    watch = tuple(p for patterns in opts.rules.compiled().values() for p in patterns)
     command = ReproCommand(opts.repro, workdir, opts.timeout, opts.keep_output, watch,
                            ctx.console.file)
     scratch = scratch_dir()
