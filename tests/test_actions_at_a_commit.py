@@ -13,8 +13,8 @@ checked_add``. Kills at any instant of ``--at`` are restored as any run's are.
 from __future__ import annotations
 
 import json
-import shlex
 import os
+import shlex
 import shutil
 import signal
 import subprocess
