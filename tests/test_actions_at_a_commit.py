@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.worlds import World, WorldFactory, WorldSpec, cli, snapshot
+from helpers.worlds import World, WorldFactory, WorldSpec, cli, snapshot
 
 SPEC = WorldSpec(commits=40, merge_base=30, bug_at=20, build_breaks=[], feature_prep=5,
                  reverted=12, picks=[], pick_by_patch_id=None, local_conflict=None,
