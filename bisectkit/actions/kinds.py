@@ -66,7 +66,7 @@ class Kind:
             return (f"-opt-bisect-limit={n}",)
         if self.family == "mlir-counter":
             return (f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count={n}",)
-        return (f"-debug-counter={self.tag}-skip=0,{self.tag}-count={n}",)
+        return (f"-debug-counter={self.tag}={_first(n)}",)
 
     def enumerations(self, log: str) -> tuple[Enumeration, ...]:
         """The runs that count (and name) every action; ``log``: a file for MLIR's action
@@ -79,8 +79,11 @@ class Kind:
             return (Enumeration((counter, "--mlir-print-debug-counter"), ("total",)),
                     Enumeration((f"--log-actions-to={log}", "--mlir-print-debuginfo"),
                                 ("names",)))
-        counter = f"-debug-counter={self.tag}-skip=0,{self.tag}-count=-1"
-        return (Enumeration((counter, "-print-debug-counter"), ("total",)),)
+        # Every query executes (up to an index no run reaches) and is printed after the
+        # OptBisect line of the pass it is made in; the table gives the total.
+        return (Enumeration(("-opt-bisect-limit=-1", f"-debug-counter={self.tag}=0-{NEVER}",
+                             "-print-debug-counter-queries", "-print-debug-counter"),
+                            ("total", "names")),)
 
     def read(self, texts: tuple[str, ...], log_text: str) -> Listing:
         """The actions the enumeration runs' outputs (``texts``, in :meth:`enumerations`'
@@ -113,7 +116,21 @@ class Kind:
                 f"the LLVM debug counter '{self.tag}' counted nothing: it is compiled out of "
                 "this LLVM (release builds without assertions, such as Debian's), misspelt, "
                 "or never queried in this run")
-        return Listing(total)
+        names = listing.llvm_counter_queries(texts[0], self.tag)
+        return Listing(total, names.actions if names.total == total else ())
+
+
+#: A query index no compiler run reaches: the chunk ``NEVER`` executes nothing, and
+#: ``A-NEVER`` every query from A on (LLVM >= 19 spells counters ``NAME=A-B:C``).
+NEVER = 999_999_999
+
+
+def _first(n: int) -> str:
+    """The chunks that execute the first ``n`` queries (``0`` is query 0 alone: LLVM
+    refuses ``0-0``)."""
+    if n == 0:
+        return str(NEVER)
+    return "0" if n == 1 else f"0-{n - 1}"
 
 
 def _llvm_counter_total(text: str, name: str) -> int | None:

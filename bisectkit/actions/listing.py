@@ -90,6 +90,29 @@ def opt_bisect(text: str) -> Listing | None:
     return Listing(len(actions), tuple(actions))
 
 
+_QUERY = re.compile(r"DebugCounter (\S+)=(\d+) (?:execute|skip)")
+
+
+def llvm_counter_queries(text: str, name: str) -> Listing:
+    """The queries of LLVM debug counter ``name`` that ``-print-debug-counter-queries``
+    printed (``DebugCounter dagcombine=7 execute``), each in the pass execution whose
+    OptBisect line came before it (``unit``: its unit, ``within``: ``x86-isel (#3465)``)."""
+    actions: list[Action] = []
+    current: tuple[str, str] | None = None
+    for line in text.splitlines():
+        bisect = _BISECT.search(line)
+        if bisect is not None:
+            pass_name, _, unit = bisect.group(2).rstrip().rpartition(" on ")
+            current = (f"{pass_name} (#{bisect.group(1)})", unit)
+            continue
+        query = _QUERY.search(line)
+        if query is not None and query.group(1) == name:
+            within, unit = current if current else (None, "")
+            actions.append(Action(len(actions) + 1, f"{name}={query.group(2)}", unit,
+                                  within=within))
+    return Listing(len(actions), tuple(actions))
+
+
 class ListingError(ValueError):
     """The tool's output cannot be read as one numbered sequence of actions."""
 

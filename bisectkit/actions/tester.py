@@ -31,8 +31,9 @@ from bisectkit.pipeline.trace import Tracer
 from bisectkit.plugin.facade import Hooks
 from bisectkit.strategies.common import step_env
 
-#: What LLVM prints when a tool crashes (``PrettyStackTrace``, ``CrashRecoveryContext``).
-_CRASH_MARKS = ("PLEASE submit a bug report to", "Stack dump:")
+#: What LLVM prints when a tool crashes (``PrettyStackTrace``, ``CrashRecoveryContext``)
+#: or gives up (``report_fatal_error``: ``LLVM ERROR: Cannot select: ...``).
+_CRASH_MARKS = ("PLEASE submit a bug report to", "Stack dump:", "LLVM ERROR: ")
 
 
 @dataclass(frozen=True)
