@@ -108,8 +108,15 @@ class Kind:
                     f"the MLIR debug counter '{self.tag}' counted nothing in this run: no "
                     f"such action runs here (tags: {', '.join(MLIR_TAGS)})")
             names = listing.mlir_action_log(log_text, self.tag)
-            # Names only when the log saw exactly the actions the counter counted.
-            return Listing(total, names.actions if names.total == total else ())
+            if names.total and names.total != total:
+                # Two runs of one enumeration saw different compilations: naming either
+                # would name an action of a run the limits do not reproduce.
+                raise listing.ListingError(
+                    f"the counting run counted {total} '{self.tag}' actions, the naming "
+                    f"run (--log-actions-to) {names.total}: the compiler's run is not "
+                    "deterministic (threads, an input or a flag that changes)")
+            # No log at all (the tool runs where it cannot write it): numbers only.
+            return Listing(total, names.actions)
         total = _llvm_counter_total(texts[0], self.tag)
         if not total:
             raise NothingCounted(

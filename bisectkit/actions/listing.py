@@ -143,7 +143,10 @@ _PATTERN = re.compile(r"^`([\w-]+) pattern: (.+?) \(((?:%|\w).*)\)`$")
 _ANONYMOUS = "(anonymous namespace)::"
 _NAMED = re.compile(r"^`([\w-]+)`")
 _CALLED = re.compile(r"^([\w-]+)\(")
-_LOC = re.compile(r'loc\((?:fused\[)?"([^"]*)":(\d+):(\d+)')
+#: A bare-named action and the op it runs on: ``apply-conversion (module {...} loc(...))```.
+_BARE = re.compile(r"^([\w-]+) \((.*)\)`$")
+#: A file position inside a location: ``"m.mlir":4:8``.
+_POSITION = re.compile(r'"([^"]*)":(\d+):(\d+)')
 _SYMBOL = re.compile(r"@([\w.$-]+)")
 
 
@@ -183,6 +186,9 @@ def _parse_action(body: str) -> tuple[str, str, str, str | None]:
     m = _NAMED.match(body) or _CALLED.match(body)
     if m is not None:
         return m.group(1), m.group(1), "", _loc(body)
+    m = _BARE.match(body)
+    if m is not None:
+        return m.group(1), m.group(1), _op_name(m.group(2)), _loc(m.group(2))
     return body.split(" ", 1)[0].strip("`"), body, "", _loc(body)
 
 
@@ -200,8 +206,11 @@ def _op_name(op_text: str) -> str:
 
 
 def _loc(text: str) -> str | None:
-    """The first ``file:line:col`` of the location in ``text``."""
-    m = _LOC.search(text)
+    """The first ``file:line:col`` of the op's own location in ``text``: its last
+    ``loc(...)`` (block arguments print theirs earlier), where a ``callsite`` names the
+    callee's position first and a ``fused`` one its parts in order; None for a name alone."""
+    at = text.rfind("loc(")
+    m = _POSITION.search(text, at) if at >= 0 else None
     return f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else None
 
 

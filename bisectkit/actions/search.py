@@ -168,18 +168,23 @@ class Search:
 
     def _enumeration(self, n: int) -> Listing:
         log = self.tester.scratch / f"actions-{n}.log"
-        texts: list[str] = []
+        runs = self.kind.enumerations(str(log))
+        # The second enumeration makes its runs in the other order (count, name, name,
+        # count): a repro that alternates between two compilations then shows each
+        # enumeration both, instead of giving both the same pair.
+        order = range(len(runs)) if n == 1 else reversed(range(len(runs)))
+        texts: dict[int, str] = {}
         last: Ran | None = None
-        for e in self.kind.enumerations(str(log)):
-            ran = self.tester.run(f"enumeration {n}", e.flags, None, judge=False)
+        for i in order:
+            ran = self.tester.run(f"enumeration {n}", runs[i].flags, None, judge=False)
             if self.tester.prefix and not self.kind.mlir and _UNKNOWN_FLAG in ran.text:
                 # Not an MLIR tool (opt, llc): it runs on one thread anyway.
                 self.tester.prefix = ()
-                ran = self.tester.run(f"enumeration {n}", e.flags, None, judge=False)
-            texts.append(ran.text)
+                ran = self.tester.run(f"enumeration {n}", runs[i].flags, None, judge=False)
+            texts[i] = ran.text
             last = ran
         try:
-            return self.kind.read(tuple(texts), _read(log))
+            return self.kind.read(tuple(texts[i] for i in range(len(runs))), _read(log))
         except NothingCounted as exc:
             said = [line for line in (last.text if last else "").splitlines() if line.strip()]
             tail = f"; it printed {said[-1].strip()[:120]!r}" if said else ""
