@@ -204,8 +204,10 @@ class Search:
             what = ("with no action run (limit 0)" if wrong is none
                     else f"with all {total} actions run (limit {total})")
             expected = "good" if wrong is none else "bad"
+            crash = _crash_line(wrong.text) if wrong.crashed else None
+            why = f"{wrong.reason}; the compiler crashed: {crash}" if crash else wrong.reason
             raise RangeNotVerified(
-                f"{what} the repro says {wrong.verdict}, not {expected} ({wrong.reason}): "
+                f"{what} the repro says {wrong.verdict}, not {expected} ({why}): "
                 "the behaviour is not caused by actions bisectkit can skip here; "
                 "nothing to bisect")
         return {0: "good", total: "bad"}, every.crashed
@@ -282,6 +284,14 @@ class Search:
             if (ran.verdict == "bad" and ran.limit < first) or (ran.verdict == "good"
                                                                 and ran.limit >= first):
                 answer.non_monotone.append((ran.limit, ran.verdict))
+
+
+def _crash_line(text: str) -> str | None:
+    """The line where LLVM said why it crashed (``LLVM ERROR: Cannot select: ...``)."""
+    for line in text.splitlines():
+        if "LLVM ERROR: " in line or "PLEASE submit a bug report" in line:
+            return line.strip()[:160]
+    return None
 
 
 def _read(path: Path) -> str:
