@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pluggy
@@ -49,6 +51,17 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
     g.add_argument("--tag", metavar="TAG",
                    help="with --kind mlir-counter: the action tag counted "
                         f"({', '.join(kinds.MLIR_TAGS)}; default {kinds.DEFAULT_MLIR_TAG})")
+    g.add_argument("--within", type=whole_number(1), metavar="N",
+                   help="bisect inside action N of a first answer: with --kind mlir-counter, "
+                        "the apply-pattern actions of pass-execution N (later passes do not "
+                        "run)")
+    g.add_argument("--ir", action="store_true",
+                   help="print the IR of the unit before and after the first bad action, as "
+                        "a diff (also in --json and --report)")
+    g.add_argument("--confirm", action="store_true",
+                   help="run every action but the first bad one, where the tool takes "
+                        "intervals (--opt-bisect=1-6,8-169), and say whether the output "
+                        "turns good")
     g.add_argument("--jobs", "-j", type=jobs, metavar="K",
                    help="test K limits at once (default 1)")
     g.add_argument("--probe", type=whole_number(0), default=0, metavar="K",
@@ -73,7 +86,7 @@ def run_actions(ctx: Context, args: argparse.Namespace) -> int:
     if not args.kind:
         raise BadInput("give the kind of action to bisect: --kind opt-bisect, --kind "
                        "mlir-counter or --kind llvm-counter:NAME")
-    kind = kinds.parse(args.kind, args.tag)
+    kind = kinds.parse(args.kind, args.tag, args.within)
     opts = ctx.options
     if not opts.repro and (args.jobs or 1) > 1:
         raise BadInput("--jobs needs a repro command (a plugin's repro runs one at a time)")
@@ -87,7 +100,8 @@ def run_actions(ctx: Context, args: argparse.Namespace) -> int:
     ctx.console.line(f"bisecting the {kind.name} actions of: {' '.join(opts.repro)}",
                      style="bold")
     search = Search(kind, tester, opts.repro, ctx.hooks.message, jobs=args.jobs or 1,
-                    probes=args.probe)
+                    probes=args.probe,
+                    details=[d for d in ("ir", "confirm") if getattr(args, d)])
     try:
         answer = search.run()
     except (BisectkitError, KeyboardInterrupt) as exc:
@@ -95,10 +109,43 @@ def run_actions(ctx: Context, args: argparse.Namespace) -> int:
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    for line in render_terminal(answer.to_json()):
+    data = answer.to_json()
+    deeper = _second_level(answer, opts.repro)
+    if deeper:
+        data["second_level"] = deeper
+    for line in render_terminal(data):
         ctx.console.line(line)
-    finish(ctx.hooks, answer.to_json(), tracer)
+    finish(ctx.hooks, data, tracer)
     return _exit_code(answer)
+
+
+#: Options that do not carry over to the second level's command (its own outputs).
+_OWN = {"--json", "--report", "--trace", "--probe", "--within"}
+_OWN_FLAGS = {"--ir", "--confirm"}
+
+
+def _second_level(answer: Answer, repro: tuple[str, ...]) -> str | None:
+    """The command that bisects inside the first bad action, where one applies: the
+    command as typed, with ``--within N`` and without its own outputs."""
+    kind = answer.kind
+    if answer.first_bad is None or kind.within is not None or not (
+            kind.mlir and kind.tag == kinds.DEFAULT_MLIR_TAG):
+        return None
+    typed = sys.argv[1:]
+    at = typed.index("actions") if "actions" in typed else -1
+    words = typed[at + 1:len(typed) - len(repro)] if repro else typed[at + 1:]
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        name = word.split("=", 1)[0]
+        if skip or word == "--" or name in _OWN_FLAGS:
+            skip = False
+        elif name in _OWN:
+            skip = "=" not in word
+        else:
+            kept.append(word)
+    return shlex.join(["bisectkit", "actions", *kept, "--within", str(answer.first_bad),
+                       "--", *repro])
 
 
 def _aborted(kind: kinds.Kind, tester: Tester, exc: BaseException) -> dict[str, object]:
