@@ -99,7 +99,7 @@ class Kind:
             return (f"-opt-bisect-limit={n}",)
         if self.family == "mlir-counter":
             return (f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count={n}",)
-        return (f"-debug-counter={self.tag}-skip=0,{self.tag}-count={n}",)
+        return (f"-debug-counter={self.tag}={_first(n)}",)
 
     def enumerations(self, log: str) -> tuple[Enumeration, ...]:
         """The runs that count (and name) every action; ``log``: a file for MLIR's action
@@ -118,8 +118,11 @@ class Kind:
             return (Enumeration((counter, "--mlir-print-debug-counter"), ("total",)),
                     Enumeration((f"--log-actions-to={log}", "--mlir-print-debuginfo"),
                                 ("names",)))
-        counter = f"-debug-counter={self.tag}-skip=0,{self.tag}-count=-1"
-        return (Enumeration((counter, "-print-debug-counter"), ("total",)),)
+        # Every query executes (up to an index no run reaches) and is printed after the
+        # OptBisect line of the pass it is made in; the table gives the total.
+        return (Enumeration(("-opt-bisect-limit=-1", f"-debug-counter={self.tag}=0-{NEVER}",
+                             "-print-debug-counter-queries", "-print-debug-counter"),
+                            ("total", "names")),)
 
     def read(self, texts: tuple[str, ...], log_text: str) -> Listing:
         """The actions the enumeration runs' outputs (``texts``, in :meth:`enumerations`'
@@ -141,15 +144,23 @@ class Kind:
                     f"the MLIR debug counter '{self.tag}' counted nothing in this run: no "
                     f"such action runs here (tags: {', '.join(MLIR_TAGS)})")
             names = listing.mlir_action_log(log_text, self.tag)
-            # Names only when the log saw exactly the actions the counter counted.
-            return Listing(total, names.actions if names.total == total else ())
+            if names.total and names.total != total:
+                # Two runs of one enumeration saw different compilations: naming either
+                # would name an action of a run the limits do not reproduce.
+                raise listing.ListingError(
+                    f"the counting run counted {total} '{self.tag}' actions, the naming "
+                    f"run (--log-actions-to) {names.total}: the compiler's run is not "
+                    "deterministic (threads, an input or a flag that changes)")
+            # No log at all (the tool runs where it cannot write it): numbers only.
+            return Listing(total, names.actions)
         counted = _llvm_counter_total(texts[0], self.tag)
         if not counted:
             raise NothingCounted(
                 f"the LLVM debug counter '{self.tag}' counted nothing: it is compiled out of "
                 "this LLVM (release builds without assertions, such as Debian's), misspelt, "
                 "or never queried in this run")
-        return Listing(counted)
+        names = listing.llvm_counter_queries(texts[0], self.tag)
+        return Listing(counted, names.actions if names.total == counted else ())
 
 
 def _mlir_total(text: str, tag: str) -> int:
@@ -184,6 +195,19 @@ def _inside(parent: int, tag: str, counted: int, log_text: str) -> Listing:
     return inside
 
 
+#: A query index no compiler run reaches: the chunk ``NEVER`` executes nothing, and
+#: ``A-NEVER`` every query from A on (LLVM >= 19 spells counters ``NAME=A-B:C``).
+NEVER = 999_999_999
+
+
+def _first(n: int) -> str:
+    """The chunks that execute the first ``n`` queries (``0`` is query 0 alone: LLVM
+    refuses ``0-0``)."""
+    if n == 0:
+        return str(NEVER)
+    return "0" if n == 1 else f"0-{n - 1}"
+
+
 def _llvm_counter_total(text: str, name: str) -> int | None:
     """What LLVM's ``-print-debug-counter`` table says counter ``name`` counted."""
     rows = re.findall(rf"^\s*{re.escape(name)}\s*:\s*\{{(\d+)", text, re.MULTILINE)
@@ -197,7 +221,7 @@ def parse(spec: str, tag: str | None, within: int | None = None) -> Kind:
         return kind
     if kind.family != "mlir-counter":
         # The second level of OptBisect (the LLVM debug-counter queries made inside
-        # pass N) needs the counter's query lines interleaved with the BISECT lines.
+        # pass N, all others executing) is not implemented.
         raise BadInput(f"--within with --kind {spec} (the LLVM debug-counter queries inside "
                        "one pass) is not supported yet; --within N bisects the apply-pattern "
                        "actions inside MLIR pass-execution N (--kind mlir-counter)")

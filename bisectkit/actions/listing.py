@@ -92,6 +92,29 @@ def opt_bisect(text: str) -> Listing | None:
     return Listing(len(actions), tuple(actions))
 
 
+_QUERY = re.compile(r"DebugCounter (\S+)=(\d+) (?:execute|skip)")
+
+
+def llvm_counter_queries(text: str, name: str) -> Listing:
+    """The queries of LLVM debug counter ``name`` that ``-print-debug-counter-queries``
+    printed (``DebugCounter dagcombine=7 execute``), each in the pass execution whose
+    OptBisect line came before it (``unit``: its unit, ``within``: ``x86-isel (#3465)``)."""
+    actions: list[Action] = []
+    current: tuple[str, str] | None = None
+    for line in text.splitlines():
+        bisect = _BISECT.search(line)
+        if bisect is not None:
+            pass_name, _, unit = bisect.group(2).rstrip().rpartition(" on ")
+            current = (f"{pass_name} (#{bisect.group(1)})", unit)
+            continue
+        query = _QUERY.search(line)
+        if query is not None and query.group(1) == name:
+            within, unit = current if current else (None, "")
+            actions.append(Action(len(actions) + 1, f"{name}={query.group(2)}", unit,
+                                  within=within))
+    return Listing(len(actions), tuple(actions))
+
+
 class ListingError(ValueError):
     """The tool's output cannot be read as one numbered sequence of actions."""
 
@@ -122,7 +145,10 @@ _PATTERN = re.compile(r"^`([\w-]+) pattern: (.+?) \(((?:%|\w).*)\)`$")
 _ANONYMOUS = "(anonymous namespace)::"
 _NAMED = re.compile(r"^`([\w-]+)`")
 _CALLED = re.compile(r"^([\w-]+)\(")
-_LOC = re.compile(r'loc\((?:fused\[)?"([^"]*)":(\d+):(\d+)')
+#: A bare-named action and the op it runs on: ``apply-conversion (module {...} loc(...))```.
+_BARE = re.compile(r"^([\w-]+) \((.*)\)`$")
+#: A file position inside a location: ``"m.mlir":4:8``.
+_POSITION = re.compile(r'"([^"]*)":(\d+):(\d+)')
 _SYMBOL = re.compile(r"@([\w.$-]+)")
 
 
@@ -195,6 +221,9 @@ def _parse_action(body: str) -> tuple[str, str, str, str | None]:
     m = _NAMED.match(body) or _CALLED.match(body)
     if m is not None:
         return m.group(1), m.group(1), "", _loc(body)
+    m = _BARE.match(body)
+    if m is not None:
+        return m.group(1), m.group(1), _op_name(m.group(2)), _loc(m.group(2))
     return body.split(" ", 1)[0].strip("`"), body, "", _loc(body)
 
 
@@ -212,8 +241,11 @@ def _op_name(op_text: str) -> str:
 
 
 def _loc(text: str) -> str | None:
-    """The first ``file:line:col`` of the location in ``text``."""
-    m = _LOC.search(text)
+    """The first ``file:line:col`` of the op's own location in ``text``: its last
+    ``loc(...)`` (block arguments print theirs earlier), where a ``callsite`` names the
+    callee's position first and a ``fused`` one its parts in order; None for a name alone."""
+    at = text.rfind("loc(")
+    m = _POSITION.search(text, at) if at >= 0 else None
     return f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else None
 
 

@@ -216,18 +216,28 @@ class Search:
 
     def _enumeration(self, n: int) -> Listing:
         log = self.tester.scratch / f"actions-{n}.log"
-        texts: list[str] = []
-        for e in self.kind.enumerations(str(log)):
-            ran = self.tester.run(f"enumeration {n}", e.flags, None, judge=False)
+        runs = self.kind.enumerations(str(log))
+        # The second enumeration makes its runs in the other order (count, name, name,
+        # count): a repro that alternates between two compilations then shows each
+        # enumeration both, instead of giving both the same pair.
+        order = range(len(runs)) if n == 1 else reversed(range(len(runs)))
+        texts: dict[int, str] = {}
+        last: Ran | None = None
+        for i in order:
+            ran = self.tester.run(f"enumeration {n}", runs[i].flags, None, judge=False)
             if self.tester.prefix and not self.kind.mlir and _UNKNOWN_FLAG in ran.text:
                 # Not an MLIR tool (opt, llc): it runs on one thread anyway.
                 self.tester.prefix = ()
-                ran = self.tester.run(f"enumeration {n}", e.flags, None, judge=False)
-            texts.append(ran.text)
+                ran = self.tester.run(f"enumeration {n}", runs[i].flags, None, judge=False)
+            texts[i] = ran.text
+            last = ran
         try:
-            return self.kind.read(tuple(texts), _read(log))
+            return self.kind.read(tuple(texts[i] for i in range(len(runs))), _read(log))
         except NothingCounted as exc:
-            raise NotEnumerable(f"{exc}; no action can be named") from None
+            said = [line for line in (last.text if last else "").splitlines() if line.strip()]
+            tail = f"; it printed {said[-1].strip()[:120]!r}" if said else ""
+            raise NotEnumerable(f"{exc} (the repro: {last.reason if last else '?'}{tail}); "
+                                "no action can be named") from None
         except ListingError as exc:
             raise NotEnumerable(f"{exc}; no action can be named") from None
 
@@ -241,8 +251,10 @@ class Search:
             wrong = none if none.verdict != "good" else every
             what = self.kind.ends(total)[0 if wrong is none else 1]
             expected = "good" if wrong is none else "bad"
+            crash = _crash_line(wrong.text) if wrong.crashed else None
+            why = f"{wrong.reason}; the compiler crashed: {crash}" if crash else wrong.reason
             raise RangeNotVerified(
-                f"{what} the repro says {wrong.verdict}, not {expected} ({wrong.reason}): "
+                f"{what} the repro says {wrong.verdict}, not {expected} ({why}): "
                 "the behaviour is not caused by actions bisectkit can skip here; "
                 "nothing to bisect")
         return {0: "good", total: "bad"}, every.crashed
@@ -319,6 +331,14 @@ class Search:
             if (ran.verdict == "bad" and ran.limit < first) or (ran.verdict == "good"
                                                                 and ran.limit >= first):
                 answer.non_monotone.append((ran.limit, ran.verdict))
+
+
+def _crash_line(text: str) -> str | None:
+    """The line where LLVM said why it crashed (``LLVM ERROR: Cannot select: ...``)."""
+    for line in text.splitlines():
+        if "LLVM ERROR: " in line or "PLEASE submit a bug report" in line:
+            return line.strip()[:160]
+    return None
 
 
 def _read(path: Path) -> str:

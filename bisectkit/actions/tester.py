@@ -31,8 +31,9 @@ from bisectkit.pipeline.trace import Tracer
 from bisectkit.plugin.facade import Hooks
 from bisectkit.strategies.common import step_env
 
-#: What LLVM prints when a tool crashes (``PrettyStackTrace``, ``CrashRecoveryContext``).
-_CRASH_MARKS = ("PLEASE submit a bug report to", "Stack dump:")
+#: What LLVM prints when a tool crashes (``PrettyStackTrace``, ``CrashRecoveryContext``)
+#: or gives up (``report_fatal_error``: ``LLVM ERROR: Cannot select: ...``).
+_CRASH_MARKS = ("PLEASE submit a bug report to", "Stack dump:", "LLVM ERROR: ")
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,8 @@ class Tester:
         self.hooks.phase(index, "repro")
         with self._lock:
             self._flying += 1
-            alone = self._flying == 1
+            # Overlapping runs would mix their lines; an enumeration prints every action.
+            alone = self._flying == 1 and judge
         try:
             with self.tracer.span(label, index, actions=" ".join(words)):
                 outcome = cleaned(self._repro(step, alone))
@@ -162,9 +164,13 @@ class Tester:
         c = self.command
         if not c.argv:
             return self.hooks.repro(step)
-        return runner.run(c.argv, cwd=c.workdir, env=step.env, timeout=c.timeout,
-                          echo=c.echo if alone and c.echo is not None else _Discard(),
-                          keep=c.keep, watch=c.watch, cancelled=self._stop.is_set)
+        echo: io.StringIO = _Filtered(c.echo) if alone and c.echo is not None else _Discard()
+        try:
+            return runner.run(c.argv, cwd=c.workdir, env=step.env, timeout=c.timeout,
+                              echo=echo, keep=c.keep, watch=c.watch,
+                              cancelled=self._stop.is_set)
+        finally:
+            echo.close()  # the last line, when it has no newline
 
     def stop(self) -> None:
         """Kill the runs in flight (each raises :class:`~bisectkit.errors.Cancelled`)."""
@@ -194,6 +200,33 @@ class _Discard(io.StringIO):
 
     def write(self, text: str) -> int:
         return len(text)
+
+
+class _Filtered(io.StringIO):
+    """The terminal, without OptBisect's line per pass execution (hundreds a run, the same
+    in every run); what else the repro prints passes, line by line."""
+
+    def __init__(self, out: TextIO) -> None:
+        super().__init__()
+        self._out = out
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        shown = [line for line in lines if not line.lstrip().startswith("BISECT: ")]
+        if shown:
+            self._out.write("\n".join(shown) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def close(self) -> None:
+        if self._partial and not self._partial.lstrip().startswith("BISECT: "):
+            self._out.write(self._partial)
+        self._partial = ""
+        super().close()
 
 
 def _read(path: Path) -> str:

@@ -9,40 +9,35 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import shlex
-import shutil
-import sys
 from pathlib import Path
 
 import pluggy
 
 from bisectkit.actions import kinds
-from bisectkit.actions.search import Answer, Search
-from bisectkit.actions.tester import Command as ReproCommand
-from bisectkit.actions.tester import Tester, scratch_dir
-from bisectkit.cli.argtypes import jobs, whole_number
+from bisectkit.cli.argtypes import command, jobs, nonempty, whole_number
 from bisectkit.cli.options import (
+    add_force_ignored,
     add_plugin_group,
     add_plugin_option,
     add_repro,
     add_verdict_options,
 )
+from bisectkit.commands import actionsearch
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
-from bisectkit.errors import BadInput, BisectkitError
-from bisectkit.pipeline.finish import finish, finish_aborted
-from bisectkit.pipeline.trace import Tracer
-from bisectkit.ui.report.actions import render_terminal
+from bisectkit.errors import BadInput
+from bisectkit.model import ON_CONFLICT
 
 #: Options of ``run`` that ``actions`` does not take, at the values that mean "none".
 _NOT_TAKEN: dict[str, object] = {
-    "build": None, "no_cache": True, "cache_input": [], "cache_env": [], "no_verify": False,
+    "no_cache": True, "cache_input": [], "cache_env": [], "no_verify": False,
     "max_env_skips": 0, "verify_range": False, "check_stack": False, "scheduler": None,
     "workspace_root": None, "resources": [], "no_workers_timeout": None}
 
 
 def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
+    """``actions``' options: the kind and the search, the repro's verdicts and outputs,
+    ``--at``, the plugins' options, the repro."""
     g = p.add_argument_group("actions")
     g.add_argument("--kind", metavar="KIND",
                    help="opt-bisect (LLVM pass executions: opt, llc, clang -mllvm, "
@@ -76,9 +71,32 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
     r.add_argument("--trace", metavar="FILE",
                    help="write a Chrome trace-event JSON of every repro run (Perfetto)")
     add_plugin_option(r)
+    _at_arguments(p)
     p.set_defaults(**_NOT_TAKEN)
     add_plugin_group(p, pm)
     add_repro(p)
+
+
+def _at_arguments(p: argparse.ArgumentParser) -> None:
+    at = p.add_argument_group("at a commit of a superproject (--at)")
+    # Not ``at``: that is ``--stack``'s upstream commit, which the strategies read.
+    at.add_argument("--at", dest="actions_at", metavar="REV", type=nonempty,
+                    help="check out and build REV first, exactly as a bisection step would "
+                         "(the submodule's patched candidate; with --integrate a "
+                         "superproject commit), search there, then restore everything")
+    at.add_argument("--submodule", action="append", default=[], metavar="PATH", type=nonempty,
+                    help="with --at: the patched submodule REV belongs to (default: git "
+                         "config bisectkit.submodule, else the only submodule)")
+    at.add_argument("--integrate", action="store_true",
+                    help="with --at: REV is a superproject commit, its submodules updated")
+    at.add_argument("--upstream", metavar="REF", type=nonempty,
+                    help="with --at: the submodule's upstream ref (as in run)")
+    at.add_argument("--on-conflict", choices=ON_CONFLICT, default=None,
+                    help="with --at: what a conflicting local patch does (as in run)")
+    at.add_argument("--build", metavar="CMD", type=command,
+                    help="with --at: shell command run in the superproject root once REV is "
+                         "checked out (default: git config bisectkit.build)")
+    add_force_ignored(at)
 
 
 def run_actions(ctx: Context, args: argparse.Namespace) -> int:
@@ -86,78 +104,19 @@ def run_actions(ctx: Context, args: argparse.Namespace) -> int:
     if not args.kind:
         raise BadInput("give the kind of action to bisect: --kind opt-bisect, --kind "
                        "mlir-counter or --kind llvm-counter:NAME")
-    kind = kinds.parse(args.kind, args.tag, args.within)
-    opts = ctx.options
-    if not opts.repro and (args.jobs or 1) > 1:
-        raise BadInput("--jobs needs a repro command (a plugin's repro runs one at a time)")
-    watch = tuple(re.compile(p, re.MULTILINE)
-                  for patterns in opts.rules.compiled().values() for p in patterns)
-    command = ReproCommand(opts.repro, str(Path.cwd()), opts.timeout, opts.keep_output,
-                           watch, ctx.console.file)
-    tracer = Tracer()
-    scratch = scratch_dir()
-    tester = Tester(ctx.hooks, command, os.environ, tracer, scratch)
-    ctx.console.line(f"bisecting the {kind.name} actions of: {' '.join(opts.repro)}",
-                     style="bold")
-    search = Search(kind, tester, opts.repro, ctx.hooks.message, jobs=args.jobs or 1,
-                    probes=args.probe,
-                    details=[d for d in ("ir", "confirm") if getattr(args, d)])
-    try:
-        answer = search.run()
-    except (BisectkitError, KeyboardInterrupt) as exc:
-        finish_aborted(ctx.hooks, _aborted(kind, tester, exc), tracer)
-        raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    data = answer.to_json()
-    deeper = _second_level(answer, opts.repro)
-    if deeper:
-        data["second_level"] = deeper
-    for line in render_terminal(data):
-        ctx.console.line(line)
-    finish(ctx.hooks, data, tracer)
-    return _exit_code(answer)
-
-
-#: Options that do not carry over to the second level's command (its own outputs).
-_OWN = {"--json", "--report", "--trace", "--probe", "--within"}
-_OWN_FLAGS = {"--ir", "--confirm"}
-
-
-def _second_level(answer: Answer, repro: tuple[str, ...]) -> str | None:
-    """The command that bisects inside the first bad action, where one applies: the
-    command as typed, with ``--within N`` and without its own outputs."""
-    kind = answer.kind
-    if answer.first_bad is None or kind.within is not None or not (
-            kind.mlir and kind.tag == kinds.DEFAULT_MLIR_TAG):
-        return None
-    typed = sys.argv[1:]
-    at = typed.index("actions") if "actions" in typed else -1
-    words = typed[at + 1:len(typed) - len(repro)] if repro else typed[at + 1:]
-    kept: list[str] = []
-    skip = False
-    for word in words:
-        name = word.split("=", 1)[0]
-        if skip or word == "--" or name in _OWN_FLAGS:
-            skip = False
-        elif name in _OWN:
-            skip = "=" not in word
-        else:
-            kept.append(word)
-    return shlex.join(["bisectkit", "actions", *kept, "--within", str(answer.first_bad),
-                       "--", *repro])
-
-
-def _aborted(kind: kinds.Kind, tester: Tester, exc: BaseException) -> dict[str, object]:
-    """The result of a procedure that stopped (its outputs still say so)."""
-    return {"strategy": "actions", "status": "aborted", "kind": kind.name,
-            "reason": str(exc) or type(exc).__name__,
-            "steps": [r.to_json() for r in sorted(tester.runs, key=lambda r: r.index)]}
-
-
-def _exit_code(answer: Answer) -> int:
-    """0 found, 1 only skips separate good from bad."""
-    return 0 if answer.first_bad is not None else 1
+    settings = actionsearch.Settings(
+        kinds.parse(args.kind, args.tag, args.within), jobs=args.jobs or 1, probes=args.probe,
+        details=tuple(d for d in ("ir", "confirm") if getattr(args, d)))
+    if args.actions_at is not None:
+        return actionsearch.at_commit(ctx, args, settings, args.actions_at)
+    given = [flag for flag, value in (("--build", args.build), ("--submodule", args.submodule),
+                                      ("--integrate", args.integrate),
+                                      ("--upstream", args.upstream),
+                                      ("--on-conflict", args.on_conflict),
+                                      ("--force-ignored", args.force_ignored)) if value]
+    if given:
+        raise BadInput(f"{given[0]} goes with --at REV (the commit to check out and build)")
+    return actionsearch.here(ctx, settings, str(Path.cwd()), os.environ)
 
 
 #: ``bisectkit actions``.

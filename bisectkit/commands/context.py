@@ -7,10 +7,12 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pluggy
 
 from bisectkit.cli.requests import RunFlags
+from bisectkit.engine import Found
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import Config, RunOptions
@@ -44,6 +46,10 @@ class Context:
     typed_repro: tuple[str, ...] = ()
     #: ``run``'s output files and extra checks.
     flags: RunFlags = field(default_factory=RunFlags)
+    #: ``bisectkit run --then-actions``: the work done at the first bad commit, once found
+    #: (its JSON joins the result), and its words for follow-up commands.
+    then: Callable[[Bisection, Found], dict[str, Any]] | None = None
+    then_words: tuple[str, ...] = ()
     #: The typed facade over ``pm``.
     hooks: Hooks = field(init=False)
 

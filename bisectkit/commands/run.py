@@ -10,18 +10,20 @@ plugins' options and the repro.
 from __future__ import annotations
 
 import argparse
+import functools
 
 import pluggy
 
 from bisectkit import strategies
+from bisectkit.actions import kinds
 from bisectkit.cli import about
 from bisectkit.cli.options import add_force_ignored, add_plugin_group, add_repro, add_run_options
 from bisectkit.cli.parser import add_target_options
-from bisectkit.commands import advance, running
+from bisectkit.commands import actionsearch, advance, running
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.starting import new_session, start_request
-from bisectkit.errors import Aborted
+from bisectkit.errors import Aborted, BadInput
 from bisectkit.model import GIT_PROG
 from bisectkit.strategies import kind_named
 
@@ -34,12 +36,24 @@ def _bisectkit_arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | 
     p.add_argument("--bad", "--new", dest="bad", metavar="REV",
                    help="a revision on the new side: bad (with --find-fix: already fixed)")
     add_run_options(p)
+    p.add_argument("--then-actions", metavar="KIND[:TAG]",
+                   help="once the first bad commit is found, check it out, build it and "
+                        "bisect the compiler's actions there with the same repro, as "
+                        "'bisectkit actions --kind KIND' would (opt-bisect, "
+                        "mlir-counter[:TAG], llvm-counter:NAME); both answers are printed")
     add_plugin_group(p, pm)
     add_repro(p)
 
 
 def run_in_one_go(ctx: Context, args: argparse.Namespace) -> int:
     """``bisectkit run``: start + run + report + reset; always restores."""
+    if args.then_actions is not None:
+        if args.find_fix:
+            raise BadInput("--then-actions looks for what broke the first bad commit; not "
+                           "with --find-fix")
+        settings = actionsearch.Settings(kinds.parse(args.then_actions, None))
+        ctx.then = functools.partial(actionsearch.then_actions, ctx, settings)
+        ctx.then_words = ("--then-actions", args.then_actions)
     request = start_request(ctx, args)
     sp, _ = ctx.open()
     with ctx.run(sp) as run:

@@ -13,7 +13,7 @@ from bisectkit.cli import requests
 from bisectkit.commands import answer
 from bisectkit.commands.context import Context
 from bisectkit.commands.reproduce import reproduce_command
-from bisectkit.engine import Decision
+from bisectkit.engine import Decision, Found
 from bisectkit.errors import Aborted, BisectkitError
 from bisectkit.pipeline import loops, results
 from bisectkit.pipeline.bisection import Bisection
@@ -25,11 +25,12 @@ from bisectkit.store.cache import VerdictCache
 from bisectkit.store.session import Session
 
 
-def run_restoring(ctx: Context, run: Run, session: Session,
-                  show: Shower | None = None) -> tuple[int, int | None]:
-    """Begin ``session``, run it to the end, restore everything however it ends: the exit
-    code, and a stop signal that arrived during the restore (None: none; the caller may
-    have work left that the user meant to stop)."""
+def run_restoring(ctx: Context, run: Run, session: Session, show: Shower | None = None,
+                  body: Callable[[Bisection], int] | None = None) -> tuple[int, int | None]:
+    """Begin ``session``, run it to the end (or run ``body`` on it instead: work at one
+    commit, ``actions --at``), restore everything however it ends: the exit code, and a
+    stop signal that arrived during the restore (None: none; the caller may have work
+    left that the user meant to stop)."""
 
     def restore() -> None:
         for line in run.end():
@@ -41,8 +42,11 @@ def run_restoring(ctx: Context, run: Run, session: Session,
     try:
         try:
             b = run.begin(session)
-            answer.header(ctx, b)
-            code = run_with(ctx, b, show)
+            if body is not None:
+                code = body(b)
+            else:
+                answer.header(ctx, b)
+                code = run_with(ctx, b, show)
             answered = True
         except BisectkitError as exc:
             stopped_by = exc
@@ -93,7 +97,11 @@ def _result(ctx: Context, b: Bisection, decision: Decision,
 
 
 def _rerun(ctx: Context) -> list[str]:
-    return requests.run_options_argv(ctx.options)
+    words = requests.run_options_argv(ctx.options)
+    if ctx.then_words:  # the next level runs the actions search too, before its repro
+        cut = words.index("--") if "--" in words else len(words)
+        words[cut:cut] = list(ctx.then_words)
+    return words
 
 
 def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict[str, Any],
@@ -108,5 +116,9 @@ def _show_bisection(ctx: Context, b: Bisection, decision: Decision, checks: dict
         ctx.console.line(f"confidence: {result['confidence']['summary']}", style="bold")
     if cache is not None:
         loops.note_cache_use(b, cache)
+    if ctx.then is not None and isinstance(decision, Found):
+        # ``--then-actions``: inside the culprit, before the run restores the trees.
+        result["actions"] = ctx.then(b, decision)
+        code = result["actions"].get("exit_code", code)
     finish(ctx.hooks, result, b.tracer)
     return code

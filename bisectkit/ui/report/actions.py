@@ -57,6 +57,9 @@ def render_terminal(data: Mapping[str, Any]) -> list[str]:
     for note in data.get("notes", []):
         lines.append(f"  note: {note}")
     replay = data.get("replay")
+    if replay and data.get("commit"):
+        lines.append(f"  at commit {str(data['commit'])[:12]}: the replays need it checked "
+                     "out and built")
     if replay:
         lines.append(f"  replay (good): {replay['good']}")
         lines.append(f"  replay (bad):  {replay['bad']}")
@@ -90,6 +93,9 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         return (f"# Compiler actions bisection ({kind}): stopped\n\n"
                 f"{data.get('reason', '')}\n")
     out = [f"# {headline(data)}", "", f"- kind: `{kind}`, {data['total']} actions"]
+    if data.get("commit"):
+        out.append(f"- at commit `{data['commit']}` (checked out and built as a bisection "
+                   "step would)")
     first = data.get("first_bad")
     if first is not None:
         out.append(f"- limit {first - 1} is good, limit {first} is bad")
