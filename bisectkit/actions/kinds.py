@@ -11,12 +11,14 @@ command line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
 from bisectkit.actions import listing
 from bisectkit.actions.listing import Listing
 from bisectkit.errors import BadInput
+from bisectkit.text import plural
 
 #: MLIR's debug-counter tags (``mlir/lib/...``): what ``--tag`` may name. An unknown tag
 #: is accepted by the tool and counts nothing, so the list is checked here.
@@ -24,6 +26,8 @@ MLIR_TAGS = ("pass-execution", "apply-pattern", "GreedyPatternRewriteIteration",
              "apply-conversion", "walk-and-apply-patterns")
 #: The tag ``--kind mlir-counter`` bisects when ``--tag`` is not given.
 DEFAULT_MLIR_TAG = "pass-execution"
+#: ``--within N``: the actions of this tag inside ``pass-execution`` N.
+SUB_TAG = "apply-pattern"
 #: MLIR tools run passes on several threads unless told not to, and the counter's
 #: numbering then changes from run to run.
 SINGLE_THREAD = "--mlir-disable-threading"
@@ -49,11 +53,35 @@ class Kind:
 
     family: str
     tag: str = ""
+    #: ``--within N``: the ``apply-pattern`` actions inside ``pass-execution`` N are the
+    #: ones limited (pass-executions after N do not run).
+    within: int | None = None
+    #: With ``within``: the ``apply-pattern`` actions the run executes before pass N
+    #: begins (read from the enumeration, :meth:`settled`).
+    offset: int = 0
 
     @property
     def name(self) -> str:
-        """``opt-bisect``, ``mlir-counter:apply-pattern``, ``llvm-counter:dagcombine``."""
+        """``opt-bisect``, ``mlir-counter:apply-pattern``, ``llvm-counter:dagcombine``,
+        ``mlir-counter:apply-pattern in pass-execution #6``."""
+        if self.within is not None:
+            return f"{self.family}:{SUB_TAG} in {self.tag} #{self.within}"
         return f"{self.family}:{self.tag}" if self.tag else self.family
+
+    def settled(self, found: Listing) -> Kind:
+        """This kind once its enumeration is known (``--within``: the offset of the
+        actions inside the pass, which the limits add)."""
+        if self.within is None or not found.actions:
+            return self
+        return dataclasses.replace(self, offset=found.actions[0].number - 1)
+
+    def ends(self, total: int) -> tuple[str, str]:
+        """How the refusal names limit 0 and limit ``total``."""
+        if self.within is None:
+            return "with no action run (limit 0)", f"with all {total} actions run (limit {total})"
+        inside = f"{SUB_TAG} actions of {self.tag} #{self.within}"
+        return (f"with none of the {total} {inside} run (K=0)",
+                f"with all {total} {inside} run (K={total})")
 
     @property
     def mlir(self) -> bool:
@@ -62,6 +90,11 @@ class Kind:
 
     def limit(self, n: int) -> tuple[str, ...]:
         """The flags that run only the first ``n`` actions."""
+        if self.within is not None:
+            # Passes 1..N run (N+1.. not: the IR judged is the IR right after pass N),
+            # and of the patterns the first offset (before pass N) and n inside it.
+            return (f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count={self.within},"
+                    f"{SUB_TAG}-skip=0,{SUB_TAG}-count={self.offset + n}",)
         if self.family == "opt-bisect":
             return (f"-opt-bisect-limit={n}",)
         if self.family == "mlir-counter":
@@ -74,6 +107,12 @@ class Kind:
         ``--log-actions-to`` and the counter disables the counter (and exits 0)."""
         if self.family == "opt-bisect":
             return (Enumeration(("-opt-bisect-limit=-1",), ("total", "names")),)
+        if self.within is not None:
+            counter = (f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count="
+                       f"{self.within},{SUB_TAG}-skip=0,{SUB_TAG}-count=-1")
+            return (Enumeration((counter, "--mlir-print-debug-counter"), ("total",)),
+                    Enumeration((f"--log-actions-to={log}", "--mlir-print-debuginfo"),
+                                ("names",)))
         if self.family == "mlir-counter":
             counter = f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count=-1"
             return (Enumeration((counter, "--mlir-print-debug-counter"), ("total",)),
@@ -97,12 +136,9 @@ class Kind:
                     "repro's output nor $BISECTKIT_ACTION_LOG")
             return found
         if self.family == "mlir-counter":
-            total = listing.mlir_counter_total(texts[0], self.tag)
-            if total is None:
-                raise NothingCounted(
-                    "the compiler printed no MLIR debug-counter table: it is not an MLIR "
-                    "tool built on MlirOptMain (iree-compile is not: use --kind opt-bisect), "
-                    "or it did not get $BISECTKIT_ACTIONS")
+            total = _mlir_total(texts[0], SUB_TAG if self.within else self.tag)
+            if self.within is not None:
+                return _inside(self.within, self.tag, total, log_text)
             if total == 0:
                 raise NothingCounted(
                     f"the MLIR debug counter '{self.tag}' counted nothing in this run: no "
@@ -117,14 +153,46 @@ class Kind:
                     "deterministic (threads, an input or a flag that changes)")
             # No log at all (the tool runs where it cannot write it): numbers only.
             return Listing(total, names.actions)
-        total = _llvm_counter_total(texts[0], self.tag)
-        if not total:
+        counted = _llvm_counter_total(texts[0], self.tag)
+        if not counted:
             raise NothingCounted(
                 f"the LLVM debug counter '{self.tag}' counted nothing: it is compiled out of "
                 "this LLVM (release builds without assertions, such as Debian's), misspelt, "
                 "or never queried in this run")
         names = listing.llvm_counter_queries(texts[0], self.tag)
-        return Listing(total, names.actions if names.total == total else ())
+        return Listing(counted, names.actions if names.total == counted else ())
+
+
+def _mlir_total(text: str, tag: str) -> int:
+    """What the MLIR debug-counter table in ``text`` says ``tag`` counted."""
+    total = listing.mlir_counter_total(text, tag)
+    if total is None:
+        raise NothingCounted(
+            "the compiler printed no MLIR debug-counter table: it is not an MLIR "
+            "tool built on MlirOptMain (iree-compile is not: use --kind opt-bisect), "
+            "or it did not get $BISECTKIT_ACTIONS")
+    return total
+
+
+def _inside(parent: int, tag: str, counted: int, log_text: str) -> Listing:
+    """The ``apply-pattern`` actions inside ``tag`` #``parent``: named from the action
+    log, which must agree with what the counter ``counted`` up to the end of that pass."""
+    before, inside = listing.mlir_inside(log_text, parent, SUB_TAG)
+    if inside.parent is None:
+        passes = listing.mlir_action_log(log_text, tag).total
+        raise BadInput(f"--within {parent}: this run has {plural(passes, tag + ' action')}, "
+                       f"no #{parent}")
+    where = f"{tag} #{parent} ({inside.parent.describe()})"
+    if not inside.total:
+        raise NothingCounted(f"{where} applies no {SUB_TAG} action itself (the passes it "
+                             "runs are pass-executions of their own): nothing to bisect "
+                             "inside it")
+    if before + inside.total != counted:
+        raise NothingCounted(
+            f"the debug counter counted {counted} {SUB_TAG} actions up to the end of "
+            f"{where}, the action log {before} before it and {inside.total} inside it: "
+            "the two runs did not execute the same actions")
+    return inside
 
 
 #: A query index no compiler run reaches: the chunk ``NEVER`` executes nothing, and
@@ -146,8 +214,26 @@ def _llvm_counter_total(text: str, name: str) -> int | None:
     return int(rows[-1]) if rows else None
 
 
-def parse(spec: str, tag: str | None) -> Kind:
-    """``--kind`` and ``--tag`` as typed; :class:`BadInput` in one line."""
+def parse(spec: str, tag: str | None, within: int | None = None) -> Kind:
+    """``--kind``, ``--tag`` and ``--within`` as typed; :class:`BadInput` in one line."""
+    kind = _parse_kind(spec, tag)
+    if within is None:
+        return kind
+    if kind.family != "mlir-counter":
+        # The second level of OptBisect (the LLVM debug-counter queries made inside
+        # pass N, all others executing) is not implemented.
+        raise BadInput(f"--within with --kind {spec} (the LLVM debug-counter queries inside "
+                       "one pass) is not supported yet; --within N bisects the apply-pattern "
+                       "actions inside MLIR pass-execution N (--kind mlir-counter)")
+    if kind.tag != DEFAULT_MLIR_TAG:
+        raise BadInput(f"--within N bisects the {SUB_TAG} actions inside pass-execution N: "
+                       f"give it with --kind mlir-counter (tag {DEFAULT_MLIR_TAG}), not "
+                       f"with tag {kind.tag}")
+    return dataclasses.replace(kind, within=within)
+
+
+def _parse_kind(spec: str, tag: str | None) -> Kind:
+    """``--kind`` and ``--tag`` as typed."""
     family, _, counter = spec.partition(":")
     if family == "opt-bisect":
         if counter or tag:

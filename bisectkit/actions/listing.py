@@ -55,10 +55,12 @@ class Action:
 @dataclass(frozen=True)
 class Listing:
     """One enumeration: how many actions the counter counted (``total``) and, when the
-    tool named them, each one in order (``actions``; empty: not named)."""
+    tool named them, each one in order (``actions``; empty: not named); for the actions
+    inside one action (``--within``), that action (``parent``)."""
 
     total: int
     actions: tuple[Action, ...] = field(default_factory=tuple)
+    parent: Action | None = None
 
     def named(self, number: int) -> Action | None:
         """Action ``number`` as named, if it was."""
@@ -172,6 +174,39 @@ def mlir_action_log(text: str, tag: str) -> Listing:
         if kind == "pass-execution":
             passes.append(name)
     return Listing(len(actions), tuple(actions))
+
+
+def mlir_inside(text: str, parent: int, tag: str) -> tuple[int, Listing]:
+    """The ``tag`` actions an MLIR action log shows in ``pass-execution`` #``parent``
+    itself (the passes it nests are pass-executions of their own, which a counter that
+    stops at ``parent`` does not run), numbered as in the whole run, and how many ``tag``
+    actions ran before it began. The listing has no parent when the run has no such
+    pass."""
+    before, inside = 0, list[Action]()
+    passes: list[tuple[int, str]] = []  # the pass-executions open now: number, name
+    opened: list[str] = []  # the tags open now
+    seen = 0
+    pass_action: Action | None = None
+    for line in text.splitlines():
+        begun = _BEGINS.search(line)
+        if begun is None:
+            if (_COMPLETED.search(line) is not None and opened
+                    and opened.pop() == "pass-execution" and passes
+                    and passes.pop()[0] == parent):
+                break
+            continue
+        kind, name, unit, loc = _parse_action(begun.group(1).strip())
+        opened.append(kind)
+        if kind == tag and pass_action is None:
+            before += 1
+        elif kind == tag and passes and passes[-1][0] == parent:
+            inside.append(Action(before + len(inside) + 1, name, unit, loc, passes[-1][1]))
+        if kind == "pass-execution":
+            seen += 1
+            passes.append((seen, name))
+            if seen == parent:
+                pass_action = Action(seen, name, unit, loc)
+    return before, Listing(len(inside), tuple(inside), pass_action)
 
 
 def _parse_action(body: str) -> tuple[str, str, str, str | None]:

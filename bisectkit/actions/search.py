@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from bisectkit import engine
-from bisectkit.actions import listing
-from bisectkit.actions.kinds import SINGLE_THREAD, Kind, NothingCounted
+from bisectkit.actions import details, listing
+from bisectkit.actions.kinds import SINGLE_THREAD, SUB_TAG, Kind, NothingCounted
 from bisectkit.actions.listing import Action, Listing, ListingError
 from bisectkit.actions.tester import Ran, Tester
 from bisectkit.errors import NotEnumerable, RangeNotVerified
@@ -65,6 +65,14 @@ class Answer:
     probes: tuple[int, ...] = ()
     #: Notes for the user (names not available, threads, crashes taken as skip).
     notes: list[str] = field(default_factory=list)
+    #: ``--ir``: the diff of the IR before and after the action (None: not obtained)
+    #: and the line that introduces it or says why it is missing.
+    ir_diff: str | None = None
+    ir_note: str = ""
+    #: ``--confirm``: the run of every action but the first bad one.
+    confirm: dict[str, Any] | None = None
+    #: The runs ``--ir`` and ``--confirm`` took (not counted as limit runs).
+    checks: list[Ran] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -107,12 +115,33 @@ class Answer:
             "bad_limit": self.first_bad,
             "replay": {"good": self.replay(self.first_bad - 1),
                        "bad": self.replay(self.first_bad)} if self.first_bad else None,
-            "runs": {"enumeration": self.enumeration_runs, "limits": self.limit_runs,
-                     "probes": len(self.probes), "bound": self.bound},
+            "runs": self._runs_json(),
             "non_monotone": [{"limit": n, "verdict": v} for n, v in self.non_monotone],
-            "steps": [r.to_json() for r in sorted(self.runs, key=lambda r: r.index)],
+            "steps": [r.to_json() for r in sorted([*self.runs, *self.checks],
+                                                  key=lambda r: r.index)],
             "notes": list(self.notes),
+            **self._details_json(),
         }
+
+    def _details_json(self) -> dict[str, Any]:
+        """The keys ``--within``, ``--ir`` and ``--confirm`` add."""
+        out: dict[str, Any] = {}
+        parent = self.listing.parent
+        if self.kind.within is not None and parent is not None:
+            out["within"] = {"tag": self.kind.tag, "number": self.kind.within,
+                             "action": parent.describe(), "before": self.kind.offset,
+                             "counted": SUB_TAG}
+        if self.ir_note:
+            out["ir_diff"], out["ir_note"] = self.ir_diff, self.ir_note
+        if self.confirm is not None:
+            out["confirm"] = self.confirm
+        if self.checks:
+            out["runs"] = {**self._runs_json(), "checks": len(self.checks)}
+        return out
+
+    def _runs_json(self) -> dict[str, int]:
+        return {"enumeration": self.enumeration_runs, "limits": self.limit_runs,
+                "probes": len(self.probes), "bound": self.bound}
 
 
 def _action_json(action: Action) -> dict[str, Any]:
@@ -125,17 +154,20 @@ class Search:
     how many probes, and ``say(text, kind)`` for its progress lines."""
 
     def __init__(self, kind: Kind, tester: Tester, repro: Sequence[str], say: Say,
-                 jobs: int = 1, probes: int = 0) -> None:
+                 jobs: int = 1, probes: int = 0, details: Sequence[str] = ()) -> None:
         self.kind = kind
         self.tester = tester
         self.repro = tuple(repro)
         self.say = say
         self.jobs = max(1, jobs)
         self.probes = probes
+        #: What to add to an answer found: ``"ir"``, ``"confirm"``.
+        self.details = tuple(details)
 
     def run(self) -> Answer:
         """Enumerate, test the ends, bisect, probe: the answer (or a refusal raised)."""
         found = self.enumerate()
+        self.kind = self.kind.settled(found)
         total = found.total
         self.say(f"{total} actions ({self.kind.name}); the two enumerations agree"
                  + ("" if found.actions else "; the tool does not name them"), "progress")
@@ -149,7 +181,23 @@ class Search:
         answer.notes = [r.note for r in answer.runs if r.note]
         if not found.actions:
             answer.notes.append("the tool does not name its actions: only numbers are known")
+        if first is not None:
+            self._details(answer)
         return answer
+
+    def _details(self, answer: Answer) -> None:
+        """``--ir`` and ``--confirm`` for the first bad action found."""
+        assert answer.first_bad is not None
+        done = len(self.tester.runs)
+        if "ir" in self.details:
+            self.say(f"the IR before and after action #{answer.first_bad}", "progress")
+            found = details.ir_diff(self.kind, self.tester, answer.first_bad, answer.action)
+            answer.ir_diff, answer.ir_note = found.diff, found.note
+        if "confirm" in self.details:
+            self.say(f"every action but #{answer.first_bad}", "progress")
+            answer.confirm = details.confirm(self.kind, self.tester, answer.first_bad,
+                                             answer.total)
+        answer.checks = self.tester.runs[done:]
 
     # -- 1. enumeration ------------------------------------------------------------------
 
@@ -201,8 +249,7 @@ class Search:
         none, every = self._test_all([0, total])
         if every.verdict != "bad" or none.verdict != "good":
             wrong = none if none.verdict != "good" else every
-            what = ("with no action run (limit 0)" if wrong is none
-                    else f"with all {total} actions run (limit {total})")
+            what = self.kind.ends(total)[0 if wrong is none else 1]
             expected = "good" if wrong is none else "bad"
             crash = _crash_line(wrong.text) if wrong.crashed else None
             why = f"{wrong.reason}; the compiler crashed: {crash}" if crash else wrong.reason

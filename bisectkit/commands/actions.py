@@ -46,6 +46,17 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
     g.add_argument("--tag", metavar="TAG",
                    help="with --kind mlir-counter: the action tag counted "
                         f"({', '.join(kinds.MLIR_TAGS)}; default {kinds.DEFAULT_MLIR_TAG})")
+    g.add_argument("--within", type=whole_number(1), metavar="N",
+                   help="bisect inside action N of a first answer: with --kind mlir-counter, "
+                        "the apply-pattern actions of pass-execution N (later passes do not "
+                        "run)")
+    g.add_argument("--ir", action="store_true",
+                   help="print the IR of the unit before and after the first bad action, as "
+                        "a diff (also in --json and --report)")
+    g.add_argument("--confirm", action="store_true",
+                   help="run every action but the first bad one, where the tool takes "
+                        "intervals (--opt-bisect=1-6,8-169), and say whether the output "
+                        "turns good")
     g.add_argument("--jobs", "-j", type=jobs, metavar="K",
                    help="test K limits at once (default 1)")
     g.add_argument("--probe", type=whole_number(0), default=0, metavar="K",
@@ -93,8 +104,9 @@ def run_actions(ctx: Context, args: argparse.Namespace) -> int:
     if not args.kind:
         raise BadInput("give the kind of action to bisect: --kind opt-bisect, --kind "
                        "mlir-counter or --kind llvm-counter:NAME")
-    settings = actionsearch.Settings(kinds.parse(args.kind, args.tag), jobs=args.jobs or 1,
-                                     probes=args.probe)
+    settings = actionsearch.Settings(
+        kinds.parse(args.kind, args.tag, args.within), jobs=args.jobs or 1, probes=args.probe,
+        details=tuple(d for d in ("ir", "confirm") if getattr(args, d)))
     if args.actions_at is not None:
         return actionsearch.at_commit(ctx, args, settings, args.actions_at)
     given = [flag for flag, value in (("--build", args.build), ("--submodule", args.submodule),

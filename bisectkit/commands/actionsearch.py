@@ -11,12 +11,14 @@ command ends (:func:`bisectkit.commands.running.run_restoring`).
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bisectkit.actions.kinds import Kind
+from bisectkit.actions.kinds import DEFAULT_MLIR_TAG, Kind
 from bisectkit.actions.search import Answer, Search
 from bisectkit.actions.tester import Command as ReproCommand
 from bisectkit.actions.tester import Ran, Tester, scratch_dir
@@ -35,11 +37,13 @@ from bisectkit.ui.report.actions import headline, render_terminal
 
 @dataclass(frozen=True)
 class Settings:
-    """What the command line asked of the search: the kind, ``--jobs``, ``--probe``."""
+    """What the command line asked of the search: the kind, ``--jobs``, ``--probe``,
+    ``--ir`` and ``--confirm`` (``details``: ``"ir"``, ``"confirm"``)."""
 
     kind: Kind
     jobs: int = 1
     probes: int = 0
+    details: tuple[str, ...] = ()
 
 
 def search(ctx: Context, settings: Settings, workdir: str, env: Mapping[str, str],
@@ -61,7 +65,8 @@ def search(ctx: Context, settings: Settings, workdir: str, env: Mapping[str, str
         ctx.console.line(f"bisecting the {settings.kind.name} actions of: "
                          f"{' '.join(opts.repro)}", style="bold")
         procedure = Search(settings.kind, tester, opts.repro, ctx.hooks.message,
-                           jobs=settings.jobs, probes=settings.probes)
+                           jobs=settings.jobs, probes=settings.probes,
+                           details=settings.details)
         return procedure.run()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -93,10 +98,38 @@ def here(ctx: Context, settings: Settings, workdir: str, env: Mapping[str, str])
     except (BisectkitError, KeyboardInterrupt) as exc:
         finish_aborted(ctx.hooks, aborted(settings.kind, exc, runs), tracer)
         raise
-    result = answer.to_json()
+    result = {**answer.to_json(), **_second_level(answer, ctx.options.repro)}
     show(ctx, result)
     finish(ctx.hooks, result, tracer)
     return exit_code(answer)
+
+
+#: Options that do not carry over to the second level's command (its own outputs).
+_OWN = {"--json", "--report", "--trace", "--probe", "--within"}
+_OWN_FLAGS = {"--ir", "--confirm"}
+
+
+def _second_level(answer: Answer, repro: Sequence[str]) -> dict[str, str]:
+    """``second_level``: the command that bisects inside the first bad action, where one
+    applies (an MLIR pass execution): ``bisectkit actions`` as typed, with ``--within N``
+    and without its own outputs."""
+    kind, typed = answer.kind, sys.argv[1:]
+    if (answer.first_bad is None or kind.within is not None or not kind.mlir
+            or kind.tag != DEFAULT_MLIR_TAG or "actions" not in typed):
+        return {}
+    words = typed[typed.index("actions") + 1:len(typed) - len(repro)]
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        name = word.split("=", 1)[0]
+        if skip or word == "--" or name in _OWN_FLAGS:
+            skip = False
+        elif name in _OWN:
+            skip = "=" not in word
+        else:
+            kept.append(word)
+    return {"second_level": shlex.join(["bisectkit", "actions", *kept, "--within",
+                                        str(answer.first_bad), "--", *repro])}
 
 
 def at_commit(ctx: Context, args: argparse.Namespace, settings: Settings, rev: str) -> int:
@@ -127,7 +160,8 @@ def _at(ctx: Context, b: Bisection, settings: Settings, commit: str) -> int:
         finish_aborted(ctx.hooks, {**aborted(settings.kind, exc, runs), "commit": commit},
                        tracer)
         raise
-    result = {**answer.to_json(), "commit": commit}
+    result = {**answer.to_json(), "commit": commit,
+              **_second_level(answer, ctx.options.repro)}
     show(ctx, result)
     finish(ctx.hooks, result, tracer)
     return exit_code(answer)

@@ -29,7 +29,15 @@ def headline(data: Mapping[str, Any]) -> str:
         return (f"only skipped limits separate good from bad: the first bad of the {total} "
                 f"actions is one of {numbers}")
     named = _action(data)
-    return (f"action #{first} of {total} is the first bad action"
+    within = data.get("within")
+    if within:
+        # K counts the patterns inside the pass; the run's own number is before + K.
+        what = (f"{within['counted']} {first} of the {total} inside {within['tag']} "
+                f"#{within['number']} ({within['counted']} #{within['before'] + first} of "
+                "the run)")
+    else:
+        what = f"action #{first} of {total}"
+    return (f"{what} is the first bad action"
             + (f": {named}" if named else " (the tool does not name it)"))
 
 
@@ -55,6 +63,25 @@ def render_terminal(data: Mapping[str, Any]) -> list[str]:
     if replay:
         lines.append(f"  replay (good): {replay['good']}")
         lines.append(f"  replay (bad):  {replay['bad']}")
+    lines += _details_terminal(data)
+    return lines
+
+
+def _details_terminal(data: Mapping[str, Any]) -> list[str]:
+    """The second-level command, the confirmation and the IR diff, as the terminal shows
+    them."""
+    lines: list[str] = []
+    if data.get("within"):
+        lines.append(f"  inside {data['within']['tag']} #{data['within']['number']}: "
+                     f"{data['within']['action']}")
+    if data.get("second_level"):
+        lines.append(f"  bisect inside it: {data['second_level']}")
+    if data.get("confirm"):
+        lines.append(f"  {data['confirm']['line']}")
+    if data.get("ir_note"):
+        lines.append(f"  {data['ir_note']}")
+    if data.get("ir_diff"):
+        lines += data["ir_diff"].rstrip("\n").split("\n")
     return lines
 
 
@@ -79,10 +106,19 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         out.append(f"- **non-monotone**: limit {wrong['limit']} is {wrong['verdict']}")
     for note in data.get("notes", []):
         out.append(f"- note: {note}")
+    if data.get("within"):
+        out.append(f"- inside {data['within']['tag']} #{data['within']['number']}: "
+                   f"`{data['within']['action']}`")
+    if data.get("confirm"):
+        out.append(f"- {data['confirm']['line']}")
     replay = data.get("replay")
     if replay:
         out += ["", "## Reproduce", "", "```sh", f"# good\n{replay['good']}",
                 f"# bad\n{replay['bad']}", "```"]
+    if data.get("second_level"):
+        out += ["", "Bisect inside that action:", "", "```sh", data["second_level"], "```"]
+    if data.get("ir_note") and not data.get("ir_diff"):
+        out += ["", data["ir_note"]]
     if data.get("ir_diff"):
         out += ["", "## IR before and after the action", "", "```diff",
                 data["ir_diff"].rstrip("\n"), "```"]
