@@ -21,6 +21,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.worlds import World, cli
@@ -135,7 +136,7 @@ def _scenario(where: Path, files: dict[str, str]) -> Path:
 
 
 def _actions(world: World, where: Path, *args: str, env: dict[str, str] | None = None
-             ) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+             ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """``bisectkit actions ARGS`` in ``where`` (``--json`` added before the repro)."""
     out = where / "answer.json"
     out.unlink(missing_ok=True)
