@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -80,6 +81,32 @@ def test_iree_compile_pass_executions_name_the_instruction_selection(
         assert subprocess.run(["sh", "-c", replay], env={**iree, "BISECTKIT_ACTION_LOG":
                                                          os.devnull},
                               capture_output=True, timeout=120).returncode == expected
+
+
+def test_the_dag_combine_inside_the_pass_is_the_second_level(
+        iree: dict[str, str], tmp_path: Path) -> None:
+    """The first answer names the counter the bad pass queries most and prints the
+    command that bisects its queries there; that command names ``dagcombine=7``, the
+    8th of the 58 queries instruction selection makes for the dispatch (the queries of
+    every other pass, and those after, keep executing)."""
+    code, first, said = actions(tmp_path, iree, "--kind", "opt-bisect")
+    assert code == 0, said
+    assert first["counter_inside"] == {"name": "dagcombine", "queries": 58}
+    command = first["second_level"]
+    assert command == shlex.join(["bisectkit", "actions", "--kind", "llvm-counter:dagcombine",
+                                  "--within", "3465", "--", str(REPRO)])
+    words = shlex.split(command)
+    code, second, said = actions(tmp_path, iree, *words[2:-2])
+    assert code == 0, said
+    assert (second["total"], second["first_bad"]) == (58, 8)
+    assert second["within"]["number"] == 3465 and second["within"]["before"] == 0
+    assert second["action"]["name"] == "dagcombine=7"
+    assert second["action"]["pass"] == "x86-isel (#3465)"
+    assert second["runs"]["limits"] <= second["runs"]["bound"]
+    # The brute force around the answer: K queries of the pass executed, all others too.
+    assert [verdict(iree, f"-opt-bisect-limit=3465 -debug-counter=dagcombine={chunks}")
+            for chunks in ("0-5:58-999999999", "0-6:58-999999999", "0-7:58-999999999",
+                           "0-8:58-999999999")] == [0, 0, 1, 1]
 
 
 def test_a_counter_whose_every_skip_crashes_the_compiler_is_refused_at_its_ends(

@@ -57,29 +57,47 @@ class Kind:
     #: ones limited (pass-executions after N do not run).
     within: int | None = None
     #: With ``within``: the ``apply-pattern`` actions the run executes before pass N
-    #: begins (read from the enumeration, :meth:`settled`).
+    #: begins (read from the enumeration, :meth:`settled`); for an LLVM counter, the
+    #: index of pass N's first query.
     offset: int = 0
+    #: With ``within``, an LLVM counter: how many queries pass N makes (the queries after
+    #: them keep executing).
+    span: int = 0
 
     @property
     def name(self) -> str:
         """``opt-bisect``, ``mlir-counter:apply-pattern``, ``llvm-counter:dagcombine``,
         ``mlir-counter:apply-pattern in pass-execution #6``."""
+        if self.within is not None and self.family == "llvm-counter":
+            return f"{self.family}:{self.tag} in pass #{self.within}"
         if self.within is not None:
             return f"{self.family}:{SUB_TAG} in {self.tag} #{self.within}"
         return f"{self.family}:{self.tag}" if self.tag else self.family
+
+    @property
+    def counted(self) -> str:
+        """What ``--within`` counts inside the pass: ``apply-pattern``, ``dagcombine query``."""
+        return f"{self.tag} query" if self.family == "llvm-counter" else SUB_TAG
+
+    @property
+    def parent_tag(self) -> str:
+        """What ``--within N`` numbers: ``pass-execution`` (MLIR), ``pass`` (OptBisect)."""
+        return "pass" if self.family == "llvm-counter" else self.tag
 
     def settled(self, found: Listing) -> Kind:
         """This kind once its enumeration is known (``--within``: the offset of the
         actions inside the pass, which the limits add)."""
         if self.within is None or not found.actions:
             return self
-        return dataclasses.replace(self, offset=found.actions[0].number - 1)
+        return dataclasses.replace(self, offset=found.actions[0].number - 1, span=found.total)
 
     def ends(self, total: int) -> tuple[str, str]:
         """How the refusal names limit 0 and limit ``total``."""
         if self.within is None:
             return "with no action run (limit 0)", f"with all {total} actions run (limit {total})"
-        inside = f"{SUB_TAG} actions of {self.tag} #{self.within}"
+        inside = (f"'{self.tag}' queries of pass #{self.within}"
+                  if self.family == "llvm-counter"
+                  else f"{SUB_TAG} actions of {self.tag} #{self.within}")
         return (f"with none of the {total} {inside} run (K=0)",
                 f"with all {total} {inside} run (K={total})")
 
@@ -90,6 +108,12 @@ class Kind:
 
     def limit(self, n: int) -> tuple[str, ...]:
         """The flags that run only the first ``n`` actions."""
+        if self.within is not None and self.family == "llvm-counter":
+            # Passes 1..N run (the first-level answer's bad limit); of the counter's queries
+            # those before pass N execute, K of pass N's own, and every one after them
+            # (later passes that do not run still query: instruction selection at -O0).
+            return (f"-opt-bisect-limit={self.within}",
+                    f"-debug-counter={self.tag}={_around(self.offset, self.span, n)}")
         if self.within is not None:
             # Passes 1..N run (N+1.. not: the IR judged is the IR right after pass N),
             # and of the patterns the first offset (before pass N) and n inside it.
@@ -106,7 +130,15 @@ class Kind:
         log. MLIR names its actions only in a run of its own: a tool given both
         ``--log-actions-to`` and the counter disables the counter (and exits 0)."""
         if self.family == "opt-bisect":
-            return (Enumeration(("-opt-bisect-limit=-1",), ("total", "names")),)
+            # The counters' table says which debug counters are live (IREE's LLVM: the
+            # second level); release builds print zeros, LLVM 14 nothing.
+            return (Enumeration(("-opt-bisect-limit=-1", "-print-debug-counter"),
+                                ("total", "names")),)
+        if self.within is not None and self.family == "llvm-counter":
+            return (Enumeration((f"-opt-bisect-limit={self.within}",
+                                 f"-debug-counter={self.tag}=0-{NEVER}",
+                                 "-print-debug-counter-queries", "-print-debug-counter"),
+                                ("total", "names")),)
         if self.within is not None:
             counter = (f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count="
                        f"{self.within},{SUB_TAG}-skip=0,{SUB_TAG}-count=-1")
@@ -134,7 +166,7 @@ class Kind:
                     "the compiler printed no 'BISECT: running pass' line: it is not an LLVM "
                     "tool run with $BISECTKIT_ACTIONS, or its stderr reaches neither the "
                     "repro's output nor $BISECTKIT_ACTION_LOG")
-            return found
+            return dataclasses.replace(found, counters=listing.llvm_counters(texts[0]))
         if self.family == "mlir-counter":
             total = _mlir_total(texts[0], SUB_TAG if self.within else self.tag)
             if self.within is not None:
@@ -159,6 +191,8 @@ class Kind:
                 f"the LLVM debug counter '{self.tag}' counted nothing: it is compiled out of "
                 "this LLVM (release builds without assertions, such as Debian's), misspelt, "
                 "or never queried in this run")
+        if self.within is not None:
+            return _queries_inside(texts[0], self.tag, self.within)
         names = listing.llvm_counter_queries(texts[0], self.tag)
         return Listing(counted, names.actions if names.total == counted else ())
 
@@ -200,6 +234,38 @@ def _inside(parent: int, tag: str, counted: int, log_text: str) -> Listing:
 NEVER = 999_999_999
 
 
+def _queries_inside(text: str, name: str, parent: int) -> Listing:
+    """The queries of counter ``name`` made inside OptBisect pass ``parent``, numbered by
+    their index in the run plus one (``dagcombine=7`` is #8)."""
+    passes = listing.opt_bisect(text)
+    if passes is None:
+        raise NothingCounted(
+            "the compiler printed no 'BISECT: running pass' line: --within N numbers the "
+            "passes as OptBisect does, and the repro must let the tool's stderr through")
+    pass_action = passes.named(parent)
+    if pass_action is None:
+        raise BadInput(f"--within {parent}: this run has {plural(passes.total, 'pass')}, "
+                       f"no #{parent}")
+    inside = listing.llvm_queries_in(text, name, parent)
+    if not inside.total:
+        raise NothingCounted(f"pass #{parent} ({pass_action.describe()}) makes no '{name}' "
+                             "query: nothing to bisect inside it (is the counter compiled "
+                             "in, and is it this pass's?)")
+    return Listing(inside.total, inside.actions, pass_action)
+
+
+def _around(offset: int, span: int, n: int) -> str:
+    """The chunks that execute the queries before ``offset``, ``n`` of the ``span`` from
+    ``offset`` on, and all after those."""
+    chunks = [] if offset + n == 0 else [_range(0, offset + n - 1)]
+    return ":".join([*chunks, f"{offset + span}-{NEVER}"])
+
+
+def _range(first: int, last: int) -> str:
+    """One chunk: ``A-B``, or ``A`` alone (LLVM refuses ``A-A``)."""
+    return str(first) if first == last else f"{first}-{last}"
+
+
 def _first(n: int) -> str:
     """The chunks that execute the first ``n`` queries (``0`` is query 0 alone: LLVM
     refuses ``0-0``)."""
@@ -219,12 +285,13 @@ def parse(spec: str, tag: str | None, within: int | None = None) -> Kind:
     kind = _parse_kind(spec, tag)
     if within is None:
         return kind
-    if kind.family != "mlir-counter":
-        # The second level of OptBisect (the LLVM debug-counter queries made inside
-        # pass N, all others executing) is not implemented.
-        raise BadInput(f"--within with --kind {spec} (the LLVM debug-counter queries inside "
-                       "one pass) is not supported yet; --within N bisects the apply-pattern "
-                       "actions inside MLIR pass-execution N (--kind mlir-counter)")
+    if kind.family == "opt-bisect":
+        raise BadInput("--within N bisects what one pass does: name the LLVM debug counter "
+                       "whose queries inside OptBisect pass N to bisect "
+                       "(--kind llvm-counter:NAME --within N), or use --kind mlir-counter "
+                       "--within N for an MLIR pass")
+    if kind.family == "llvm-counter":
+        return dataclasses.replace(kind, within=within)
     if kind.tag != DEFAULT_MLIR_TAG:
         raise BadInput(f"--within N bisects the {SUB_TAG} actions inside pass-execution N: "
                        f"give it with --kind mlir-counter (tag {DEFAULT_MLIR_TAG}), not "

@@ -61,6 +61,9 @@ class Listing:
     total: int
     actions: tuple[Action, ...] = field(default_factory=tuple)
     parent: Action | None = None
+    #: The LLVM debug counters that counted queries in the run (``-print-debug-counter``):
+    #: name and count, for the second level of an OptBisect answer.
+    counters: tuple[tuple[str, int], ...] = ()
 
     def named(self, number: int) -> Action | None:
         """Action ``number`` as named, if it was."""
@@ -113,6 +116,31 @@ def llvm_counter_queries(text: str, name: str) -> Listing:
             actions.append(Action(len(actions) + 1, f"{name}={query.group(2)}", unit,
                                   within=within))
     return Listing(len(actions), tuple(actions))
+
+
+_COUNTER_ROW = re.compile(r"^\s*([\w.-]+)\s*:\s*\{(\d+),", re.MULTILINE)
+
+
+def llvm_counters(text: str) -> tuple[tuple[str, int], ...]:
+    """The counters LLVM's ``-print-debug-counter`` table (``dagcombine : {14151,empty}``)
+    shows counting something, as last printed."""
+    rows = dict(_COUNTER_ROW.findall(text))
+    return tuple((name, int(count)) for name, count in sorted(rows.items()) if int(count))
+
+
+def llvm_queries_in(text: str, name: str, parent: int) -> Listing:
+    """The queries of counter ``name`` made inside OptBisect pass ``parent``, each numbered
+    by its index in the run plus one; :class:`ListingError` when they are not one run of
+    consecutive indices (two processes' queries mixed)."""
+    inside: list[Action] = []
+    for query in llvm_counter_queries(text, name).actions:
+        if query.within is not None and query.within.endswith(f"(#{parent})"):
+            index = int(query.name.rpartition("=")[2])
+            if inside and index != inside[-1].number:
+                raise ListingError(f"the '{name}' queries of pass #{parent} are not "
+                                   f"consecutive ({inside[-1].name}, then {query.name})")
+            inside.append(Action(index + 1, query.name, query.unit, within=query.within))
+    return Listing(len(inside), tuple(inside))
 
 
 class ListingError(ValueError):

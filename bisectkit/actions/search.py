@@ -33,7 +33,7 @@ from typing import Any
 
 from bisectkit import engine
 from bisectkit.actions import details, listing
-from bisectkit.actions.kinds import SINGLE_THREAD, SUB_TAG, Kind, NothingCounted
+from bisectkit.actions.kinds import NEVER, SINGLE_THREAD, Kind, NothingCounted
 from bisectkit.actions.listing import Action, Listing, ListingError
 from bisectkit.actions.tester import Ran, Tester
 from bisectkit.errors import NotEnumerable, RangeNotVerified
@@ -73,6 +73,9 @@ class Answer:
     confirm: dict[str, Any] | None = None
     #: The runs ``--ir`` and ``--confirm`` took (not counted as limit runs).
     checks: list[Ran] = field(default_factory=list)
+    #: An OptBisect answer in a tool with live debug counters: the counter queried most
+    #: inside the first bad pass, and how often (the second level's ``--kind``).
+    counter_inside: tuple[str, int] | None = None
 
     @property
     def total(self) -> int:
@@ -128,15 +131,18 @@ class Answer:
         out: dict[str, Any] = {}
         parent = self.listing.parent
         if self.kind.within is not None and parent is not None:
-            out["within"] = {"tag": self.kind.tag, "number": self.kind.within,
+            out["within"] = {"tag": self.kind.parent_tag, "number": self.kind.within,
                              "action": parent.describe(), "before": self.kind.offset,
-                             "counted": SUB_TAG}
+                             "counted": self.kind.counted}
         if self.ir_note:
             out["ir_diff"], out["ir_note"] = self.ir_diff, self.ir_note
         if self.confirm is not None:
             out["confirm"] = self.confirm
         if self.checks:
             out["runs"] = {**self._runs_json(), "checks": len(self.checks)}
+        if self.counter_inside is not None:
+            out["counter_inside"] = {"name": self.counter_inside[0],
+                                     "queries": self.counter_inside[1]}
         return out
 
     def _runs_json(self) -> dict[str, int]:
@@ -193,11 +199,26 @@ class Search:
             self.say(f"the IR before and after action #{answer.first_bad}", "progress")
             found = details.ir_diff(self.kind, self.tester, answer.first_bad, answer.action)
             answer.ir_diff, answer.ir_note = found.diff, found.note
+        if self.kind.family == "opt-bisect" and answer.listing.counters:
+            answer.counter_inside = self._counter_inside(answer.first_bad,
+                                                         answer.listing.counters)
         if "confirm" in self.details:
             self.say(f"every action but #{answer.first_bad}", "progress")
             answer.confirm = details.confirm(self.kind, self.tester, answer.first_bad,
                                              answer.total)
         answer.checks = self.tester.runs[done:]
+
+    def _counter_inside(self, number: int, live: Sequence[tuple[str, int]]
+                        ) -> tuple[str, int] | None:
+        """One run at limit ``number`` printing the queries of every ``live`` counter: the
+        one queried most inside pass ``number`` (None: none is)."""
+        every = ",".join(f"{name}=0-{NEVER}" for name, _ in live)
+        ran = self.tester.run(f"counters in pass {number}", (
+            f"-opt-bisect-limit={number}", f"-debug-counter={every}",
+            "-print-debug-counter-queries"), None, judge=False)
+        made = [(_queries_in(ran.text, name, number), name) for name, _ in live]
+        count, name = max(made, default=(0, ""))
+        return (name, count) if count else None
 
     # -- 1. enumeration ------------------------------------------------------------------
 
@@ -331,6 +352,14 @@ class Search:
             if (ran.verdict == "bad" and ran.limit < first) or (ran.verdict == "good"
                                                                 and ran.limit >= first):
                 answer.non_monotone.append((ran.limit, ran.verdict))
+
+
+def _queries_in(text: str, name: str, number: int) -> int:
+    """How many queries of counter ``name`` pass ``number`` made (0: they cannot be read)."""
+    try:
+        return listing.llvm_queries_in(text, name, number).total
+    except ListingError:
+        return 0
 
 
 def _crash_line(text: str) -> str | None:

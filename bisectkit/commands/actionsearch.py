@@ -104,18 +104,25 @@ def here(ctx: Context, settings: Settings, workdir: str, env: Mapping[str, str])
     return exit_code(answer)
 
 
-#: Options that do not carry over to the second level's command (its own outputs).
-_OWN = {"--json", "--report", "--trace", "--probe", "--within"}
+#: Options that do not carry over to the second level's command (its own outputs, and
+#: the kind, which it names itself).
+_OWN = {"--json", "--report", "--trace", "--probe", "--within", "--kind", "--tag"}
 _OWN_FLAGS = {"--ir", "--confirm"}
 
 
 def _second_level(answer: Answer, repro: Sequence[str]) -> dict[str, str]:
     """``second_level``: the command that bisects inside the first bad action, where one
-    applies (an MLIR pass execution): ``bisectkit actions`` as typed, with ``--within N``
-    and without its own outputs."""
+    applies: the patterns of an MLIR pass execution, or the queries of the LLVM debug
+    counter the first bad pass makes most (:attr:`Answer.counter_inside`). It is
+    ``bisectkit actions`` as typed, with ``--within N``, without its own outputs."""
     kind, typed = answer.kind, sys.argv[1:]
-    if (answer.first_bad is None or kind.within is not None or not kind.mlir
-            or kind.tag != DEFAULT_MLIR_TAG or "actions" not in typed):
+    if answer.first_bad is None or kind.within is not None or "actions" not in typed:
+        return {}
+    if kind.mlir and kind.tag == DEFAULT_MLIR_TAG:
+        chosen = ["--kind", "mlir-counter"]
+    elif kind.family == "opt-bisect" and answer.counter_inside is not None:
+        chosen = ["--kind", f"llvm-counter:{answer.counter_inside[0]}"]
+    else:
         return {}
     words = typed[typed.index("actions") + 1:len(typed) - len(repro)]
     kept: list[str] = []
@@ -128,7 +135,7 @@ def _second_level(answer: Answer, repro: Sequence[str]) -> dict[str, str]:
             skip = "=" not in word
         else:
             kept.append(word)
-    return {"second_level": shlex.join(["bisectkit", "actions", *kept, "--within",
+    return {"second_level": shlex.join(["bisectkit", "actions", *chosen, *kept, "--within",
                                         str(answer.first_bad), "--", *repro])}
 
 
