@@ -48,8 +48,9 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
                         f"({', '.join(kinds.MLIR_TAGS)}; default {kinds.DEFAULT_MLIR_TAG})")
     g.add_argument("--within", type=whole_number(1), metavar="N",
                    help="bisect inside action N of a first answer: with --kind mlir-counter, "
-                        "the apply-pattern actions of pass-execution N (later passes do not "
-                        "run)")
+                        "the apply-pattern actions of pass-execution N; with --kind "
+                        "llvm-counter:NAME, the queries of NAME inside OptBisect pass N "
+                        "(later passes do not run)")
     g.add_argument("--ir", action="store_true",
                    help="print the IR of the unit before and after the first bad action, as "
                         "a diff (also in --json and --report)")
