@@ -418,3 +418,37 @@ def test_ctrl_c_during_a_run_exits_130_and_leaves_nothing_running(tmp_path: Path
     assert list((tmp_path / "tmp").iterdir()) == []
     stopped = json.loads((tmp_path / "answer.json").read_text(encoding="utf-8"))
     assert stopped["status"] == "aborted" and stopped["strategy"] == "actions"
+
+
+#: The real opt-19 enumerates checked_add's 169 passes; the verdict is a function of the
+#: limit: good below 5, bad from 5 to 84, good again above, bad at the total. Two runs at
+#: once land on both sides of the good-again region.
+COMES_AND_GOES = """\
+#!/bin/bash
+opt-19 -S -passes='default<O2>' $BISECTKIT_ACTIONS "{data}/checked_add.ll" -o /dev/null || exit 125
+n=$BISECTKIT_ACTION_LIMIT
+if [ "$n" -lt 5 ] || {{ [ "$n" -gt 84 ] && [ "$n" -lt 169 ]; }}; then exit 0; fi
+exit 1
+"""
+
+
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_runs_at_once_that_contradict_each_other_are_reported_not_a_crash(
+        tmp_path: Path, jobs: str) -> None:
+    """With --jobs, a good limit above a bad one (or a bad below a good) can land while the
+    bisection is under way: it is reported as non-monotone with the answer, never an
+    internal error."""
+    need(*OPT["19"])
+    repro = tmp_path / "comes_and_goes.sh"
+    repro.write_text(COMES_AND_GOES.format(data=DATA), encoding="utf-8")
+    repro.chmod(0o755)
+    data, printed = found(tmp_path, "--kind", "opt-bisect", "--jobs", jobs, "--",
+                          str(repro))
+    first = data["first_bad"]
+    tested = {s["limit"]: s["verdict"] for s in data["steps"] if s["limit"] is not None}
+    assert first in (5, 169) and tested[first] == "bad" and tested[first - 1] == "good"
+    contradicting = [{"limit": n, "verdict": v} for n, v in sorted(tested.items())
+                     if (v == "bad" and n < first) or (v == "good" and n >= first)]
+    assert contradicting and data["non_monotone"] == contradicting
+    for wrong in contradicting:
+        assert f"non-monotone: limit {wrong['limit']} is {wrong['verdict']}" in printed
