@@ -265,6 +265,45 @@ def test_a_repro_that_never_splices_the_action_flags_is_refused(
     assert_refused(r, 3, says, "$BISECTKIT_ACTIONS")
 
 
+#: Two opt-19 runs get the flags: select.ll's (93 passes) logs to $BISECTKIT_ACTION_LOG,
+#: checked_add.ll's (169, whose #7 decides the verdict) prints to the output.
+#: ``$TEE``: the second run's stderr goes to the log too (a tee: one place is counted).
+SPLIT_REPRO = """\
+#!/bin/bash
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+log=/dev/null
+if [ -n "$TEE" ]; then
+  log=$BISECTKIT_ACTION_LOG
+else
+  opt-19 -S -passes='default<O2>' $BISECTKIT_ACTIONS "{data}/select.ll" -o /dev/null \\
+    2>>"$BISECTKIT_ACTION_LOG" || exit 125
+fi
+opt-19 -S -passes='default<O2>' $BISECTKIT_ACTIONS "{data}/checked_add.ll" -o "$tmp/o.ll" \\
+  2> >(tee -a "$log" >&2) || exit 125
+wait
+lli-19 "$tmp/o.ll"
+"""
+
+
+def test_action_lines_split_between_the_log_and_the_output_are_refused(
+        tmp_path: Path) -> None:
+    """Counting select.ll's passes from the log while the limits decide checked_add's named
+    "EarlyCSEPass on pick": two compiler runs limited, one counted, is refused; the same
+    lines in both places (a tee) are one run's, counted once."""
+    need(*OPT["19"])
+    repro = tmp_path / "split.sh"
+    repro.write_text(SPLIT_REPRO.format(data=DATA), encoding="utf-8")
+    repro.chmod(0o755)
+    r = actions(tmp_path, "--kind", "opt-bisect", "--", str(repro))
+    assert_refused(r, 3, "the repro's output has action lines that $BISECTKIT_ACTION_LOG "
+                   "has not", "two compiler runs get $BISECTKIT_ACTIONS")
+    assert "is the first bad action" not in r.stdout
+    data, _ = found(tmp_path, "--kind", "opt-bisect", "--keep-output", "2000", "--",
+                    str(repro), env=env_for(tmp_path, TEE="1"))
+    assert (data["total"], data["first_bad"]) == (169, 7)
+    assert data["action"]["unit"] == "checked_add"
+
+
 def test_a_behaviour_the_full_pipeline_undoes_is_not_bisected(tmp_path: Path) -> None:
     """select.ll: SimplifyCFG makes a select (bad), InstCombine removes it: all 93 pass
     executions run give good again."""

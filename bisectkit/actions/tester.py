@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from bisectkit.errors import Aborted, BadInput
+from bisectkit.errors import Aborted, BadInput, NotEnumerable
 from bisectkit.execute import runner
 from bisectkit.model import DEFAULT_KEEP, Outcome, Sha, Step, Verdict
 from bisectkit.model.dropped import unmarked
@@ -127,6 +127,15 @@ class Tester:
         # The repro sends the compiler's stderr to one place or the other: where both
         # hold it (a tee), the log alone, or every action would be counted twice.
         text = logged if logged.strip() else outcome.output
+        stray = _stray_action_line(outcome.output, logged)
+        if stray is not None:
+            # Two compiler runs got the flags, one logging, the other printing: the
+            # actions counted are one's, the limits apply to both.
+            raise NotEnumerable(
+                f"the repro's output has action lines that $BISECTKIT_ACTION_LOG has not "
+                f"({stray[:100]!r}): two compiler runs get $BISECTKIT_ACTIONS, one writing "
+                "to the log and one to the output; give it to the one compiler run to "
+                "bisect")
         crashed = any(mark in text for mark in _CRASH_MARKS)
         verdict: Verdict | None = None
         reason, note = outcome.describe(), ""
@@ -227,6 +236,26 @@ class _Filtered(io.StringIO):
             self._out.write(self._partial)
         self._partial = ""
         super().close()
+
+
+#: A line a compiler prints about its actions: OptBisect's, an LLVM debug-counter query,
+#: a row of LLVM's or MLIR's debug-counter table.
+_ACTION_LINE = re.compile(r"BISECT: (?:NOT )?running pass \(\d+\)|DebugCounter \S+=\d+ "
+                          r"(?:execute|skip)|^\s*[\w.-]+\s+: \{-?\d+,")
+
+
+def _stray_action_line(output: str, logged: str) -> str | None:
+    """An action line of the repro's ``output`` that the action log does not hold (None:
+    no log, or every such line is the log's: a tee). A line cut by ``--keep-output`` is
+    still part of one of the log's."""
+    if not logged.strip():
+        return None
+    lines = set(logged.splitlines())
+    for line in output.splitlines():
+        line = line.rstrip("\r")
+        if _ACTION_LINE.search(line) and line not in lines and line not in logged:
+            return line.strip()
+    return None
 
 
 def _read(path: Path) -> str:
