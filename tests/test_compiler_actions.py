@@ -491,3 +491,31 @@ def test_runs_at_once_that_contradict_each_other_are_reported_not_a_crash(
     assert contradicting and data["non_monotone"] == contradicting
     for wrong in contradicting:
         assert f"non-monotone: limit {wrong['limit']} is {wrong['verdict']}" in printed
+
+
+#: checked_add.sh, each run noting ``limit run/runs`` (``-p flaky`` sets the two).
+COUNTED_REPRO = """\
+#!/bin/bash
+echo "$BISECTKIT_ACTION_LIMIT ${{BISECTKIT_RUN:-once}}/${{BISECTKIT_RUNS:-once}}" >> "{runs}"
+exec "{data}/checked_add.sh"
+"""
+
+
+def test_a_plugin_that_runs_the_repro_itself_runs_each_limit(tmp_path: Path) -> None:
+    """``-p flaky --repeat 2``: every limit is judged on two runs, as a step of ``run`` is;
+    the enumerations run once (repeats would count every action twice)."""
+    need(*OPT["19"])
+    runs = tmp_path / "runs.txt"
+    repro = tmp_path / "counted.sh"
+    repro.write_text(COUNTED_REPRO.format(data=DATA, runs=runs), encoding="utf-8")
+    repro.chmod(0o755)
+    data, _ = found(tmp_path, "-p", "flaky", "--repeat", "2", "--kind", "opt-bisect", "--",
+                    str(repro))
+    assert (data["first_bad"], data["action"]["name"]) == (7, "EarlyCSEPass")
+    seen = runs.read_text(encoding="utf-8").splitlines()
+    limits = [s["limit"] for s in data["steps"] if s["limit"] is not None]
+    assert sorted(seen) == sorted([*(f"{n} {i}/2" for n in limits for i in (1, 2)),
+                                   *["-1 once/once"] * data["runs"]["enumeration"]])
+    r = actions(tmp_path, "-p", "flaky", "--repeat", "2", "--jobs", "2", "--kind",
+                "opt-bisect", "--", str(repro))
+    assert_refused(r, 2, "plugin flaky runs the repro itself", "--jobs 1")

@@ -116,7 +116,7 @@ class Tester:
             alone = self._flying == 1 and judge
         try:
             with self.tracer.span(label, index, actions=" ".join(words)):
-                outcome = cleaned(self._repro(step, alone))
+                outcome = cleaned(self._repro(step, alone, judge))
         finally:
             with self._lock:
                 self._flying -= 1
@@ -167,11 +167,13 @@ class Tester:
         return Step(index=index, commit=Sha(label), strategy="actions", env=env,
                     workdir=self.workdir), action_log
 
-    def _repro(self, step: Step, alone: bool) -> Outcome | None:
+    def _repro(self, step: Step, alone: bool, judge: bool) -> Outcome | None:
         """Run the repro command (streamed when it is the only run in flight), or the
-        plugin that runs it."""
+        plugin that runs it: a run judged goes through a plugin that runs the repro
+        itself (``-p flaky --repeat N``), as a step of ``run`` does; an enumeration runs
+        the command once (the plugin's repeats would count every action N times)."""
         c = self.command
-        if not c.argv:
+        if not c.argv or (judge and self.hooks.has_repro_plugin()):
             return self.hooks.repro(step)
         echo: io.StringIO = _Filtered(c.echo) if alone and c.echo is not None else _Discard()
         try:
