@@ -304,6 +304,17 @@ def test_action_lines_split_between_the_log_and_the_output_are_refused(
     assert data["action"]["unit"] == "checked_add"
 
 
+def test_action_lines_cut_by_keep_output_are_refused_saying_so(tmp_path: Path) -> None:
+    """checked_add.sh prints its 169 BISECT lines (about 10 kB) to its output; with
+    ``--keep-output 4096`` the middle is dropped: the refusal names the cut and its fixes,
+    not a compiler that "ran more than once"."""
+    need(*OPT["19"])
+    r = actions(tmp_path, "--kind", "opt-bisect", "--keep-output", "4096", "--",
+                str(DATA / "checked_add.sh"))
+    assert_refused(r, 3, "more than --keep-output keeps", "$BISECTKIT_ACTION_LOG")
+    assert "ran more than once" not in r.stderr
+
+
 def test_a_behaviour_the_full_pipeline_undoes_is_not_bisected(tmp_path: Path) -> None:
     """select.ll: SimplifyCFG makes a select (bad), InstCombine removes it: all 93 pass
     executions run give good again."""

@@ -254,6 +254,11 @@ class Search:
                 # Not an MLIR tool (opt, llc): it runs on one thread anyway.
                 self.tester.prefix = ()
                 ran = self.tester.run(f"enumeration {n}", runs[i].flags, None, judge=False)
+            if ran.cut:
+                raise NotEnumerable(
+                    "the repro printed more than --keep-output keeps, and the middle of the "
+                    "compiler's action lines was dropped: append the compiler's stderr to "
+                    "$BISECTKIT_ACTION_LOG (read whole), or raise --keep-output")
             texts[i] = ran.text
             last = ran
         try:

@@ -25,6 +25,7 @@ from typing import TextIO
 from bisectkit.errors import Aborted, BadInput, NotEnumerable
 from bisectkit.execute import runner
 from bisectkit.model import DEFAULT_KEEP, Outcome, Sha, Step, Verdict
+from bisectkit.model import dropped
 from bisectkit.model.dropped import unmarked
 from bisectkit.pipeline.testing import cannot_run, cleaned
 from bisectkit.pipeline.trace import Tracer
@@ -54,6 +55,8 @@ class Ran:
     crashed: bool = False
     #: Why the verdict is not the repro's own (a crash taken as skip).
     note: str = ""
+    #: ``text`` is the repro's output with its middle dropped (``--keep-output``).
+    cut: bool = False
 
     def to_json(self) -> dict[str, object]:
         """The run as ``--json`` lists it."""
@@ -146,8 +149,9 @@ class Tester:
                 # not the behaviour bisected.
                 note = f"the compiler crashed under {label}: skip, not {verdict}"
                 verdict, reason = "skip", f"{reason}; {note}"
+        cut = not logged.strip() and dropped.was_cut(outcome.output)
         ran = Ran(index, label, limit, tuple(words), verdict, reason, outcome.duration, text,
-                  logged, crashed, note)
+                  logged, crashed, note, cut)
         with self._lock:
             self.runs.append(ran)
         return ran
