@@ -24,8 +24,7 @@ from typing import TextIO
 
 from bisectkit.errors import Aborted, BadInput, NotEnumerable
 from bisectkit.execute import runner
-from bisectkit.model import DEFAULT_KEEP, Outcome, Sha, Step, Verdict
-from bisectkit.model import dropped
+from bisectkit.model import DEFAULT_KEEP, Outcome, Sha, Step, Verdict, dropped
 from bisectkit.model.dropped import unmarked
 from bisectkit.pipeline.testing import cannot_run, cleaned
 from bisectkit.pipeline.trace import Tracer
