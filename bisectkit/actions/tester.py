@@ -129,15 +129,7 @@ class Tester:
         # The repro sends the compiler's stderr to one place or the other: where both
         # hold it (a tee), the log alone, or every action would be counted twice.
         text = logged if logged.strip() else outcome.output
-        stray = _stray_action_line(outcome.output, logged)
-        if stray is not None:
-            # Two compiler runs got the flags, one logging, the other printing: the
-            # actions counted are one's, the limits apply to both.
-            raise NotEnumerable(
-                f"the repro's output has action lines that $BISECTKIT_ACTION_LOG has not "
-                f"({stray[:100]!r}): two compiler runs get $BISECTKIT_ACTIONS, one writing "
-                "to the log and one to the output; give it to the one compiler run to "
-                "bisect")
+        _refuse_split(outcome.output, logged)
         crashed = any(mark in text for mark in _CRASH_MARKS)
         verdict: Verdict | None = None
         reason, note = outcome.describe(), ""
@@ -247,6 +239,18 @@ class _Filtered(io.StringIO):
 #: a row of LLVM's or MLIR's debug-counter table.
 _ACTION_LINE = re.compile(r"BISECT: (?:NOT )?running pass \(\d+\)|DebugCounter \S+=\d+ "
                           r"(?:execute|skip)|^\s*[\w.-]+\s+: \{-?\d+,")
+
+
+def _refuse_split(output: str, logged: str) -> None:
+    """:class:`NotEnumerable` when the repro's output has action lines its action log has
+    not: two compiler runs got the flags, one logging, the other printing; the actions
+    counted would be one's, the limits apply to both."""
+    stray = _stray_action_line(output, logged)
+    if stray is not None:
+        raise NotEnumerable(
+            f"the repro's output has action lines that $BISECTKIT_ACTION_LOG has not "
+            f"({stray[:100]!r}): two compiler runs get $BISECTKIT_ACTIONS, one writing to "
+            "the log and one to the output; give it to the one compiler run to bisect")
 
 
 def _stray_action_line(output: str, logged: str) -> str | None:
