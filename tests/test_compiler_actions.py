@@ -265,6 +265,56 @@ def test_a_repro_that_never_splices_the_action_flags_is_refused(
     assert_refused(r, 3, says, "$BISECTKIT_ACTIONS")
 
 
+#: Two opt-19 runs get the flags: select.ll's (93 passes) logs to $BISECTKIT_ACTION_LOG,
+#: checked_add.ll's (169, whose #7 decides the verdict) prints to the output.
+#: ``$TEE``: the second run's stderr goes to the log too (a tee: one place is counted).
+SPLIT_REPRO = """\
+#!/bin/bash
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+log=/dev/null
+if [ -n "$TEE" ]; then
+  log=$BISECTKIT_ACTION_LOG
+else
+  opt-19 -S -passes='default<O2>' $BISECTKIT_ACTIONS "{data}/select.ll" -o /dev/null \\
+    2>>"$BISECTKIT_ACTION_LOG" || exit 125
+fi
+opt-19 -S -passes='default<O2>' $BISECTKIT_ACTIONS "{data}/checked_add.ll" -o "$tmp/o.ll" \\
+  2> >(tee -a "$log" >&2) || exit 125
+wait
+lli-19 "$tmp/o.ll"
+"""
+
+
+def test_action_lines_split_between_the_log_and_the_output_are_refused(
+        tmp_path: Path) -> None:
+    """Counting select.ll's passes from the log while the limits decide checked_add's named
+    "EarlyCSEPass on pick": two compiler runs limited, one counted, is refused; the same
+    lines in both places (a tee) are one run's, counted once."""
+    need(*OPT["19"])
+    repro = tmp_path / "split.sh"
+    repro.write_text(SPLIT_REPRO.format(data=DATA), encoding="utf-8")
+    repro.chmod(0o755)
+    r = actions(tmp_path, "--kind", "opt-bisect", "--", str(repro))
+    assert_refused(r, 3, "the repro's output has action lines that $BISECTKIT_ACTION_LOG "
+                   "has not", "two compiler runs get $BISECTKIT_ACTIONS")
+    assert "is the first bad action" not in r.stdout
+    data, _ = found(tmp_path, "--kind", "opt-bisect", "--keep-output", "2000", "--",
+                    str(repro), env=env_for(tmp_path, TEE="1"))
+    assert (data["total"], data["first_bad"]) == (169, 7)
+    assert data["action"]["unit"] == "checked_add"
+
+
+def test_action_lines_cut_by_keep_output_are_refused_saying_so(tmp_path: Path) -> None:
+    """checked_add.sh prints its 169 BISECT lines (about 10 kB) to its output; with
+    ``--keep-output 4096`` the middle is dropped: the refusal names the cut and its fixes,
+    not a compiler that "ran more than once"."""
+    need(*OPT["19"])
+    r = actions(tmp_path, "--kind", "opt-bisect", "--keep-output", "4096", "--",
+                str(DATA / "checked_add.sh"))
+    assert_refused(r, 3, "more than --keep-output keeps", "$BISECTKIT_ACTION_LOG")
+    assert "ran more than once" not in r.stderr
+
+
 def test_a_behaviour_the_full_pipeline_undoes_is_not_bisected(tmp_path: Path) -> None:
     """select.ll: SimplifyCFG makes a select (bad), InstCombine removes it: all 93 pass
     executions run give good again."""
@@ -418,3 +468,65 @@ def test_ctrl_c_during_a_run_exits_130_and_leaves_nothing_running(tmp_path: Path
     assert list((tmp_path / "tmp").iterdir()) == []
     stopped = json.loads((tmp_path / "answer.json").read_text(encoding="utf-8"))
     assert stopped["status"] == "aborted" and stopped["strategy"] == "actions"
+
+
+#: The real opt-19 enumerates checked_add's 169 passes; the verdict is a function of the
+#: limit: good below 5, bad from 5 to 84, good again above, bad at the total. Two runs at
+#: once land on both sides of the good-again region.
+COMES_AND_GOES = """\
+#!/bin/bash
+opt-19 -S -passes='default<O2>' $BISECTKIT_ACTIONS "{data}/checked_add.ll" -o /dev/null || exit 125
+n=$BISECTKIT_ACTION_LIMIT
+if [ "$n" -lt 5 ] || {{ [ "$n" -gt 84 ] && [ "$n" -lt 169 ]; }}; then exit 0; fi
+exit 1
+"""
+
+
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_runs_at_once_that_contradict_each_other_are_reported_not_a_crash(
+        tmp_path: Path, jobs: str) -> None:
+    """With --jobs, a good limit above a bad one (or a bad below a good) can land while the
+    bisection is under way: it is reported as non-monotone with the answer, never an
+    internal error."""
+    need(*OPT["19"])
+    repro = tmp_path / "comes_and_goes.sh"
+    repro.write_text(COMES_AND_GOES.format(data=DATA), encoding="utf-8")
+    repro.chmod(0o755)
+    data, printed = found(tmp_path, "--kind", "opt-bisect", "--jobs", jobs, "--",
+                          str(repro))
+    first = data["first_bad"]
+    tested = {s["limit"]: s["verdict"] for s in data["steps"] if s["limit"] is not None}
+    assert first in (5, 169) and tested[first] == "bad" and tested[first - 1] == "good"
+    contradicting = [{"limit": n, "verdict": v} for n, v in sorted(tested.items())
+                     if (v == "bad" and n < first) or (v == "good" and n >= first)]
+    assert contradicting and data["non_monotone"] == contradicting
+    for wrong in contradicting:
+        assert f"non-monotone: limit {wrong['limit']} is {wrong['verdict']}" in printed
+
+
+#: checked_add.sh, each run noting ``limit run/runs`` (``-p flaky`` sets the two).
+COUNTED_REPRO = """\
+#!/bin/bash
+echo "$BISECTKIT_ACTION_LIMIT ${{BISECTKIT_RUN:-once}}/${{BISECTKIT_RUNS:-once}}" >> "{runs}"
+exec "{data}/checked_add.sh"
+"""
+
+
+def test_a_plugin_that_runs_the_repro_itself_runs_each_limit(tmp_path: Path) -> None:
+    """``-p flaky --repeat 2``: every limit is judged on two runs, as a step of ``run`` is;
+    the enumerations run once (repeats would count every action twice)."""
+    need(*OPT["19"])
+    runs = tmp_path / "runs.txt"
+    repro = tmp_path / "counted.sh"
+    repro.write_text(COUNTED_REPRO.format(data=DATA, runs=runs), encoding="utf-8")
+    repro.chmod(0o755)
+    data, _ = found(tmp_path, "-p", "flaky", "--repeat", "2", "--kind", "opt-bisect", "--",
+                    str(repro))
+    assert (data["first_bad"], data["action"]["name"]) == (7, "EarlyCSEPass")
+    seen = runs.read_text(encoding="utf-8").splitlines()
+    limits = [s["limit"] for s in data["steps"] if s["limit"] is not None]
+    assert sorted(seen) == sorted([*(f"{n} {i}/2" for n in limits for i in (1, 2)),
+                                   *["-1 once/once"] * data["runs"]["enumeration"]])
+    r = actions(tmp_path, "-p", "flaky", "--repeat", "2", "--jobs", "2", "--kind",
+                "opt-bisect", "--", str(repro))
+    assert_refused(r, 2, "plugin flaky runs the repro itself", "--jobs 1")

@@ -178,9 +178,13 @@ class Search:
         self.say(f"{total} actions ({self.kind.name}); the two enumerations agree"
                  + ("" if found.actions else "; the tool does not name them"), "progress")
         verdicts, crashed = self._ends(total)
-        first, candidates = self._bisect(total, verdicts, crashed)
+        late: list[tuple[int, Verdict]] = []
+        first, candidates = self._bisect(total, verdicts, crashed, late)
         answer = Answer(self.kind, found, first, candidates, list(self.tester.runs),
                         verdicts, self.repro, self.tester.prefix)
+        if first is not None:
+            answer.non_monotone.extend((n, v) for n, v in sorted(late)
+                                       if _contradicts(n, v, first))
         if first is not None and self.probes:
             self._probe(answer, crashed)
         answer.runs = sorted(self.tester.runs, key=lambda r: r.index)
@@ -250,6 +254,11 @@ class Search:
                 # Not an MLIR tool (opt, llc): it runs on one thread anyway.
                 self.tester.prefix = ()
                 ran = self.tester.run(f"enumeration {n}", runs[i].flags, None, judge=False)
+            if ran.cut:
+                raise NotEnumerable(
+                    "the repro printed more than --keep-output keeps, and the middle of the "
+                    "compiler's action lines was dropped: append the compiler's stderr to "
+                    "$BISECTKIT_ACTION_LOG (read whole), or raise --keep-output")
             texts[i] = ran.text
             last = ran
         try:
@@ -282,9 +291,12 @@ class Search:
 
     # -- 3. the bisection ------------------------------------------------------------------
 
-    def _bisect(self, total: int, verdicts: dict[int, Verdict], crashed: bool
-                ) -> tuple[int | None, tuple[int, ...]]:
-        """The smallest bad limit (or the limits only skips leave open)."""
+    def _bisect(self, total: int, verdicts: dict[int, Verdict], crashed: bool,
+                late: list[tuple[int, Verdict]]) -> tuple[int | None, tuple[int, ...]]:
+        """The smallest bad limit (or the limits only skips leave open). With ``--jobs``,
+        a verdict that lands outside the range the others left (a good limit above a bad
+        one: not monotone) is not counted, as in a parallel commit bisection, but kept in
+        ``late`` (the engine cannot take verdicts that contradict each other)."""
         candidates = [str(n) for n in range(1, total + 1)]
         known: dict[str, Verdict] = {str(total): "bad"}
         with ThreadPoolExecutor(max_workers=self.jobs,
@@ -309,8 +321,12 @@ class Search:
                         limit = flying.pop(future)
                         ran = future.result()
                         assert ran.verdict is not None
-                        verdicts[limit] = known[str(limit)] = ran.verdict
+                        verdicts[limit] = ran.verdict
                         self.say(f"limit {limit}: {ran.verdict} ({ran.reason})", "info")
+                        if engine.outside(candidates, known, [str(limit)]):
+                            late.append((limit, ran.verdict))
+                        else:
+                            known[str(limit)] = ran.verdict
             finally:
                 if flying:
                     self.tester.stop()
@@ -349,9 +365,15 @@ class Search:
         for ran in self._test_all(spread, crash_is_skip=not crashed):
             assert ran.limit is not None and ran.verdict is not None
             answer.verdicts[ran.limit] = ran.verdict
-            if (ran.verdict == "bad" and ran.limit < first) or (ran.verdict == "good"
-                                                                and ran.limit >= first):
+            if _contradicts(ran.limit, ran.verdict, first):
                 answer.non_monotone.append((ran.limit, ran.verdict))
+        answer.non_monotone.sort()
+
+
+def _contradicts(limit: int, verdict: Verdict, first: int) -> bool:
+    """Does ``verdict`` at ``limit`` contradict a monotone answer ``first`` (bad below it,
+    good from it on)?"""
+    return (verdict == "bad" and limit < first) or (verdict == "good" and limit >= first)
 
 
 def _queries_in(text: str, name: str, number: int) -> int:

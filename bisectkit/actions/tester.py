@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from bisectkit.errors import Aborted, BadInput
+from bisectkit.errors import Aborted, BadInput, NotEnumerable
 from bisectkit.execute import runner
-from bisectkit.model import DEFAULT_KEEP, Outcome, Sha, Step, Verdict
+from bisectkit.model import DEFAULT_KEEP, Outcome, Sha, Step, Verdict, dropped
 from bisectkit.model.dropped import unmarked
 from bisectkit.pipeline.testing import cannot_run, cleaned
 from bisectkit.pipeline.trace import Tracer
@@ -54,6 +54,8 @@ class Ran:
     crashed: bool = False
     #: Why the verdict is not the repro's own (a crash taken as skip).
     note: str = ""
+    #: ``text`` is the repro's output with its middle dropped (``--keep-output``).
+    cut: bool = False
 
     def to_json(self) -> dict[str, object]:
         """The run as ``--json`` lists it."""
@@ -116,7 +118,7 @@ class Tester:
             alone = self._flying == 1 and judge
         try:
             with self.tracer.span(label, index, actions=" ".join(words)):
-                outcome = cleaned(self._repro(step, alone))
+                outcome = cleaned(self._repro(step, alone, judge))
         finally:
             with self._lock:
                 self._flying -= 1
@@ -127,6 +129,7 @@ class Tester:
         # The repro sends the compiler's stderr to one place or the other: where both
         # hold it (a tee), the log alone, or every action would be counted twice.
         text = logged if logged.strip() else outcome.output
+        _refuse_split(outcome.output, logged)
         crashed = any(mark in text for mark in _CRASH_MARKS)
         verdict: Verdict | None = None
         reason, note = outcome.describe(), ""
@@ -137,8 +140,9 @@ class Tester:
                 # not the behaviour bisected.
                 note = f"the compiler crashed under {label}: skip, not {verdict}"
                 verdict, reason = "skip", f"{reason}; {note}"
+        cut = not logged.strip() and dropped.was_cut(outcome.output)
         ran = Ran(index, label, limit, tuple(words), verdict, reason, outcome.duration, text,
-                  logged, crashed, note)
+                  logged, crashed, note, cut)
         with self._lock:
             self.runs.append(ran)
         return ran
@@ -158,11 +162,13 @@ class Tester:
         return Step(index=index, commit=Sha(label), strategy="actions", env=env,
                     workdir=self.workdir), action_log
 
-    def _repro(self, step: Step, alone: bool) -> Outcome | None:
+    def _repro(self, step: Step, alone: bool, judge: bool) -> Outcome | None:
         """Run the repro command (streamed when it is the only run in flight), or the
-        plugin that runs it."""
+        plugin that runs it: a run judged goes through a plugin that runs the repro
+        itself (``-p flaky --repeat N``), as a step of ``run`` does; an enumeration runs
+        the command once (the plugin's repeats would count every action N times)."""
         c = self.command
-        if not c.argv:
+        if not c.argv or (judge and self.hooks.has_repro_plugin()):
             return self.hooks.repro(step)
         echo: io.StringIO = _Filtered(c.echo) if alone and c.echo is not None else _Discard()
         try:
@@ -227,6 +233,38 @@ class _Filtered(io.StringIO):
             self._out.write(self._partial)
         self._partial = ""
         super().close()
+
+
+#: A line a compiler prints about its actions: OptBisect's, an LLVM debug-counter query,
+#: a row of LLVM's or MLIR's debug-counter table.
+_ACTION_LINE = re.compile(r"BISECT: (?:NOT )?running pass \(\d+\)|DebugCounter \S+=\d+ "
+                          r"(?:execute|skip)|^\s*[\w.-]+\s+: \{-?\d+,")
+
+
+def _refuse_split(output: str, logged: str) -> None:
+    """:class:`NotEnumerable` when the repro's output has action lines its action log has
+    not: two compiler runs got the flags, one logging, the other printing; the actions
+    counted would be one's, the limits apply to both."""
+    stray = _stray_action_line(output, logged)
+    if stray is not None:
+        raise NotEnumerable(
+            f"the repro's output has action lines that $BISECTKIT_ACTION_LOG has not "
+            f"({stray[:100]!r}): two compiler runs get $BISECTKIT_ACTIONS, one writing to "
+            "the log and one to the output; give it to the one compiler run to bisect")
+
+
+def _stray_action_line(output: str, logged: str) -> str | None:
+    """An action line of the repro's ``output`` that the action log does not hold (None:
+    no log, or every such line is the log's: a tee). A line cut by ``--keep-output`` is
+    still part of one of the log's."""
+    if not logged.strip():
+        return None
+    lines = set(logged.splitlines())
+    for line in output.splitlines():
+        line = line.rstrip("\r")
+        if _ACTION_LINE.search(line) and line not in lines and line not in logged:
+            return line.strip()
+    return None
 
 
 def _read(path: Path) -> str:

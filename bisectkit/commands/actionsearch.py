@@ -54,6 +54,10 @@ def search(ctx: Context, settings: Settings, workdir: str, env: Mapping[str, str
     opts = ctx.options
     if not opts.repro and settings.jobs > 1:
         raise BadInput("--jobs needs a repro command (a plugin's repro runs one at a time)")
+    if settings.jobs > 1 and ctx.hooks.has_repro_plugin():
+        busy = ", ".join(ctx.hooks.runs_commands_itself())
+        raise BadInput(f"plugin {busy} runs the repro itself, one run at a time: use "
+                       "--jobs 1 with it")
     # Lines the rules would match survive the --keep-output cut, as in ``run``.
     watch = tuple(p for patterns in opts.rules.compiled().values() for p in patterns)
     command = ReproCommand(opts.repro, workdir, opts.timeout, opts.keep_output, watch,

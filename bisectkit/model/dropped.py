@@ -25,3 +25,8 @@ def unmarked(text: str) -> str:
     lines a rule matches, its tail), for the rules and the classifiers, which judge the
     command's output, never bisectkit's (a ``--skip-if dropped`` would match them)."""
     return _MARKERS.sub("", text) if "[bisectkit: " in text else text
+
+
+def was_cut(text: str) -> bool:
+    """Does ``text`` (a command's kept output) have its middle dropped?"""
+    return "[bisectkit: " in text and _MARKERS.search(text) is not None
