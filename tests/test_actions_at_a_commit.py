@@ -225,3 +225,15 @@ def test_integrate_then_actions_carries_the_actions_level_into_its_followup(
     assert command[command.index("--then-actions") + 1] == "opt-bisect"
     assert command.index("--then-actions") < command.index("--")
     assert snapshot(w) == before
+
+
+def test_a_then_actions_typo_is_refused_in_its_own_words(
+        chained: tuple[World, Path, dict[str, str]]) -> None:
+    world, repro, env = chained
+    before = snapshot(world)
+    r = cli(world, "run", "--good", world.sha(10), "--bad", world.sha(30), "--then-actions",
+            "opt-bisec", "--", str(repro), extra_env=env)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("bisectkit: error: unknown --then-actions 'opt-bisec': "
+                                "opt-bisect, mlir-counter or llvm-counter:NAME")
+    assert snapshot(world) == before

@@ -51,7 +51,11 @@ def run_in_one_go(ctx: Context, args: argparse.Namespace) -> int:
         if args.find_fix:
             raise BadInput("--then-actions looks for what broke the first bad commit; not "
                            "with --find-fix")
-        settings = actionsearch.Settings(kinds.parse(args.then_actions, None))
+        try:
+            kind = kinds.parse(args.then_actions, None)
+        except BadInput as exc:  # in the words of the option the user typed
+            raise exc.reworded(str(exc).replace("--kind", "--then-actions")) from None
+        settings = actionsearch.Settings(kind)
         ctx.then = functools.partial(actionsearch.then_actions, ctx, settings)
         ctx.then_words = ("--then-actions", args.then_actions)
     request = start_request(ctx, args)
