@@ -64,7 +64,7 @@ def test_kill_at_every_git_command(worlds: dict[str, Scenario], name: str,
     log = git_log(scenario, tmp_path)
     assert len(log) >= 20, "the run should exercise several steps and the restore"
     rounds = []
-    for i, n in enumerate(sample(log, 4, 20)):
+    for i, n in enumerate(sample(log, 6, 30)):
         mode = MODES[i % len(MODES)]
         rounds.append(kill_round(scenario, n, mode, tmp_path, STOP_SIGNALS[n % 4]))
     bad = [r.describe() for r in rounds if not r.ok]
@@ -87,7 +87,7 @@ def test_kill_during_a_manual_session_and_its_reset(worlds: dict[str, Scenario],
                                                     tmp_path: Path) -> None:
     """start, run and reset as separate commands, killed anywhere (reset included)."""
     scenario = worlds["manual"]
-    points = sample(git_log(scenario, tmp_path), 4, 20)
+    points = sample(git_log(scenario, tmp_path), 6, 30)
     rounds = [kill_round(scenario, n, MODES[i % 3], tmp_path) for i, n in enumerate(points)]
     bad = [r.describe() for r in rounds if not r.ok]
     assert not bad, "\n".join(bad)
