@@ -22,7 +22,6 @@ from bisectkit.cli.options import (
     add_repro,
     add_verdict_options,
 )
-from bisectkit.commands import actionsearch
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.errors import BadInput
@@ -105,6 +104,10 @@ def run_actions(ctx: Context, args: argparse.Namespace) -> int:
     if not args.kind:
         raise BadInput("give the kind of action to bisect: --kind opt-bisect, --kind "
                        "mlir-counter or --kind llvm-counter:NAME")
+    # Imported here, not at the top: the search (and what it pulls in) serves this
+    # command alone, and every other command starts without it.
+    from bisectkit.commands import actionsearch  # noqa: PLC0415
+
     settings = actionsearch.Settings(
         kinds.parse(args.kind, args.tag, args.within), jobs=args.jobs or 1, probes=args.probe,
         details=tuple(d for d in ("ir", "confirm") if getattr(args, d)))

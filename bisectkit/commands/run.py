@@ -15,11 +15,10 @@ import functools
 import pluggy
 
 from bisectkit import strategies
-from bisectkit.actions import kinds
 from bisectkit.cli import about
 from bisectkit.cli.options import add_force_ignored, add_plugin_group, add_repro, add_run_options
 from bisectkit.cli.parser import add_target_options
-from bisectkit.commands import actionsearch, advance, running
+from bisectkit.commands import advance, running
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.starting import new_session, start_request
@@ -48,6 +47,11 @@ def _bisectkit_arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | 
 def run_in_one_go(ctx: Context, args: argparse.Namespace) -> int:
     """``bisectkit run``: start + run + report + reset; always restores."""
     if args.then_actions is not None:
+        # Imported here: only --then-actions needs the actions search, and every other
+        # run starts without it.
+        from bisectkit.actions import kinds  # noqa: PLC0415
+        from bisectkit.commands import actionsearch  # noqa: PLC0415
+
         if args.find_fix:
             raise BadInput("--then-actions looks for what broke the first bad commit; not "
                            "with --find-fix")
