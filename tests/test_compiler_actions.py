@@ -189,6 +189,18 @@ def test_two_limits_at_once_give_the_same_answer(tmp_path: Path) -> None:
     assert len(limits) == len(set(limits))
 
 
+def test_runs_left_in_flight_by_the_answer_do_not_cancel_the_probes_and_the_ir(
+        tmp_path: Path) -> None:
+    """Four limits at once: the answer comes while some are still running. Stopping those
+    must not stop the runs that follow (the probes, the IR dumps)."""
+    need(*OPT["19"])
+    data, printed = found(tmp_path, "--kind", "opt-bisect", "--jobs", "4", "--probe", "3",
+                          "--ir", "--", str(DATA / "checked_add.sh"))
+    assert data["first_bad"] == 7 and data["runs"]["probes"] == 3
+    assert data["ir_diff"] and "icmp" in data["ir_diff"]
+    assert "action #7 of 169 is the first bad action" in printed
+
+
 # -- mlir-opt: MLIR debug counter -----------------------------------------------------------
 
 @pytest.mark.parametrize("tag, total, first, description, action", [

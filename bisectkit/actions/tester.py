@@ -170,17 +170,22 @@ class Tester:
         c = self.command
         if not c.argv or (judge and self.hooks.has_repro_plugin()):
             return self.hooks.repro(step)
+        stop = self._stop  # the runs in flight now: what stop() kills
         echo: io.StringIO = _Filtered(c.echo) if alone and c.echo is not None else _Discard()
         try:
             return runner.run(c.argv, cwd=c.workdir, env=step.env, timeout=c.timeout,
                               echo=echo, keep=c.keep, watch=c.watch,
-                              cancelled=self._stop.is_set)
+                              cancelled=stop.is_set)
         finally:
             echo.close()  # the last line, when it has no newline
 
     def stop(self) -> None:
-        """Kill the runs in flight (each raises :class:`~bisectkit.errors.Cancelled`)."""
-        self._stop.set()
+        """Kill the runs in flight (each raises :class:`~bisectkit.errors.Cancelled`). Runs
+        started later are not: a search that answered with runs still in flight goes on
+        with its probes and its ``--ir`` runs."""
+        with self._lock:
+            stopping, self._stop = self._stop, threading.Event()
+        stopping.set()
 
     def _classify(self, step: Step, outcome: Outcome) -> tuple[Verdict, str]:
         """The verdict of ``outcome`` by the rules and plugins, as ``run`` gives it."""
