@@ -191,11 +191,15 @@ def test_two_limits_at_once_give_the_same_answer(tmp_path: Path) -> None:
 
 def test_runs_left_in_flight_by_the_answer_do_not_cancel_the_probes_and_the_ir(
         tmp_path: Path) -> None:
-    """Four limits at once: the answer comes while some are still running. Stopping those
-    must not stop the runs that follow (the probes, the IR dumps)."""
+    """Four limits at once, those from 60 up slow: the answer (7) comes while they still
+    run. Stopping them must not stop the runs that follow (the probes, the IR dumps)."""
     need(*OPT["19"])
+    slow = tmp_path / "slow.sh"
+    slow.write_text(f'#!/bin/sh\n[ "$BISECTKIT_ACTION_LIMIT" -ge 60 ] && sleep 2\n'
+                    f'exec {DATA / "checked_add.sh"}\n')
+    slow.chmod(0o755)
     data, printed = found(tmp_path, "--kind", "opt-bisect", "--jobs", "4", "--probe", "3",
-                          "--ir", "--", str(DATA / "checked_add.sh"))
+                          "--ir", "--", str(slow))
     assert data["first_bad"] == 7 and data["runs"]["probes"] == 3
     assert data["ir_diff"] and "icmp" in data["ir_diff"]
     assert "action #7 of 169 is the first bad action" in printed
