@@ -39,11 +39,10 @@ class NothingCounted(Exception):
 
 @dataclass(frozen=True)
 class Enumeration:
-    """One enumeration run: the flags it adds and whether its verdict is the full run's."""
+    """One enumeration run: the flags it adds (what each run tells, the total or the
+    names, is :meth:`Kind.read`'s to know)."""
 
     flags: tuple[str, ...]
-    #: What this run tells: ``"total"`` (how many actions), ``"names"`` (which ones).
-    tells: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -132,29 +131,20 @@ class Kind:
         if self.family == "opt-bisect":
             # The counters' table says which debug counters are live (IREE's LLVM: the
             # second level); release builds print zeros, LLVM 14 nothing.
-            return (Enumeration(("-opt-bisect-limit=-1", "-print-debug-counter"),
-                                ("total", "names")),)
-        if self.within is not None and self.family == "llvm-counter":
-            return (Enumeration((f"-opt-bisect-limit={self.within}",
-                                 f"-debug-counter={self.tag}=0-{NEVER}",
-                                 "-print-debug-counter-queries", "-print-debug-counter"),
-                                ("total", "names")),)
-        if self.within is not None:
-            counter = (f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count="
-                       f"{self.within},{SUB_TAG}-skip=0,{SUB_TAG}-count=-1")
-            return (Enumeration((counter, "--mlir-print-debug-counter"), ("total",)),
-                    Enumeration((f"--log-actions-to={log}", "--mlir-print-debuginfo"),
-                                ("names",)))
+            return (Enumeration(("-opt-bisect-limit=-1", "-print-debug-counter")),)
         if self.family == "mlir-counter":
             counter = f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count=-1"
-            return (Enumeration((counter, "--mlir-print-debug-counter"), ("total",)),
-                    Enumeration((f"--log-actions-to={log}", "--mlir-print-debuginfo"),
-                                ("names",)))
+            if self.within is not None:  # passes 1..N, every pattern in them
+                counter = (f"--mlir-debug-counter={self.tag}-skip=0,{self.tag}-count="
+                           f"{self.within},{SUB_TAG}-skip=0,{SUB_TAG}-count=-1")
+            return (Enumeration((counter, "--mlir-print-debug-counter")),
+                    Enumeration((f"--log-actions-to={log}", "--mlir-print-debuginfo")))
         # Every query executes (up to an index no run reaches) and is printed after the
-        # OptBisect line of the pass it is made in; the table gives the total.
-        return (Enumeration(("-opt-bisect-limit=-1", f"-debug-counter={self.tag}=0-{NEVER}",
-                             "-print-debug-counter-queries", "-print-debug-counter"),
-                            ("total", "names")),)
+        # OptBisect line of the pass it is made in (with --within N, passes 1..N run); the
+        # table gives the total.
+        passes = -1 if self.within is None else self.within
+        return (Enumeration((f"-opt-bisect-limit={passes}", f"-debug-counter={self.tag}=0-{NEVER}",
+                             "-print-debug-counter-queries", "-print-debug-counter")),)
 
     def read(self, texts: tuple[str, ...], log_text: str) -> Listing:
         """The actions the enumeration runs' outputs (``texts``, in :meth:`enumerations`'

@@ -26,7 +26,6 @@ Pure text in, values out; every format here was read off the real tools (Debian'
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -290,7 +289,3 @@ def difference(first: Listing, second: Listing) -> str | None:
                 f"the second {len(second.actions)}")
     return None
 
-
-def first_lines(text: str, limit: int = 3) -> Iterable[str]:
-    """The first ``limit`` non-empty lines of ``text`` (what a tool said when it failed)."""
-    return [line.strip() for line in text.splitlines() if line.strip()][:limit]

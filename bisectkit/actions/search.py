@@ -28,14 +28,13 @@ import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bisectkit import engine
 from bisectkit.actions import details, listing
 from bisectkit.actions.kinds import NEVER, SINGLE_THREAD, Kind, NothingCounted
 from bisectkit.actions.listing import Action, Listing, ListingError
-from bisectkit.actions.tester import Ran, Tester
+from bisectkit.actions.tester import Ran, Tester, crash_line, read_log
 from bisectkit.errors import NotEnumerable, RangeNotVerified
 from bisectkit.model import Verdict
 from bisectkit.text import plural
@@ -262,7 +261,7 @@ class Search:
             texts[i] = ran.text
             last = ran
         try:
-            return self.kind.read(tuple(texts[i] for i in range(len(runs))), _read(log))
+            return self.kind.read(tuple(texts[i] for i in range(len(runs))), read_log(log))
         except NothingCounted as exc:
             said = [line for line in (last.text if last else "").splitlines() if line.strip()]
             tail = f"; it printed {said[-1].strip()[:120]!r}" if said else ""
@@ -281,7 +280,7 @@ class Search:
             wrong = none if none.verdict != "good" else every
             what = self.kind.ends(total)[0 if wrong is none else 1]
             expected = "good" if wrong is none else "bad"
-            crash = _crash_line(wrong.text) if wrong.crashed else None
+            crash = crash_line(wrong.text) if wrong.crashed else None
             why = f"{wrong.reason}; the compiler crashed: {crash}" if crash else wrong.reason
             raise RangeNotVerified(
                 f"{what} the repro says {wrong.verdict}, not {expected} ({why}): "
@@ -384,18 +383,5 @@ def _queries_in(text: str, name: str, number: int) -> int:
         return 0
 
 
-def _crash_line(text: str) -> str | None:
-    """The line where LLVM said why it crashed (``LLVM ERROR: Cannot select: ...``)."""
-    for line in text.splitlines():
-        if "LLVM ERROR: " in line or "PLEASE submit a bug report" in line:
-            return line.strip()[:160]
-    return None
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
 
 

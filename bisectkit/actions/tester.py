@@ -14,7 +14,6 @@ import io
 import itertools
 import os
 import re
-import shlex
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -33,7 +32,7 @@ from bisectkit.strategies.common import step_env
 
 #: What LLVM prints when a tool crashes (``PrettyStackTrace``, ``CrashRecoveryContext``)
 #: or gives up (``report_fatal_error``: ``LLVM ERROR: Cannot select: ...``).
-_CRASH_MARKS = ("PLEASE submit a bug report to", "Stack dump:", "LLVM ERROR: ")
+CRASH_MARKS = ("PLEASE submit a bug report to", "Stack dump:", "LLVM ERROR: ")
 
 
 @dataclass(frozen=True)
@@ -125,12 +124,12 @@ class Tester:
         if outcome is None:
             raise BadInput("nothing runs the repro: give a repro command or a plugin that "
                            "implements bisectkit_repro")
-        logged = _read(action_log)
+        logged = read_log(action_log)
         # The repro sends the compiler's stderr to one place or the other: where both
         # hold it (a tee), the log alone, or every action would be counted twice.
         text = logged if logged.strip() else outcome.output
         _refuse_split(outcome.output, logged)
-        crashed = any(mark in text for mark in _CRASH_MARKS)
+        crashed = any(mark in text for mark in CRASH_MARKS)
         verdict: Verdict | None = None
         reason, note = outcome.describe(), ""
         if judge:
@@ -200,11 +199,6 @@ class Tester:
                           "and signals abort the bisection")
         return verdict, step.reason or outcome.describe()
 
-    def replay(self, repro: Sequence[str], flags: Sequence[str]) -> str:
-        """The command line that runs the repro under ``flags`` by hand."""
-        words = " ".join((*self.prefix, *flags))
-        return f"BISECTKIT_ACTIONS={shlex.quote(words)} {shlex.join(repro)}"
-
 
 class _Discard(io.StringIO):
     """Where the output of runs that overlap goes: nowhere (it is kept for the rules)."""
@@ -272,8 +266,18 @@ def _stray_action_line(output: str, logged: str) -> str | None:
     return None
 
 
-def _read(path: Path) -> str:
-    """The action log's text ('' when the repro removed it)."""
+def crash_line(text: str) -> str | None:
+    """The line where LLVM said why it crashed (``LLVM ERROR: Cannot select: ...``): a
+    :data:`CRASH_MARKS` line other than the stack dump's heading."""
+    for line in text.splitlines():
+        if any(mark in line for mark in CRASH_MARKS if mark != "Stack dump:"):
+            return line.strip()[:160]
+    return None
+
+
+def read_log(path: Path) -> str:
+    """An action log's text ('' when the repro or the tool removed it, or never wrote
+    it)."""
     try:
         return path.read_text(errors="replace")
     except OSError:
