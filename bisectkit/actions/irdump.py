@@ -22,10 +22,11 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from bisectkit.actions.listing import BISECT_LINE
+
 _LLVM_HEADER = re.compile(r"^(?:; |# )?\*\*\* IR Dump (Before|After) (.*?) \*\*\*:?$")
 _MLIR_HEADER = re.compile(r"^// -----// IR Dump (?:Before|After) .* //----- //$")
 _MLIR_PASS = re.compile(r"^// -----// IR Dump (Before|After) (.*?)(?: \('[^']*' operation.*\))? //")
-_BISECT = re.compile(r"^BISECT: (?:NOT )?running pass \(\d+\)")
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,13 @@ def llvm_dumps(text: str) -> list[_Seen]:
     number, fresh, current, body = 0, False, None, list[str]()
     for line in [*_lines(text), "*** IR Dump End  ***"]:
         header = _LLVM_HEADER.match(line)
-        bisect = _BISECT.match(line)
+        bisect = BISECT_LINE.match(line)
         if (header or bisect) and current is not None:
             found.append(dataclasses.replace(current, dump=Dump(current.dump.title,
                                                                 _trimmed(body))))
             current, body = None, []
         if bisect:
-            number, fresh = int(line.split("(", 1)[1].split(")", 1)[0]), True
+            number, fresh = int(bisect.group(1)), True
         elif header:
             current = _Seen(number, fresh, header.group(1), Dump(header.group(2), ""))
             fresh = False

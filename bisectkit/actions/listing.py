@@ -71,7 +71,8 @@ class Listing:
         return None
 
 
-_BISECT = re.compile(r"BISECT: (?:NOT )?running pass \((\d+)\) ([^\r\n]*)")
+#: One OptBisect line: the pass execution's number, then ``NAME on UNIT``.
+BISECT_LINE = re.compile(r"BISECT: (?:NOT )?running pass \((\d+)\) ([^\r\n]*)")
 
 
 def opt_bisect(text: str) -> Listing | None:
@@ -81,7 +82,7 @@ def opt_bisect(text: str) -> Listing | None:
     text (a tool run twice) makes the numbering ambiguous and is reported as a restart.
     """
     actions: list[Action] = []
-    for m in _BISECT.finditer(text):
+    for m in BISECT_LINE.finditer(text):
         number, rest = int(m.group(1)), m.group(2).rstrip()
         if number != len(actions) + 1:
             raise ListingError(
@@ -104,7 +105,7 @@ def llvm_counter_queries(text: str, name: str) -> Listing:
     actions: list[Action] = []
     current: tuple[str, str] | None = None
     for line in text.splitlines():
-        bisect = _BISECT.search(line)
+        bisect = BISECT_LINE.search(line)
         if bisect is not None:
             pass_name, _, unit = bisect.group(2).rstrip().rpartition(" on ")
             current = (f"{pass_name} (#{bisect.group(1)})", unit)
