@@ -62,7 +62,8 @@ def _session_status(ctx: Context, b: Bisection) -> int:
                  f"{f'the {old} end' if lo < 0 else short(s.candidates[lo])} and "
                  f"{upper}, roughly {decision.steps_left} steps")
     if s.current:
-        console.line(f"  under test: {s.current} {b.strategy.describe(s.current).subject}")
+        console.line(f"  under test: [step {s.step_index_for(s.current)}] {s.current} "
+                     f"{b.strategy.describe(s.current).subject}")
     else:
         console.line(f"  under test: nothing (the checkout of {short(decision.commit)} did "
                      f"not happen); '{GIT_PROG} good', 'bad' or 'skip' checks it out",

@@ -100,7 +100,9 @@ class Bisection:
     def _checked_out(self, decision: Next, cache: VerdictCache | None) -> bool:
         """Materialise ``decision``'s candidate: checked out (True) or decided unbuilt."""
         started = time.perf_counter()
-        cand, index = decision.commit, self.next_index()
+        # A candidate announced before (by the last command) keeps its number.
+        cand = decision.commit
+        index = self.index_for(cand)
         prep = self.unbuilt(cand, index, decision.remaining, decision.steps_left, cache)
         if prep is None:
             return False
@@ -126,6 +128,7 @@ class Bisection:
         build (recorded: its patch stack conflicts, or the cache knows its tree)."""
         started = time.perf_counter()
         info = self.strategy.describe(cand)
+        self.session.announced = (cand, index)
         self.hooks.candidate(index, info, remaining, steps_left)
         self.tracer.name_track(index, f"step {index}: {short(cand)} {info.subject}")
         self._step_started[index] = self.tracer.now()
@@ -151,6 +154,11 @@ class Bisection:
     def next_index(self) -> int:
         """The number of the next step (parallel runs hand out numbers ahead of records)."""
         return self.session.next_step_index()
+
+    def index_for(self, commit: str) -> int:
+        """The number of a step of ``commit``: the one it was announced with (a mark of
+        another revision meanwhile does not take it), else the next."""
+        return self.session.step_index_for(commit)
 
     def _materialise(self, commit: str, track: int) -> Prepared:
         """``strategy.prepare`` inside a trace span, with one sub-span per patch."""
@@ -182,7 +190,7 @@ class Bisection:
         """Append a step record (and, when it ``affects`` the bisection, its verdict);
         tell the observers; save."""
         if step is None:
-            step = Step(index=self.next_index(), commit=Sha(commit),
+            step = Step(index=self.index_for(commit), commit=Sha(commit),
                         strategy=self.strategy.name, workdir=self.session.root)
         # Flags of how the candidate was prepared ("tested without <patch>") join the
         # plugins' flags in the record only: the verdict cache keeps the plugins' own.
@@ -246,7 +254,8 @@ class Bisection:
         cand, prep = self.session.current, self._prepared
         assert cand is not None
         prep = prep if prep is not None and prep.candidate == cand else self.strategy.prepare(cand)
-        tested = self.tester.test(cand, prep, dict(self.session.current_step))
+        tested = self.tester.test(self.index_for(cand), cand, prep,
+                                  dict(self.session.current_step))
         return self._recorded(cand, prep, cache, tested, "run", affects=True)
 
     def test_commit(self, commit: str, prep: Prepared, cache: VerdictCache | None,
@@ -266,8 +275,9 @@ class Bisection:
         self.store.save(self.session)
         written = self.strategy.checkout_fetching(prep)
         details = {**prep.details, "files_written": written, "prepare_s": _since(started)}
-        return self._recorded(commit, prep, cache, self.tester.test(commit, prep, details),
-                              source, affects=False)
+        return self._recorded(commit, prep, cache,
+                              self.tester.test(index, commit, prep, details), source,
+                              affects=False)
 
     def _recorded(self, commit: str, prep: Prepared, cache: VerdictCache | None,
                   tested: Tested, source: str, affects: bool) -> StepRecord:

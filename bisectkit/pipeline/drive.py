@@ -66,7 +66,7 @@ def _run_done(b: Bisection) -> PluginFailed | None:
     """The steps are over: observers sum them up (the console's summary). A plugin that
     raises here is returned: the run still shows its answer and writes its outputs."""
     try:
-        b.hooks.run_done(list(b.session.steps), b.terms)
+        b.hooks.run_done(sorted(b.session.steps, key=lambda st: st.index), b.terms)
     except PluginFailed as failed:
         return failed
     return None

@@ -61,7 +61,9 @@ def result_json(b: Bisection, status: str, decision: Decision | None,
         "range_size": len(s.candidates),
         "first_bad": None,
         "candidates": [],
-        "steps": [st.to_json() for st in s.steps],
+        # By number: with --jobs they are recorded as they finish, and a manual mark of
+        # another revision is recorded before the step announced ahead of it.
+        "steps": [st.to_json() for st in sorted(s.steps, key=lambda st: st.index)],
         # --all-parents: the merges bisected into, outermost first (the candidates are
         # then the commits the last one merged).
         "descended": descent.descended(b.parts),

@@ -58,10 +58,10 @@ class StepTester:
     def _repro(self, step: Step) -> Outcome | None:
         return cleaned(self.b.call_step_hook(step, lambda: self.b.hooks.repro(step)))
 
-    def test(self, commit: str, prep: Prepared, details: dict[str, Any]) -> Tested:
-        """Build, repro, classify the checked-out ``commit``; the repro's verdict."""
+    def test(self, index: int, commit: str, prep: Prepared, details: dict[str, Any]) -> Tested:
+        """Build, repro, classify the checked-out ``commit`` as step ``index``; the repro's
+        verdict."""
         b = self.b
-        index = b.session.next_step_index()
         step = b.new_step(index, commit, prep)
         # From here on, what the step checked out must stay as it is (and where it is).
         watch = undertest.Watch(b.strategy.under_test(prep))

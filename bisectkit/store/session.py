@@ -97,6 +97,9 @@ class Session:
     current: str | None = None
     #: Step details of the checked-out candidate (patches, files_written, prepare_s).
     current_step: dict[str, Any] = field(default_factory=dict)
+    #: The last candidate announced (``[step N] testing C``) and its number N: its step
+    #: keeps N whatever is recorded meanwhile (marks of other revisions, skip ranges).
+    announced: tuple[str, int] | None = None
 
     def params_as(self, kind: type[_P]) -> _P:
         """The parameters, as the ``kind`` of parameters its strategy keeps (a session file
@@ -117,9 +120,21 @@ class Session:
         return known
 
     def next_step_index(self) -> int:
-        # The highest plus one, not the count: a parallel step cancelled in flight
-        # leaves its number unused.
-        return max((step.index for step in self.steps), default=0) + 1
+        """The number of a step never announced: after every one recorded or announced."""
+        # The highest plus one, not the count: a parallel step cancelled in flight, or a
+        # candidate announced and then left for another (a mark moved the range), leaves
+        # its number unused.
+        announced = self.announced[1] if self.announced is not None else 0
+        return max(max((step.index for step in self.steps), default=0), announced) + 1
+
+    def step_index_for(self, commit: str) -> int:
+        """The number of a step of ``commit``: the one it was announced with while no step
+        has taken it, else a new one (:meth:`next_step_index`)."""
+        if self.announced is not None and self.announced[0] == commit:
+            index = self.announced[1]
+            if all(step.index != index for step in self.steps):
+                return index
+        return self.next_step_index()
 
     # -- persistence -------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -139,6 +154,8 @@ class Session:
             "steps": [st.to_json() for st in self.steps],
             "current": self.current,
             "current_step": self.current_step,
+            "announced": (None if self.announced is None else
+                          {"commit": self.announced[0], "index": self.announced[1]}),
         }
 
     @classmethod
@@ -167,7 +184,13 @@ class Session:
             steps=[StepRecord.from_json(st) for st in data["steps"]],
             current=data.get("current"),
             current_step=dict(data.get("current_step", {})),
+            announced=_announced(data.get("announced")),
         )
+
+
+def _announced(data: Any) -> tuple[str, int] | None:
+    """The announced step as read back (a session written before it was kept has none)."""
+    return None if data is None else (str(data["commit"]), int(data["index"]))
 
 
 class SessionStore:

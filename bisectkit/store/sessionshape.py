@@ -40,6 +40,21 @@ def check(data: dict[str, Any], candidates: object) -> None:
              strings([terms.get("old"), terms.get("new")]), "params, terms"),
             (all(isinstance(data.get(k), list) and all(isinstance(x, dict) for x in data[k])
                  for k in ("verdicts", "steps")), "verdicts, steps: lists of records"),
-            (isinstance(data.get("current_step", {}), dict), "current_step: a record")):
+            (isinstance(data.get("current_step", {}), dict), "current_step: a record"),
+            (_announced(data.get("announced")), "announced: a commit and a step number")):
         if not ok:
             raise TypeError(what)
+
+
+def _announced(value: object) -> bool:
+    """``announced`` is absent, or names a commit and a step number."""
+    if value is None:
+        return True
+    return (isinstance(value, dict) and _commit(value.get("commit")) and
+            isinstance(value.get("index"), int) and not isinstance(value.get("index"), bool)
+            and value["index"] > 0)
+
+
+def _commit(value: object) -> bool:
+    """``value`` is one full commit id."""
+    return isinstance(value, str) and _SHA.fullmatch(value) is not None

@@ -120,7 +120,7 @@ class ParallelBisection(Bisection):
             if not plan.commits:
                 return None
             for commit in plan.commits:
-                index = self.next_index()
+                index = self.index_for(commit)
                 prep = self.unbuilt(commit, index, plan.remaining, plan.rounds_left, cache)
                 if prep is None:
                     break  # decided unbuilt: a new verdict, so choose again
@@ -147,6 +147,14 @@ class ParallelBisection(Bisection):
     def next_index(self) -> int:
         self._last_index = max(self.session.next_step_index(), self._last_index + 1)
         return self._last_index
+
+    def index_for(self, commit: str) -> int:
+        """The number a manual session announced ``commit`` with, while no step in flight
+        or recorded has it; else a new number (after those handed out to steps in flight)."""
+        index = self.session.step_index_for(commit)
+        if index < self.session.next_step_index() and index not in self.jobs:
+            return index
+        return self.next_index()
 
     def _dispatch(self, index: int, commit: str, prep: Prepared, source: str,
                   phases: tuple[str, ...] = ("build", "repro")) -> Job:
