@@ -93,6 +93,16 @@ class MachineSkips(Aborted):
                          "command, or raise --max-env-skips")
 
 
+class SkipsInARow(Aborted):
+    """Too many consecutive steps were skipped for the same reason (``--max-skips``): the
+    candidates cannot be tested as asked (a repro that always exits 125)."""
+
+    def __init__(self, streak: int, kind: str) -> None:
+        super().__init__(f"{streak} steps in a row were skipped ({kind}): these candidates "
+                         "cannot be tested as asked; fix the build or the repro and run "
+                         "again, or give --max-skips 0 to go on")
+
+
 class NotEnumerable(Aborted):
     """``bisectkit actions``: the compiler's actions cannot be numbered for sure (the two
     enumerations differ, or the counter counted nothing), so no action is named (exit 3)."""

@@ -26,12 +26,14 @@ from bisectkit.model import (
     RunOptions,
     Sha,
     Step,
+    StepRecord,
     Terms,
     Verdict,
     hookimpl,
 )
 from bisectkit.model.params import KINDS, Params
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.breaker import SkipBreaker, skip_kind
 from bisectkit.pipeline.replaylog import log_lines, parse_log
 from bisectkit.pipeline.results import result_json
 from bisectkit.pipeline.verify import confirm_ends, run_to_end
@@ -206,7 +208,38 @@ def test_consecutive_environment_skips_stop_the_run(tmp_path: Path) -> None:
 
     b = _bisection(tmp_path, Repro(3), extra=(Machine(),))
     with pytest.raises(Aborted, match="3 consecutive steps skipped for the machine"):
-        b.run(None, max_env_skips=3)
+        b.run(None, SkipBreaker(3, 0))
+
+
+def _skip(reason: str, environment: str | None = None) -> StepRecord:
+    return StepRecord(index=1, commit="0" * 40, verdict="skip", reason=reason, source="run",
+                      environment=environment)
+
+
+def test_skips_in_a_row_for_the_same_reason_stop_at_the_limit() -> None:
+    breaker = SkipBreaker(0, 3)
+    for reason in ("build failed (exit 2)", "build failed (exit 1)"):
+        breaker.tested(_skip(reason))
+    with pytest.raises(Aborted, match=r"3 steps in a row were skipped \(build failed\)"):
+        breaker.tested(_skip("build failed (exit 2)"))
+
+
+def test_another_reason_or_a_verdict_starts_the_count_again() -> None:
+    breaker = SkipBreaker(0, 2)
+    good = StepRecord(index=1, commit="0" * 40, verdict="good", reason="exit 0", source="run")
+    for record in (_skip("exit 125"), _skip("build failed (exit 1)"), _skip("exit 125"), good,
+                   _skip("exit 125")):
+        breaker.tested(record)
+    unlimited = SkipBreaker(0, 0)
+    for _ in range(100):
+        unlimited.tested(_skip("exit 125"))
+
+
+def test_skip_kinds_leave_out_what_changes_between_steps() -> None:
+    assert skip_kind("timed out after 0.5 s") == "timed out"
+    assert skip_kind("exit 127, a command cannot run: 'sh: 1: x: not found'") == \
+        "exit 127, a command cannot run"
+    assert skip_kind("exit 125; outside the range by then, not counted") == "exit 125"
 
 
 def test_a_plugin_that_raises_is_named_and_its_traceback_kept(tmp_path: Path) -> None:

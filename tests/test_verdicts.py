@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from helpers.repros import BUG, run, run_args, script
-from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 from bisectkit.execute.keptoutput import clean_output
 
@@ -280,6 +280,53 @@ def test_the_breaker_keeps_a_manual_session(world: World, tmp_path: Path):
     status = git_cli(world, "status")
     assert status.returncode == 0 and "2 skip" in status.stdout, status.stdout
     assert git_cli(world, "reset").returncode == 0
+
+
+# Demonstrates: a repro that always exits 125 built and ran every candidate (399 builds on
+# a real range) for an answer that could only be "inconclusive", without a word.
+def test_a_repro_that_always_skips_stops_after_ten_builds(world: World, tmp_path: Path):
+    ran = tmp_path / "ran"
+    repro = script(tmp_path / "repro.sh", f"echo x >> {ran}\nexit 125\n")
+    before = snapshot(world)
+    out = tmp_path / "r.json"
+    r = run(world, repro=(str(repro),), good=170, bad=200, json_path=out)
+    assert r.returncode == 3, r.stderr + r.stdout
+    assert ("10 steps in a row were skipped (exit 125): these candidates cannot be tested as "
+            "asked; fix the build or the repro and run again, or give --max-skips 0 to go on"
+            in " ".join(r.stderr.split())), r.stderr
+    assert len(ran.read_text().splitlines()) == 10
+    assert snapshot(world) == before
+    assert [s["reason"] for s in json.loads(out.read_text())["steps"]] == ["exit 125"] * 10
+    ran.unlink()
+    r = run(world, "--max-skips", "0", "--no-cache", repro=(str(repro),), good=170, bad=200)
+    assert r.returncode == 1, r.stderr + r.stdout  # every candidate tested: inconclusive
+    assert len(ran.read_text().splitlines()) == 29  # the bad end is not tested
+
+
+def test_the_skip_breaker_keeps_a_manual_session(world: World, tmp_path: Path):
+    repro = script(tmp_path / "repro.sh", "exit 125\n")
+    r = git_cli(world, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+                world.sha(200), world.sha(170))
+    assert r.returncode == 0, r.stderr
+    r = git_cli(world, "run", "--max-skips", "4", str(repro))
+    assert r.returncode == 3, r.stderr
+    assert "4 steps in a row were skipped (exit 125)" in " ".join(r.stderr.split())
+    assert "session is kept" in r.stdout + r.stderr
+    status = git_cli(world, "status")
+    assert status.returncode == 0 and "4 skip" in status.stdout, status.stdout
+    assert git_cli(world, "reset").returncode == 0
+
+
+# Conflict skips cost no build and a long range where a local patch does not apply is the
+# history, not a broken repro: they never count (here 59 candidates in a row conflict).
+def test_conflict_skips_do_not_trip_the_skip_breaker(world_factory, tmp_path: Path):
+    world = world_factory(tmp_path, WorldSpec(bug_at=360))
+    repro = script(tmp_path / "repro.sh", f"if {BUG}; then exit 1; fi\n")
+    out = tmp_path / "r.json"
+    r = run(world, repro=(str(repro),), good=330, bad=400, json_path=out)
+    assert r.returncode == 1, r.stderr + r.stdout  # inconclusive: the bug is past 340
+    sources = [s["source"] for s in json.loads(out.read_text())["steps"]]
+    assert "auto," * 10 in ",".join(sources) + ",", sources
 
 
 # -- the plugin API ------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from bisectkit.cli.argtypes import (
 from bisectkit.model import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_MAX_SKIPS,
     DEFAULT_NO_WORKERS_TIMEOUT,
     VERDICTS,
 )
@@ -70,6 +71,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="stop (exit 3) after N consecutive steps skipped for the machine's "
                         "sake: a timeout, a command that cannot run, a driver the machine "
                         f"should have (default {DEFAULT_MAX_ENV_SKIPS}; 0: never stop)")
+    g.add_argument("--max-skips", type=whole_number(0), default=DEFAULT_MAX_SKIPS,
+                   metavar="N",
+                   help="stop (exit 3) after N consecutive tested steps skipped for the same "
+                        "reason (exit 125, build failed...); a patch conflict or a cached "
+                        f"verdict does not count (default {DEFAULT_MAX_SKIPS}; 0: never stop)")
     g.add_argument("--check-stack", action="store_true",
                    help="once found, test the first bad commit without the patch stack (one "
                         "more build) and print the --stack command if the stack is implicated")

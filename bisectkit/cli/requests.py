@@ -22,6 +22,7 @@ from bisectkit.errors import BadInput
 from bisectkit.model import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_MAX_SKIPS,
     Rules,
     RunOptions,
     Terms,
@@ -47,6 +48,8 @@ def run_options_argv(opts: RunOptions) -> list[str]:
         words.append("--no-verify")
     if opts.max_env_skips != DEFAULT_MAX_ENV_SKIPS:
         words += ["--max-env-skips", str(opts.max_env_skips)]
+    if opts.max_skips != DEFAULT_MAX_SKIPS:
+        words += ["--max-skips", str(opts.max_skips)]
     words += [f"--cache-input={p}" for p in opts.cache_inputs]
     words += [f"--cache-env={name}" for name in opts.cache_env]
     words += parallelopts.to_argv(opts.parallel)
@@ -165,6 +168,7 @@ def run_options(args: Namespace, root: Path, build_default: str | None, has_repr
                       plugin_options=tuple([*plugins.loaded, *options]),
                       plugin_argv=tuple(plugin_argv), keep_output=args.keep_output,
                       verify_ends=not args.no_verify, max_env_skips=args.max_env_skips,
+                      max_skips=args.max_skips,
                       cache_inputs=tuple(dict.fromkeys(inputs)),
                       cache_env=tuple(dict.fromkeys(env_names)), parallel=parallel)
 

@@ -30,8 +30,8 @@ from bisectkit.model import ON_CONFLICT
 #: Options of ``run`` that ``actions`` does not take, at the values that mean "none".
 _NOT_TAKEN: dict[str, object] = {
     "no_cache": True, "cache_input": [], "cache_env": [], "no_verify": False,
-    "max_env_skips": 0, "verify_range": False, "check_stack": False, "scheduler": None,
-    "workspace_root": None, "resources": [], "no_workers_timeout": None}
+    "max_env_skips": 0, "max_skips": 0, "verify_range": False, "check_stack": False,
+    "scheduler": None, "workspace_root": None, "resources": [], "no_workers_timeout": None}
 
 
 def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:

@@ -29,6 +29,7 @@ from bisectkit.model.sha import Sha, short
 from bisectkit.model.values import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_MAX_SKIPS,
     DEFAULT_NO_WORKERS_TIMEOUT,
     GIT_PROG,
     HOW_TO_CHOOSE_UPSTREAM,
@@ -57,6 +58,7 @@ __all__ = [
     "Config",
     "DEFAULT_KEEP",
     "DEFAULT_MAX_ENV_SKIPS",
+    "DEFAULT_MAX_SKIPS",
     "DEFAULT_NO_WORKERS_TIMEOUT",
     "FollowUp",
     "GIT_PROG",

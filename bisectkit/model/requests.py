@@ -11,6 +11,7 @@ import pluggy
 from bisectkit.model.values import (
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
+    DEFAULT_MAX_SKIPS,
     DEFAULT_NO_WORKERS_TIMEOUT,
     OnConflict,
     Rules,
@@ -136,6 +137,8 @@ class RunOptions:
     verify_ends: bool = True
     #: Consecutive steps skipped for the machine's sake that stop the run (0: never).
     max_env_skips: int = DEFAULT_MAX_ENV_SKIPS
+    #: Consecutive tested steps skipped for the same reason that stop the run (0: never).
+    max_skips: int = DEFAULT_MAX_SKIPS
     #: ``--cache-input`` paths (absolute): more files or directories the verdict depends on.
     cache_inputs: tuple[str, ...] = ()
     #: ``--cache-env`` names: environment variables the verdict depends on that no command

@@ -38,6 +38,9 @@ ON_CONFLICT: tuple[OnConflict, ...] = ("skip", "drop")
 DEFAULT_KEEP = 8 << 20
 #: ``--max-env-skips`` default: three machine failures in a row are not bad luck.
 DEFAULT_MAX_ENV_SKIPS = 3
+#: ``--max-skips`` default: ten tested steps skipped in a row for the same reason (a repro
+#: that always exits 125) would skip the rest the same.
+DEFAULT_MAX_SKIPS = 10
 #: ``--no-workers-timeout`` default: seconds steps wait for a Dask worker to connect.
 DEFAULT_NO_WORKERS_TIMEOUT = 300.0
 #: The git config key that names a submodule's upstream ref for every command.

@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 
 from bisectkit import engine
 from bisectkit.engine import Decision, Next, search
-from bisectkit.errors import BadInput, MachineSkips
+from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import Sha, Step, StepRecord, Terms, Verdict, short
 from bisectkit.pipeline import descent
 from bisectkit.pipeline import revs as revs_mod
+from bisectkit.pipeline.breaker import SkipBreaker
 from bisectkit.pipeline.parts import RunParts
 from bisectkit.pipeline.testing import StepTester, Tested
 from bisectkit.pipeline.trace import Tracer, patch_spans
@@ -289,19 +290,16 @@ class Bisection:
         return self.record(commit, verdict, reason, source, step=step, affects=affects,
                            **details)
 
-    def run(self, cache: VerdictCache | None, max_env_skips: int = 0) -> Decision:
+    def run(self, cache: VerdictCache | None, breaker: SkipBreaker | None = None) -> Decision:
         """Test candidates until the first bad commit is found or only skips are left.
 
-        ``max_env_skips`` consecutive steps skipped because of the machine
-        (``step.environment``) stop the run: the next ones would fail the same.
+        ``breaker`` stops the run after too many skips in a row (none: never).
         """
         decision = self.advance(cache)
-        streak = 0  # consecutive steps skipped for the machine's sake
         while isinstance(decision, Next):
             record = self.test_current(cache)
-            streak = streak + 1 if record.environment else 0
-            if max_env_skips and streak >= max_env_skips:
-                raise MachineSkips(streak, record.reason)
+            if breaker is not None:
+                breaker.tested(record)
             decision = self.advance(cache)
         return decision
 

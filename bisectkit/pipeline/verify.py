@@ -14,6 +14,7 @@ from bisectkit.model import RunOptions, StepRecord, Verdict, short
 from bisectkit.patches.stack import TESTED_WITHOUT
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.breaker import SkipBreaker
 from bisectkit.store.cache import VerdictCache
 
 
@@ -170,7 +171,7 @@ def run_to_end(b: Bisection, cache: VerdictCache | None, opts: RunOptions, *,
     """
     if verify_range_first:
         verify_range(b, cache)
-    decision = b.run(cache, max_env_skips=opts.max_env_skips)
+    decision = b.run(cache, SkipBreaker(opts.max_env_skips, opts.max_skips))
     extra: dict[str, Any] = {}
     if not isinstance(decision, Found):
         return decision, extra

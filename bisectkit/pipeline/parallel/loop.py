@@ -25,12 +25,13 @@ from typing import Any
 
 from bisectkit import engine
 from bisectkit.engine import Decision
-from bisectkit.errors import BadInput, MachineSkips
+from bisectkit.errors import BadInput
 from bisectkit.git.shapes.base import add_fetched
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord, short
 from bisectkit.model.documents import JobRow
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
+from bisectkit.pipeline.breaker import SkipBreaker
 from bisectkit.pipeline.parallel.pools import Pool
 from bisectkit.pipeline.parallel.remote import (
     Job,
@@ -85,9 +86,9 @@ class ParallelBisection(Bisection):
                         for key in {SUPERPROJECT, *self._base}}
 
     # -- the loop ------------------------------------------------------------------
-    def run(self, cache: VerdictCache | None, max_env_skips: int = 0) -> Decision:
-        """Test candidates, up to ``pool.slots`` at once, until the answer is known."""
-        streak = 0
+    def run(self, cache: VerdictCache | None, breaker: SkipBreaker | None = None) -> Decision:
+        """Test candidates, up to ``pool.slots`` at once, until the answer is known; the
+        ``breaker`` counts the steps in the order they finish."""
         try:
             while True:
                 decision = self._fill(cache)
@@ -95,9 +96,8 @@ class ParallelBisection(Bisection):
                     return decision
                 for job, future in self._next_done():
                     record = self._finish(job, future, cache)
-                    streak = streak + 1 if record.environment else 0
-                    if max_env_skips and streak >= max_env_skips:
-                        raise MachineSkips(streak, record.reason)
+                    if breaker is not None:
+                        breaker.tested(record)
         finally:
             signals.run_shielded(self.stop_all)
 
