@@ -69,6 +69,31 @@ def test_a_mark_of_another_revision_gets_the_next_number(world: World):
     assert refused.returncode == 2 and f"no output kept for step {number}" in refused.stderr
 
 
+# Demonstrates: a replayed session's candidate, announced as "[step 4] testing X", was
+# tested by "run --jobs 2" as step 7: the loop gave its own first steps the next numbers and
+# then a new one to X, so "show-step 4" had nothing and the terminal said 7.
+def test_run_with_jobs_after_a_replay_tests_the_candidate_under_its_number(world: World,
+                                                                           tmp_path: Path):
+    _start(world)
+    assert git_cli(world, "skip", f"{world.sha(201)}..{world.sha(204)}").returncode == 0
+    log = tmp_path / "bisect.log"
+    log.write_text(git_cli(world, "log").stdout)
+    r = git_cli(world, "replay", str(log))
+    assert r.returncode == 0, r.stderr
+    number, under_test = _announced(r.stdout)
+    status = git_cli(world, "status")
+    assert f"under test: [step {number}] {under_test}" in status.stdout, status.stdout
+    # The bad side is slow: the first verdict is the good one, and then the candidate the
+    # session announced is the one that splits the range left (the other end is in flight).
+    repro = script(tmp_path / "repro.sh",
+                   f"echo output of the repro\nif {BUG}; then sleep 1; exit 1; fi\n")
+    r = git_cli(world, "run", "--jobs", "2", str(repro))
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert re.search(rf"^\[step {number}\] {under_test} \w+", r.stdout, re.M), r.stdout
+    shown = git_cli(world, "show-step", str(number))
+    assert shown.stdout.startswith(f"# step {number}: {under_test}"), shown.stdout + shown.stderr
+
+
 # Demonstrates: with --jobs, --json listed the steps in the order they finished.
 def test_json_lists_parallel_steps_by_number(world: World, tmp_path: Path):
     # The good side is slow: the step that started first (further left) ends last.

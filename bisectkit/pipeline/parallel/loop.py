@@ -80,6 +80,9 @@ class ParallelBisection(Bisection):
         self._stopped: list[Future[StepResult]] = []
         self._durations: list[float] = []
         self._last_index = 0
+        # The loop announces each step it starts: the manual session's own announcement
+        # would be forgotten at the first.
+        self._announced_before = self.session.announced
         self._tracks: dict[str, int] = {}
         self._base = self._pinned()
         self.sources = {key: sources_of(open_repo(self.superproject, key).workdir)
@@ -149,11 +152,13 @@ class ParallelBisection(Bisection):
         return self._last_index
 
     def index_for(self, commit: str) -> int:
-        """The number a manual session announced ``commit`` with, while no step in flight
-        or recorded has it; else a new number (after those handed out to steps in flight)."""
-        index = self.session.step_index_for(commit)
-        if index < self.session.next_step_index() and index not in self.jobs:
-            return index
+        """The number ``commit`` was announced with before this loop (the candidate a
+        manual session checked out), while no step in flight or recorded has it; else a
+        new number (after those handed out to steps in flight)."""
+        if self._announced_before is not None and self._announced_before[0] == commit:
+            index = self._announced_before[1]
+            if index not in self.jobs and all(st.index != index for st in self.session.steps):
+                return index
         return self.next_index()
 
     def _dispatch(self, index: int, commit: str, prep: Prepared, source: str,
