@@ -218,6 +218,7 @@ def integrate(make: WorldFactory, tmp: Path) -> Setting:
     return Setting(w.superproject, w.env,
                    {"<good>": w.integrate["init"][:12], "<bad>": w.integrate["adv12"][:12],
                     "<old base>": w.sha(7 * ADVANCE_STEP), "<new base>": w.sha(8 * ADVANCE_STEP),
+                    "<culprit>": w.integrate["adv8"], "<sha>": w.integrate["adv8"][:12],
                     "<superproject>": str(w.superproject)}, frozenset(), w)
 
 
