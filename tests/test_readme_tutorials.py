@@ -22,8 +22,11 @@ README follows this convention in those sections:
   a part of it.
 - A command must exit 0, unless a comment on its line says ``exits N``.
 - ``<name>`` placeholders (lower case, in commands and expected output) are filled from
-  the world (``TUTORIALS``); one that the table does not fill fails the test. The actions
-  tutorial's folder ``/tmp/tut`` is the test's own folder.
+  the world (``TUTORIALS``); one that the table does not fill fails the test. Upstream and
+  fork commit ids are the same in every generated world (fixed dates), so the README shows
+  them as printed; a superproject's commit ids depend on where the world lies (its
+  ``.gitmodules`` names the fork's path), so they are placeholders or ``...``. The
+  actions tutorial's folder ``/tmp/tut`` is the test's own folder.
 - ``sh`` blocks that need what a generated world cannot give are listed in ``NOT_RUN``
   (by their first line) with the reason; an entry that matches no block fails the test.
 
@@ -82,12 +85,15 @@ class Command:
 
     @property
     def exit(self) -> int:
+        """The exit status the README gives (``# ... exits N``), else 0."""
         found = EXIT_COMMENT.search(self.text.splitlines()[-1])
         return int(found.group(1)) if found else 0
 
 
 @dataclass
 class Block:
+    """A fenced block: its info string, the line of its first content line, its lines."""
+
     tag: str
     line: int
     lines: list[str]
@@ -96,7 +102,9 @@ class Block:
 def sections(readme: str) -> dict[str, tuple[int, list[str]]]:
     """The ``## Tutorial: TITLE`` sections: title -> (first line number, lines)."""
     found: dict[str, tuple[int, list[str]]] = {}
-    title, start, body = None, 0, []
+    title: str | None = None
+    start = 0
+    body: list[str] = []
     for number, line in enumerate(readme.splitlines(), 1):
         if line.startswith("## "):
             if title:
@@ -143,11 +151,15 @@ def commands(title: str) -> list[Command]:
     """The tutorial's commands in order, with their expected output."""
     start, lines = sections(README.read_text(encoding="utf-8"))[title]
     found: list[Command] = []
+    skipped = False  # the last sh block is not run: the text blocks after it are not checked
     for block in blocks(start, lines):
-        if block.tag == "text":
+        if block.tag == "text" and not skipped:
             assert found, f"README.md:{block.line}: a text block before any command"
             found[-1].expected += block.lines
-        if block.tag != "sh" or (block.lines and block.lines[0] in NOT_RUN):
+        if block.tag != "sh":
+            continue
+        skipped = bool(block.lines) and block.lines[0] in NOT_RUN
+        if skipped:
             continue
         transcript = any(line.startswith("$ ") for line in block.lines)
         for number, text in logical_lines(block.lines, block.line + 1):
@@ -165,6 +177,7 @@ def commands(title: str) -> list[Command]:
 
 
 def squeeze(text: str) -> str:
+    """``text`` with every run of whitespace (line breaks too) one space."""
     return " ".join(text.split())
 
 
@@ -202,7 +215,8 @@ class Setting:
 
 def one_shot(make: WorldFactory, tmp: Path) -> Setting:
     w = make(tmp)
-    return Setting(w.superproject, w.env, {"<good-rev>": w.sha(0)[:12], "<bad-rev>": "upstream/main"},
+    return Setting(w.superproject, w.env,
+                   {"<good-rev>": w.sha(0)[:12], "<bad-rev>": "upstream/main"},
                    frozenset({"result.json"}), w)
 
 
@@ -259,14 +273,18 @@ TUTORIALS: dict[str, Callable[[WorldFactory, Path], Setting]] = {
 }
 
 
-def restored(before: dict[str, str], after: dict[str, str], outputs: frozenset[str]) -> None:
+def restored(title: str, before: dict[str, str], after: dict[str, str],
+             outputs: frozenset[str]) -> None:
     """Every HEAD and branch as before; status clean but for the tutorial's outputs."""
     left = [line for line in after["super_status"].splitlines()
             if not (line.startswith("?? ") and line[3:] in outputs)]
-    assert {**after, "super_status": "\n".join(left)} == {**before, "super_status": ""}, after
+    after = {**after, "super_status": "\n".join(left)}
+    moved = {k: (before[k], v) for k, v in after.items() if v != before[k]}
+    assert not moved, f"the tutorial {title!r} left repositories moved or dirty: {moved}"
 
 
 def run(command: Command, setting: Setting) -> None:
+    """Run one command as the README gives it; check its exit status and output."""
     text = fill(command.text, setting.fills)
     if command.writes is not None:
         target = setting.cwd / text.split()[1]
@@ -302,7 +320,7 @@ def test_a_readme_tutorial_runs_as_written(title: str, world_factory: WorldFacto
     for command in steps:
         run(command, setting)
     if setting.world and before:
-        restored(before, snapshot(setting.world), setting.outputs)
+        restored(title, before, snapshot(setting.world), setting.outputs)
 
 
 def test_expected_output_is_matched_in_order_and_loosely() -> None:
