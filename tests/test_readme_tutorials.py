@@ -61,11 +61,11 @@ NOT_RUN = {
     "git bisect-patched help":
         "the manual pages depend on the install and on man: tests/test_manpage.py",
     "$ bisectkit actions --at 70f763fd6a73 --kind opt-bisect -- ./repro.sh":
-        "needs a superproject whose submodule is an LLVM the repro builds: "
-        "tests/test_actions_at_a_commit.py runs --at on generated worlds",
+        "needs a superproject whose commits change what the compiler does, and the "
+        "tutorial's other commands run outside any repository: "
+        "tests/test_actions_at_a_commit.py runs --at on such a generated world",
     "$ bisectkit run --good v10 --bad v30 --then-actions opt-bisect -- ./repro.sh":
-        "needs a superproject whose submodule is an LLVM the repro builds: "
-        "tests/test_actions_at_a_commit.py runs --then-actions on generated worlds",
+        "as --at above: tests/test_actions_at_a_commit.py runs --then-actions",
     "$ bisectkit actions --kind opt-bisect -- ./iree_fma.sh":
         "needs IREE's iree-compile built with assertions: tests/test_actions_in_iree.py",
 }
