@@ -220,6 +220,7 @@ class Setting:
 
 
 def one_shot(make: WorldFactory, tmp: Path) -> Setting:
+    """The default world: the miscompile at upstream commit 200, the pin on 300."""
     w = make(tmp)
     return Setting(w.superproject, w.env,
                    {"<good-rev>": w.sha(0)[:12], "<bad-rev>": "upstream/main"},
@@ -227,6 +228,7 @@ def one_shot(make: WorldFactory, tmp: Path) -> Setting:
 
 
 def step_by_step(make: WorldFactory, tmp: Path) -> Setting:
+    """The default world, bisected by hand from upstream 0 to 400, then by ``run``."""
     w = make(tmp)
     return Setting(w.superproject, w.env,
                    {"<bad>": w.sha(400)[:12], "<good>": w.sha(0)[:12], "<sha>": w.sha(200),
@@ -234,6 +236,7 @@ def step_by_step(make: WorldFactory, tmp: Path) -> Setting:
 
 
 def integrate(make: WorldFactory, tmp: Path) -> Setting:
+    """The integrate world: advance 8 (upstream 175 -> 200) brings the miscompile."""
     w = make(tmp, integrate=True)
     return Setting(w.superproject, w.env,
                    {"<good>": w.integrate["init"][:12], "<bad>": w.integrate["adv12"][:12],
@@ -243,6 +246,7 @@ def integrate(make: WorldFactory, tmp: Path) -> Setting:
 
 
 def advance(make: WorldFactory, tmp: Path) -> Setting:
+    """The pin on upstream 100, ``smoketest.sh`` committed, failing from upstream 137."""
     w = make(tmp, advance_spec(137))
     smoke = w.superproject / "smoketest.sh"
     smoke.write_text(SMOKE, encoding="utf-8")
@@ -253,6 +257,7 @@ def advance(make: WorldFactory, tmp: Path) -> Setting:
 
 
 def actions(make: WorldFactory, tmp: Path) -> Setting:
+    """An empty folder (no git) with Debian's LLVM and MLIR 19 on PATH."""
     missing = [t for t in ("opt-19", "lli-19", "mlir-opt-19", "mlir-cpu-runner-19")
                if shutil.which(t) is None]
     if missing:
