@@ -153,6 +153,18 @@ def checked(cwd: Path, what: str, *args: str, watch: Watch | None = None,
     return proc
 
 
+def fed(cwd: Path, what: str, text: str, *args: str) -> None:
+    """``git args...`` reading ``text`` on its stdin (``update-ref --stdin``); raises
+    :class:`GitFailure` (``what``, git's words on one line) when it fails."""
+    # Its own session, as every git of bisectkit's (see :func:`_once`).
+    proc = subprocess.run(argv(*args), cwd=cwd, env=git_env(), input=text, text=True,
+                          errors="surrogateescape", capture_output=True, check=False,
+                          start_new_session=True)
+    if proc.returncode != 0:
+        detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+        raise GitFailure(f"{what}: {detail}")
+
+
 def read_bytes(cwd: Path, what: str, *args: str) -> bytes:
     """A read-only git command's stdout as bytes (so paths that are not UTF-8 survive).
 
