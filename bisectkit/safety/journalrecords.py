@@ -3,11 +3,10 @@
 A move of a repository is announced (``move``, with the time, so that a lock file
 left in that repository can be told from one older than the move), names the gits
 doing it (``git``: pid, start, the lock files it takes) and their ends (``git-exit``)
-and is marked done (``moved``); refs a restore creates, and the ``refs/bisect/*`` published for git's
-tools, are announced (``refs``: the lock files their gits take, when those were seen
-absent; for the published ones, every ref and file the write may leave) and marked done
-(``refs-done``); a file set aside is announced
-(``backup``), marked done (``backed-up``) and returned (``put-back``).
+and is marked done (``moved``); refs a restore creates, and the ``refs/bisect/*``
+published for git's tools, are announced (``refs``: the lock files their gits take, when
+those were seen absent; for the published ones, every ref and file the write may leave)
+and marked done (``refs-done``); a file set aside is announced (``backup``), marked done (``backed-up``) and returned (``put-back``).
 :func:`apply` reads one such record back into the records it updates.
 """
 
