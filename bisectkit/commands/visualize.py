@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pluggy
 
@@ -109,7 +110,7 @@ def _gitk(b: Bisection, rows: list[tuple[str, str]]) -> int:
                            cwd=b.strategy.history.workdir, env=gitcli.git_env())
 
 
-def _paged(repo: os.PathLike[str], lines: list[str]) -> bool:
+def _paged(repo: Path, lines: list[str]) -> bool:
     """Show ``lines`` through the pager git would use (``GIT_PAGER``, ``core.pager``,
     ``PAGER``, less), as git does: only on a terminal; False when not paged."""
     if not sys.stdout.isatty():

@@ -6,7 +6,8 @@ doing it (``git``: pid, start, the lock files it takes) and their ends (``git-ex
 and is marked done (``moved``); refs a restore creates, and the ``refs/bisect/*``
 published for git's tools, are announced (``refs``: the lock files their gits take, when
 those were seen absent; for the published ones, every ref and file the write may leave)
-and marked done (``refs-done``); a file set aside is announced (``backup``), marked done (``backed-up``) and returned (``put-back``).
+and marked done (``refs-done``); a file set aside is announced (``backup``), marked done
+(``backed-up``) and returned (``put-back``).
 :func:`apply` reads one such record back into the records it updates.
 """
 
