@@ -146,3 +146,24 @@ def test_reset_after_a_kill_mid_write_removes_what_was_announced(world: World):
     lock.write_text(world.sha(190) + "\n")
     ok(world, "reset")
     assert bisect_refs(world, sub) == [] and not lock.exists()
+
+
+def test_the_next_mark_after_a_kill_mid_write_publishes_again(world: World):
+    sub = world.submodule
+    ok(world, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+       world.sha(300), world.sha(0))
+    git_dir = Path(world.git(sub, "rev-parse", "--absolute-git-dir"))
+    journal = world.superproject / ".git" / "bisectkit" / "journal"
+    ref = f"refs/bisect/good-{world.sha(190)}"
+    lock = git_dir / f"{ref}.lock"
+    record = {"op": "refs", "n": 999, "repo": SUBMODULE, "locks": [str(lock)],
+              "t": time.time() - 1, "publish": {ref: world.sha(190)}, "files": {}}
+    with journal.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    lock.write_text(world.sha(190) + "\n")
+    out = ok(world, "good", world.sha(190))
+    assert "left by a git of bisectkit's that was killed" not in out  # said only by reset
+    assert not lock.exists()
+    assert f"{ref} {world.sha(190)}" in bisect_refs(world, sub)
+    ok(world, "reset")
+    assert bisect_refs(world, sub) == []

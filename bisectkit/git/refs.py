@@ -50,7 +50,8 @@ class Refs:
         for ref in self._repo.references.iterator():
             if ref.name.startswith(prefix) and \
                     ref.type != pygit2.enums.ReferenceType.SYMBOLIC:
-                found[ref.name] = str(ref.target)
+                with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
+                    found[ref.name] = str(ref.target)
         return found
 
     def transaction(self, changes: dict[str, tuple[str | None, str | None]],

@@ -100,6 +100,7 @@ def publish(superproject: Repo, repo: Repo, marks: Marks, journal: Journal,
     a view of the session, never a reason to stop it."""
     key = key_of(superproject, repo)
     state = journal_mod.load(journal.path)
+    _clear_killed(repo, state, key, note or (lambda _: None))
     why = foreign(repo, state, key)
     if why is not None:
         if note is not None:
@@ -136,9 +137,7 @@ def withdraw(superproject: Repo, state: JournalState, journal: Journal,
             repo = superproject if key == "." else Repo(superproject.workdir / key)
         except BadInput:
             continue  # gone: nothing of ours to remove there
-        for w in _writes(state, key):
-            if not w.done:  # killed mid-write: its git may have left its lock files
-                gitlocks.clear_unjournaled([repo], [Path(p) for p in w.locks], w.t, note)
+        _clear_killed(repo, state, key, note)
         if any((repo.git_dir / name).exists() for name in GIT_SESSION):
             continue  # git bisect started here since: refs/bisect/* are its own now
         ours = _ours(state, key)
@@ -169,6 +168,14 @@ def _announce(repo: Repo, key: str, names: list[str], journal: Journal,
     locks = [*packed, *(repo.git_dir / f"{name}.lock" for name in [*names, *files])]
     t = gitlocks.unjournaled_free([repo], locks)
     return journal.refs(key, [str(p) for p in locks], t, publish=refs, files=files)
+
+
+def _clear_killed(repo: Repo, state: JournalState | None, key: str,
+                  note: Callable[[str], None]) -> None:
+    """The lock files a write killed mid-way left (its git's, newer than the write)."""
+    for w in _writes(state, key):
+        if not w.done:
+            gitlocks.clear_unjournaled([repo], [Path(p) for p in w.locks], w.t, note)
 
 
 def _writes(state: JournalState | None, key: str) -> list[RefWrite]:
