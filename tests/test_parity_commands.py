@@ -357,6 +357,8 @@ def test_view_with_git_log_options_shows_what_git_bisect_visualize_shows(
         theirs = world.git(plain, "bisect", "visualize", *options)
         assert ok(world, "visualize", *options).rstrip("\n") == theirs, options
     assert len(ok(world, "view", "--oneline").splitlines()) == 20
+    # A pathspec of the user's comes last, after the candidates' options.
+    assert ok(world, "view", "--format=%H", "--", "lib/bug.txt").split() == [world.sha(200)]
     r = git_cli(world, "view", "tig")
     assert r.returncode == 2 and "not a git log option" in r.stderr
 

@@ -76,8 +76,9 @@ def visualize(ctx: Context, args: argparse.Namespace) -> int:
         return 0
     repo = b.strategy.history.workdir
     if log_args:
+        # Ours first: the user's may end with '-- PATH...'.
         return gitcli.shown_to_user(repo, "\n".join(sha for sha, _ in rows) + "\n",
-                                    "log", *log_args, "--no-walk=unsorted", "--stdin")
+                                    "log", "--no-walk=unsorted", "--stdin", *log_args)
     if not args.log and not args.no_gui and _gui_wanted():
         return _gitk(b, rows)
     if args.log:
