@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pexpect
+
 from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
@@ -388,8 +390,6 @@ def test_view_opens_gitk_with_a_display_as_git_does(world: World, tmp_path: Path
 
 
 def test_view_pages_through_gits_pager_on_a_terminal(world: World):
-    import pexpect
-
     world.env.pop("DISPLAY", None)
     world.env["GIT_PAGER"] = "sed s/^/paged:/"
     start(world, world.sha(300), world.sha(0))
@@ -399,7 +399,7 @@ def test_view_pages_through_gits_pager_on_a_terminal(world: World):
         child = pexpect.spawn("git", ["bisect-patched", *args], cwd=str(world.superproject),
                               env=world.env, encoding="utf-8", timeout=60)
         child.expect(pexpect.EOF)
-        lines = [x for x in child.before.splitlines() if x.strip()]
+        lines = [x for x in str(child.before).splitlines() if x.strip()]
         assert len(lines) == 10 and all(x.startswith("paged:") for x in lines), lines
     # Not a terminal: no pager.
     assert not ok(world, "view").startswith("paged:")
