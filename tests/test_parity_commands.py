@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pexpect
-
 from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
