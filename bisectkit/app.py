@@ -26,6 +26,7 @@ import pluggy
 from bisectkit import safetext
 from bisectkit.cli import about, parallelopts, requests
 from bisectkit.cli.options import repro_warning
+from bisectkit.commands import visualize
 from bisectkit.commands.command import chosen
 from bisectkit.commands.context import Context
 from bisectkit.commands.help import cmd_help
@@ -165,7 +166,9 @@ def _prepare(argv: list[str], git_mode: bool,
     except BadInput:
         sp = None  # reported by the commands that need a repository
     from_config = sp.config_get_all("bisectkit.plugins") if sp else []
-    req = plugins.request(plugins.scan_argv(argv), dict(os.environ), from_config)
+    # visualize's git log options are git's (-p is git log's patch, not a plugin).
+    own = visualize.split_argv(argv)[0] if _visualizes(argv) else argv
+    req = plugins.request(plugins.scan_argv(own), dict(os.environ), from_config)
     pm, origins = plugins.make_plugin_manager(_builtins(console, sp), req, dict(os.environ))
     parser = build_parser(git_mode, pm)
     args = _parse(parser, argv)
@@ -203,13 +206,23 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         # two positional lists apart, so split them here.
         cut = argv.index("--")
         argv, pathspec = argv[:cut], argv[cut + 1:]
+    log_args: list[str] = []
+    if _visualizes(argv):
+        argv, log_args = visualize.split_argv(argv)  # git log's options, in their order
     args, extras = parser.parse_known_args(argv)
+    if log_args:
+        args.log_args = log_args
     if extras:  # said by the subcommand's parser, whose options they were meant to be
         about.subcommand(parser, args.command).error(
             f"unrecognized arguments: {' '.join(extras)}")
     if pathspec:
         args.pathspec = pathspec
     return args
+
+
+def _visualizes(argv: list[str]) -> bool:
+    """Is the command line ``visualize``'s (whose other words are git log's)?"""
+    return argv[:1] != [] and argv[0] in (visualize.COMMAND.name, *visualize.COMMAND.aliases)
 
 
 def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginManager,

@@ -4,7 +4,9 @@ and skip with ranges, through the real CLI on real git worlds."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
+import pexpect
 from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
@@ -331,3 +333,72 @@ def test_view_and_skip_range_in_stack_and_advance_sessions(world: World):
     ok(world, "good", world.sha(350))
     assert [r[0] for r in view_rows(world)][-1] == world.sha(351)[:12]
     assert git_cli(world, "reset").returncode == 0
+
+
+def plain_git_bisect(world: World, tmp_path: Path, *marks: tuple[str, str]) -> Path:
+    """A clone of upstream where plain ``git bisect`` made ``marks`` (bad 300, good 0)."""
+    clone = tmp_path / "plain"
+    world.git(tmp_path, "clone", "-q", "--no-checkout", str(world.upstream), str(clone))
+    world.git(clone, "bisect", "start", "--no-checkout", world.sha(300), world.sha(0))
+    for word, sha in marks:
+        world.git(clone, "bisect", word, sha)
+    return clone
+
+
+def test_view_with_git_log_options_shows_what_git_bisect_visualize_shows(
+        world: World, tmp_path: Path):
+    world.env.pop("DISPLAY", None)
+    world.env["GIT_PAGER"] = "cat"
+    start(world, world.sha(300), world.sha(0))
+    marks = [("good", world.sha(190)), ("bad", world.sha(210)), ("skip", world.sha(196))]
+    for word, sha in marks:
+        ok(world, word, sha)
+    plain = plain_git_bisect(world, tmp_path, *marks)
+    for options in (["--oneline"], ["--stat", "-n", "3"], ["-p", "--format=%H %s"]):
+        theirs = world.git(plain, "bisect", "visualize", *options)
+        assert ok(world, "visualize", *options).rstrip("\n") == theirs, options
+    assert len(ok(world, "view", "--oneline").splitlines()) == 20
+    # A pathspec of the user's comes last, after the candidates' options.
+    assert ok(world, "view", "--format=%H", "--", "lib/bug.txt").split() == [world.sha(200)]
+    r = git_cli(world, "view", "tig")
+    assert r.returncode == 2 and "not a git log option" in r.stderr
+
+
+def test_view_opens_gitk_with_a_display_as_git_does(world: World, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    called = tmp_path / "gitk-called"
+    gitk = bin_dir / "gitk"
+    gitk.write_text(f'#!/bin/sh\necho "$PWD $*" >> {called}\n')
+    gitk.chmod(0o755)
+    world.env.update(PATH=f"{bin_dir}:{world.env['PATH']}", DISPLAY=":0", GIT_PAGER="cat")
+    start(world, world.sha(300), world.sha(0))
+    ok(world, "good", world.sha(190))
+    ok(world, "view")
+    # In the submodule, the candidates left: the bad end without the newest good commit.
+    assert called.read_text().splitlines() == [
+        f"{world.submodule} {world.sha(300)} --not {world.sha(190)} --"]
+    # git bisect visualize on a plain bisect of the same commits: gitk too.
+    plain = plain_git_bisect(world, tmp_path, ("good", world.sha(190)))
+    world.git(plain, "bisect", "visualize")
+    assert called.read_text().splitlines()[1] == f"{plain} --bisect --"
+    # --no-gui, or git log options: no gitk.
+    assert ok(world, "view", "--no-gui").splitlines()[0].startswith(world.sha(300)[:12])
+    assert ok(world, "view", "--oneline").splitlines()[0].startswith(world.sha(300)[:7])
+    assert len(called.read_text().splitlines()) == 2
+
+
+def test_view_pages_through_gits_pager_on_a_terminal(world: World):
+    world.env.pop("DISPLAY", None)
+    world.env["GIT_PAGER"] = "sed s/^/paged:/"
+    start(world, world.sha(300), world.sha(0))
+    ok(world, "bad", world.sha(210))
+    ok(world, "good", world.sha(200))
+    for args in (["view"], ["view", "--oneline"]):
+        child = pexpect.spawn("git", ["bisect-patched", *args], cwd=str(world.superproject),
+                              env=world.env, encoding="utf-8", timeout=60)
+        child.expect(pexpect.EOF)
+        lines = [x for x in str(child.before).splitlines() if x.strip()]
+        assert len(lines) == 10 and all(x.startswith("paged:") for x in lines), lines
+    # Not a terminal: no pager.
+    assert not ok(world, "view").startswith("paged:")

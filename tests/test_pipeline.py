@@ -273,8 +273,26 @@ def test_the_log_replays_the_same_marks(tmp_path: Path) -> None:
     log = parse_log("\n".join(lines), Path("log"))
     assert log.start == ["start"]
     assert log.marks == [["good", CANDIDATES[1]], ["bad", CANDIDATES[9]]]
-    with pytest.raises(BadInput, match="log:1: not a bisect-patched command"):
-        parse_log("git bisect start\n", Path("log"))
+    with pytest.raises(BadInput, match="log:1: not a bisect-patched or git bisect command"):
+        parse_log("git log\n", Path("log"))
+
+
+def test_a_git_bisect_log_reads_as_start_words_and_sides() -> None:
+    text = ("git bisect start '--term-new' 'slow' '--term-old=fast' '--no-checkout' "
+            "'--first-parent' B G '--' 'lib/'\n# slow: [B] subject\n"
+            "git bisect fast F1\ngit bisect skip S1 S2\ngit-bisect slow N1\n")
+    log = parse_log(text, Path("log"))
+    assert log.git and log.pathspec == ["lib/"]
+    assert log.start == ["start", "--term-new", "slow", "--term-old", "fast",
+                         "--first-parent", "B", "G"]
+    assert log.marks == [["old", "F1"], ["skip", "S1", "S2"], ["new", "N1"]]
+    with pytest.raises(BadInput, match="log:2: cannot replay 'git bisect good'"):
+        parse_log("git bisect start --term-new slow --term-old fast\ngit bisect good X\n",
+                  Path("log"))
+    with pytest.raises(BadInput, match="log:2: not a bisect-patched or git bisect command"):
+        parse_log("git bisect start\ngit bisect-patched good X\n", Path("log"))
+    with pytest.raises(BadInput, match="option --bogus has no meaning here"):
+        parse_log("git bisect start --bogus\n", Path("log"))
 
 
 def test_marks_saved_once_are_on_disk_at_the_end_and_not_before(tmp_path: Path) -> None:

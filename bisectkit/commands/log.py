@@ -1,16 +1,22 @@
 """``git bisect-patched log``: print the session as a log, in ``git bisect log``'s shape:
 its start line and every mark, in order (``replay`` starts over from it). A session
-waiting for its ends prints its start line and the ends given so far."""
+waiting for its ends prints its start line and the ends given so far. ``--git``: as
+``git bisect log`` would write it, for ``git bisect replay`` in the repository whose
+commits are bisected (the upstream commits of a submodule session: without the patch
+stack, so git's tests there are of other trees; the marks are the same)."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 
+import pluggy
+
 from bisectkit.commands import waiting
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.state import Idle, Started, WaitingForEnds, session_state
+from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.model import GIT_PROG
 from bisectkit.pipeline import replaylog
@@ -24,9 +30,13 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
         case Idle() as idle:
             raise idle.refusal()
         case WaitingForEnds(waiting=ends):
+            if args.git:
+                raise BadInput("a session waiting for its ends has no git bisect log yet; "
+                               "give both ends first")
             lines = waiting_log_lines(waiting.repo_of(sp, ends.template), ends)
         case Started():
-            lines = replaylog.log_lines(ctx.reader(sp, store).parts)
+            parts = ctx.reader(sp, store).parts
+            lines = replaylog.git_log_lines(parts) if args.git else replaylog.log_lines(parts)
     for line in lines:
         ctx.console.line(line)
     return 0
@@ -46,9 +56,20 @@ def waiting_log_lines(repo: Repo, ends: Waiting) -> list[str]:
     return [*lines, f"# status: {state.status()}"]
 
 
+def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
+    p.add_argument("--git", action="store_true",
+                   help="write it as 'git bisect log' does, for 'git bisect replay' in the "
+                        "repository whose commits are bisected (the submodule, or the "
+                        "superproject with --integrate)")
+
+
 #: ``git bisect-patched log``.
 COMMAND = Command(
-    "log", help="print a log that 'replay' accepts",
+    "log", help="print a log that 'replay' (or, with --git, 'git bisect replay') accepts",
     description="Print the session as a log: its start line and every mark, in order; "
-                "'replay' starts over from it.",
-    examples=("log > bisect.log",), handler=log)
+                "'replay' starts over from it. The plain log cannot be replayed by git (its "
+                "start line says --submodule/--integrate, which git bisect has no words "
+                "for): --git writes the same range and marks as git bisect log does, for "
+                "'git bisect replay' in the repository whose commits are bisected.",
+    examples=("log > bisect.log", "log --git > git-bisect.log"),
+    arguments=_arguments, handler=log)

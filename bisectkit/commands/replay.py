@@ -1,7 +1,11 @@
-"""``git bisect-patched replay FILE``: start over from a log written by ``log`` (or
-``.git/bisectkit/last-log``): end the session in progress, start with the log's start line
-and apply its marks. A log whose start line lacks an end (a session that waited for its
-ends) takes its ends from its first marks, and waits again if they do not complete them.
+"""``git bisect-patched replay [START OPTIONS] FILE``: start over from a log written by
+``log`` (or ``.git/bisectkit/last-log``) or by ``git bisect log``: end the session in
+progress, start with the log's start line and apply its marks. A git log says what is
+bisected only as commits: ``--submodule PATH``/``--integrate`` (and the other ``start``
+options) come from replay's command line, else from ``start``'s defaults.
+
+A log whose start line lacks an end (a session that waited for its ends) takes its ends
+from its first marks, and waits again if they do not complete them.
 
 The log is read and its start line parsed before anything ends: a bad log costs nothing.
 """
@@ -16,12 +20,13 @@ from pathlib import Path
 import pluggy
 
 from bisectkit import strategies
+from bisectkit.cli.parser import add_target_options
 from bisectkit.commands import answer, waiting
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
 from bisectkit.commands.starting import given, new_session
 from bisectkit.errors import BadInput
-from bisectkit.model import StartRequest
+from bisectkit.model import GIT_PROG, StartRequest
 from bisectkit.pipeline.replaylog import ReplayLog, parse_log
 from bisectkit.safety import signals
 
@@ -30,7 +35,7 @@ def replay(ctx: Context, args: argparse.Namespace) -> int:
     """Read the log and parse its start line, then replay it as it was started."""
     path = Path(args.file)
     log = parse_log(_read_log(path), path)
-    start = _start_args(ctx, log, path)
+    start = _with_options(_start_args(ctx, log, path), args, log, path)
     ctx.superproject = ctx.open()[0]
     what = given(ctx, start)
     if strategies.lacks_ends(what):  # a log of a session that was waiting for its ends
@@ -57,6 +62,32 @@ def _start_args(ctx: Context, log: ReplayLog, path: Path) -> argparse.Namespace:
         raise BadInput(f"{path}: unknown words in its 'start' line: {' '.join(unknown)}")
     start.pathspec = log.pathspec
     return start
+
+
+#: What replay's own namespace holds besides the start options it shares with ``start``.
+_OWN = frozenset({"file", "bad", "good", "pathspec", "command"})
+
+
+def _with_options(start: argparse.Namespace, args: argparse.Namespace, log: ReplayLog,
+                  path: Path) -> argparse.Namespace:
+    """The log's start words, plus the start options given to ``replay``: those the log
+    leaves unsaid (a git log says no strategy); one the log says otherwise is refused."""
+    for key, value in vars(args).items():
+        if key.startswith("_") or key in _OWN or not value or not hasattr(start, key):
+            continue
+        logged = getattr(start, key)
+        if not logged:
+            setattr(start, key, value)
+        elif logged != value:
+            flag = "--" + key.replace("_", "-")
+            raise BadInput(f"{path}: its start line says {flag} {_shown(logged)}; replay it "
+                           f"without {flag}" + ("" if log.git else
+                                                " (a bisect-patched log says what it bisects)"))
+    return start
+
+
+def _shown(value: object) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def _replay_session(ctx: Context, log: ReplayLog, request: StartRequest) -> int:
@@ -103,13 +134,24 @@ def _replay_waiting(ctx: Context, log: ReplayLog, request: StartRequest) -> int:
 
 
 def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> None:
-    p.add_argument("file", metavar="FILE", help="the log to replay")
+    add_target_options(p, strategies.options())
+    p.add_argument("file", metavar="FILE",
+                   help="the log to replay (from 'log', or from 'git bisect log')")
 
 
 #: ``git bisect-patched replay``.
 COMMAND = Command(
-    "replay", help="start over from a log",
-    description="Start over from a log written by 'log' (or .git/bisectkit/last-log): end the "
-                "session in progress, start with the log's start line and apply its marks.",
-    examples=("replay bisect.log",),
+    "replay", help="start over from a log (bisect-patched's or git bisect's)",
+    usage=f"{GIT_PROG} replay [START OPTIONS] FILE",
+    description="Start over from a log written by 'log' (or .git/bisectkit/last-log) or by "
+                "'git bisect log': end the session in progress, start with the log's start "
+                "line and apply its marks. A git bisect log names commits only: for a "
+                "submodule session they are upstream commits of the submodule, for "
+                "--integrate superproject commits; what it cannot say (--submodule, "
+                "--upstream, --integrate...) comes from the START OPTIONS given here, else "
+                "from start's defaults (git config bisectkit.submodule, the only submodule). "
+                "Its terms and pathspec are kept; --no-checkout means nothing here.",
+    examples=("replay bisect.log",
+              "replay --submodule third_party/llvm-project git-bisect.log",
+              "replay --integrate superproject-bisect.log"),
     arguments=_arguments, handler=replay)

@@ -153,6 +153,38 @@ def checked(cwd: Path, what: str, *args: str, watch: Watch | None = None,
     return proc
 
 
+def fed(cwd: Path, what: str, text: str, *args: str) -> None:
+    """``git args...`` reading ``text`` on its stdin (``update-ref --stdin``); raises
+    :class:`GitFailure` (``what``, git's words on one line) when it fails."""
+    # Its own session, as every git of bisectkit's (see :func:`_once`).
+    proc = subprocess.run(argv(*args), cwd=cwd, env=git_env(), input=text, text=True,
+                          errors="surrogateescape", capture_output=True, check=False,
+                          start_new_session=True)
+    if proc.returncode != 0:
+        detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+        raise GitFailure(f"{what}: {detail}")
+
+
+def shown_to_user(cwd: Path, text: str, *args: str) -> int:
+    """``git args...`` writing to the user's terminal (its pager, its colours), reading
+    ``text`` on its stdin; its exit status. In bisectkit's own process group, unlike
+    the gits that change things: a pager must own the terminal."""
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, env=git_env(), input=text, text=True,
+                              errors="surrogateescape", check=False)
+    except OSError as exc:
+        raise GitFailure(f"cannot run git: {exc.strerror}") from exc
+    return proc.returncode
+
+
+def pager(cwd: Path) -> str:
+    """The pager git would use in ``cwd`` (``git var GIT_PAGER``: ``GIT_PAGER``,
+    ``core.pager``, ``PAGER``, else less)."""
+    proc = subprocess.run(["git", "var", "GIT_PAGER"], cwd=cwd, env=git_env(), text=True,
+                          capture_output=True, stdin=subprocess.DEVNULL, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def read_bytes(cwd: Path, what: str, *args: str) -> bytes:
     """A read-only git command's stdout as bytes (so paths that are not UTF-8 survive).
 

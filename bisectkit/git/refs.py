@@ -43,6 +43,33 @@ class Refs:
         gitcli.checked(self.workdir, f"cannot create {name} in {self.workdir}",
                        "update-ref", "-m", message, name, sha, "0" * 40)
 
+    def under(self, prefix: str) -> dict[str, str]:
+        """Every ref whose name starts with ``prefix`` (``refs/bisect/``) -> the object it
+        names (symbolic refs left out)."""
+        found: dict[str, str] = {}
+        for ref in self._repo.references.iterator():
+            if ref.name.startswith(prefix) and \
+                    ref.type != pygit2.enums.ReferenceType.SYMBOLIC:
+                with contextlib.suppress(pygit2.GitError, ValueError, KeyError):
+                    found[ref.name] = str(ref.target)
+        return found
+
+    def transaction(self, changes: dict[str, tuple[str | None, str | None]],
+                    message: str) -> None:
+        """Change refs in one all-or-nothing ``git update-ref --stdin``: ``name -> (old,
+        new)``, ``None`` meaning absent. A ref that is no longer at ``old`` fails the whole
+        transaction (:class:`GitFailure`), so a ref somebody else moved is never touched."""
+        zero = "0" * 40
+        lines = []
+        for name, (old, new) in sorted(changes.items()):
+            if new is None:
+                lines.append(f"delete {name} {old or zero}")
+            else:
+                lines.append(f"update {name} {new} {old or zero}")
+        if lines:
+            gitcli.fed(self.workdir, f"cannot update refs in {self.workdir}",
+                       "\n".join(lines) + "\n", "update-ref", "-m", message, "--stdin")
+
     def ref_exists(self, name: str) -> bool:
         """Is there a ref called ``name`` (``refs/...``)?"""
         return name in self._repo.references

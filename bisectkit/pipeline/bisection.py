@@ -22,6 +22,7 @@ from bisectkit.pipeline.parts import RunParts
 from bisectkit.pipeline.testing import StepTester, Tested
 from bisectkit.pipeline.trace import Tracer, patch_spans
 from bisectkit.plugin.facade import Hooks
+from bisectkit.safety import bisectrefs
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.cache import VerdictCache
 from bisectkit.store.session import Session, SessionStore, VerdictEntry
@@ -218,7 +219,31 @@ class Bisection:
         if commit == self.session.current:
             self.session.current = None
         self.store.save(self.session)
+        if affects:
+            self.publish_refs()
         return record
+
+    def publish_refs(self, first: bool = False) -> None:
+        """``refs/bisect/*`` in the repository bisected say what the session knows now, for
+        ``git log --bisect`` and ``gitk --bisect`` (:mod:`bisectkit.safety.bisectrefs`);
+        ``first`` (the session starts): say so if they are somebody else's."""
+        if self.mover is None:
+            return  # a reader: it moves nothing, and writes nothing either
+        s = self.session
+        known = s.verdict_map()
+        try:
+            _, hi = self.search.bounds(s.candidates, known)
+        except engine.ContradictoryVerdicts:
+            return  # refused where it was given: nothing consistent to show
+        bad = s.candidates[hi] if 0 <= hi < len(s.candidates) else None
+        marks = bisectrefs.Marks(
+            s.terms.old, s.terms.new, bad if bad is not None and known.get(bad) == "bad"
+            else None,
+            tuple(dict.fromkeys([*s.good, *(c for c, v in known.items() if v == "good")])),
+            tuple(c for c, v in known.items() if v == "skip"))
+        note = (lambda text: self.hooks.message(text, "note")) if first else None
+        bisectrefs.publish(self.superproject, self.strategy.history, marks,
+                           self.mover.journal, note)
 
     # -- manual marking ------------------------------------------------------
     def mark(self, word: str, revs: Sequence[str], source: str = "manual") -> None:

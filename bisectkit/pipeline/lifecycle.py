@@ -22,7 +22,7 @@ from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.parts import RunParts
 from bisectkit.pipeline.replaylog import log_lines
 from bisectkit.plugin.facade import Hooks
-from bisectkit.safety import gitlocks, orphans, recovery, signals
+from bisectkit.safety import bisectrefs, gitlocks, orphans, recovery, signals
 from bisectkit.safety import journal as journal_mod
 from bisectkit.safety.journal import Journal, Origin
 from bisectkit.safety.lock import RunLock
@@ -117,7 +117,9 @@ class Run:
             # A session that waited for its ends is replaced only once this one is saved:
             # a kill before leaves it waiting, never neither (the session wins over both).
             self.store.delete_waiting()
-        return self._began(self._bisector(session))
+        b = self._began(self._bisector(session))
+        b.publish_refs(first=True)
+        return b
 
     def _unbegin(self, failed: WriteFailed) -> WriteFailed:
         """The session could not be saved and nothing has moved: take back what
@@ -180,6 +182,7 @@ class Run:
             mover = Mover(self.journal, self.store.backups_dir, note=self._note)
             mover.records_lost = state.source != "session"
             lines += recovery.restore(self.superproject, mover, state)
+            bisectrefs.withdraw(self.superproject, state, self.journal, lines.append)
         if session is not None:
             with contextlib.suppress(Exception):  # a log is a nicety; the restore is not
                 log = log_lines(RunParts(session, self.store,

@@ -184,10 +184,16 @@ class Journal:
     def moved(self, n: int) -> None:
         self._append({"op": "moved", "n": n})
 
-    def refs(self, repo: str, locks: list[str], t: float) -> int:
-        """Announce ref writes taking ``locks``, seen absent at ``t`` (see :class:`RefWrite`)."""
+    def refs(self, repo: str, locks: list[str], t: float,
+             publish: dict[str, str] | None = None, files: dict[str, str] | None = None
+             ) -> int:
+        """Announce ref writes taking ``locks``, seen absent at ``t`` (see :class:`RefWrite`);
+        ``publish``/``files``: the ``refs/bisect/*`` and files they may leave."""
         n = self._take()
-        self._append({"op": "refs", "n": n, "repo": repo, "locks": locks, "t": t})
+        record: dict[str, Any] = {"op": "refs", "n": n, "repo": repo, "locks": locks, "t": t}
+        if publish is not None:
+            record.update(publish=publish, files=files or {})
+        self._append(record)
         return n
 
     def refs_written(self, n: int) -> None:

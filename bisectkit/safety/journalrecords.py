@@ -3,10 +3,11 @@
 A move of a repository is announced (``move``, with the time, so that a lock file
 left in that repository can be told from one older than the move), names the gits
 doing it (``git``: pid, start, the lock files it takes) and their ends (``git-exit``)
-and is marked done (``moved``); refs a restore creates are announced (``refs``: the
-lock files their gits take, when those were seen absent) and marked done
-(``refs-done``); a file set aside is announced
-(``backup``), marked done (``backed-up``) and returned (``put-back``).
+and is marked done (``moved``); refs a restore creates, and the ``refs/bisect/*``
+published for git's tools, are announced (``refs``: the lock files their gits take, when
+those were seen absent; for the published ones, every ref and file the write may leave)
+and marked done (``refs-done``); a file set aside is announced (``backup``), marked done
+(``backed-up``) and returned (``put-back``).
 :func:`apply` reads one such record back into the records it updates.
 """
 
@@ -89,6 +90,11 @@ class RefWrite:
     locks: list[str]
     t: float
     done: bool = False
+    #: ``refs/bisect/*`` published for git's tools (:mod:`bisectkit.safety.bisectrefs`):
+    #: every ref this write may leave (name -> commit) and the files (``BISECT_TERMS`` ->
+    #: its text); ``None`` for the refs of a restore.
+    publish: dict[str, str] | None = None
+    files: dict[str, str] = field(default_factory=dict)
 
 
 def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup],
@@ -97,8 +103,12 @@ def apply(rec: dict[str, Any], moves: dict[int, Move], backups: dict[int, Backup
     the start."""
     op = rec["op"]
     if refs is not None and op == "refs":
-        refs[int(rec["n"])] = RefWrite(int(rec["n"]), str(rec["repo"]),
-                                       [str(x) for x in rec["locks"]], float(rec["t"]))
+        published = rec.get("publish")
+        refs[int(rec["n"])] = RefWrite(
+            int(rec["n"]), str(rec["repo"]), [str(x) for x in rec["locks"]], float(rec["t"]),
+            publish=None if published is None else {str(k): str(v)
+                                                    for k, v in published.items()},
+            files={str(k): str(v) for k, v in rec.get("files", {}).items()})
     elif refs is not None and op == "refs-done" and int(rec["n"]) in refs:
         refs[int(rec["n"])].done = True
     elif op == "move":
