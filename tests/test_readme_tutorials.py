@@ -232,7 +232,7 @@ def step_by_step(make: WorldFactory, tmp: Path) -> Setting:
     w = make(tmp)
     return Setting(w.superproject, w.env,
                    {"<bad>": w.sha(400)[:12], "<good>": w.sha(0)[:12], "<sha>": w.sha(200),
-                    "<commit>": "main"}, frozenset({"bisect.log"}), w)
+                    "<commit>": "main"}, frozenset({"bisect.log", "g.log"}), w)
 
 
 def integrate(make: WorldFactory, tmp: Path) -> Setting:
