@@ -61,10 +61,15 @@ def add_target_options(p: argparse.ArgumentParser, owned: Sequence[Option]) -> N
     add_options(p, owned)
     p.add_argument("--find-fix", action="store_true",
                    help="find the first commit where the repro starts passing")
-    p.add_argument("--term-old", metavar="WORD", type=argtypes.term,
-                   help="word for the old side (default: good, or broken with --find-fix)")
-    p.add_argument("--term-new", metavar="WORD", type=argtypes.term,
-                   help="word for the new side (default: bad, or fixed with --find-fix)")
+    # --term-good/--term-bad: git's other spelling of the same options.
+    p.add_argument("--term-old", "--term-good", dest="term_old", metavar="WORD",
+                   type=argtypes.term,
+                   help="word for the old side, then a command that marks it (default: "
+                        "good, or broken with --find-fix)")
+    p.add_argument("--term-new", "--term-bad", dest="term_new", metavar="WORD",
+                   type=argtypes.term,
+                   help="word for the new side, then a command that marks it (default: "
+                        "bad, or fixed with --find-fix)")
     add_force_ignored(p)
     add_deepen(p)
 
