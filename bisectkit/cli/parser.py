@@ -70,6 +70,11 @@ def add_target_options(p: argparse.ArgumentParser, owned: Sequence[Option]) -> N
                    type=argtypes.term,
                    help="word for the new side, then a command that marks it (default: "
                         "bad, or fixed with --find-fix)")
+    p.add_argument("--no-checkout", action="store_true",
+                   help="check nothing out: point BISECT_HEAD of the repository bisected "
+                        "(the submodule, or the superproject with --integrate) at each "
+                        "patched candidate instead, for a repro that reads it (git show "
+                        "BISECT_HEAD:FILE); not with --jobs")
     add_force_ignored(p)
     add_deepen(p)
 

@@ -142,11 +142,13 @@ def _mark_waiting(ctx: Context, run: Run, ends: Waiting, word: str,
         return 0
     session = _validated(run.superproject, ends, after)
     _drop_unsaved_start(run)
+    no_checkout = run.bisect_head.wanted  # (ending a session releases it)
     try:  # (the session, once saved, replaces the waiting one: Run.begin)
         return start_session(ctx, run, session)
     except BadInput as exc:
         # The first checkout was refused and the session ended itself (nothing
         # moved): wait again, as before this mark, for the same command again.
+        run.claim_bisect_head(no_checkout)
         run.store.save_waiting(ends)
         raise BadInput(f"{exc}; the session still waits ({ends.status()})") from exc
 
