@@ -6,10 +6,11 @@ are the submodule's candidates); bisectkit on the submodule, its patch stack app
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from helpers.repros import BUG
-from helpers.worlds import SUBMODULE, World, cli, git_cli
+from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 #: The range both tools bisect (upstream commits; commit 200 brings the bug in).
 BAD, GOOD, CULPRIT = 220, 180, 200
@@ -35,10 +36,12 @@ def slower(tree: Path) -> bool:
     return bug.exists() and "miscompile" in bug.read_text()
 
 
-def by_hand(tool: object, tree: Path, new: str, old: str) -> str:
-    """Mark with the words ``new``/``old`` until the answer; its output."""
+def by_hand(tool: object, tree: Path, new: str, old: str,
+            is_new: Callable[[Path], bool] = slower) -> str:
+    """Mark with the words ``new``/``old`` (``is_new(tree)`` says which) until the answer;
+    its output."""
     for _ in range(10):
-        r = tool(new if slower(tree) else old)  # type: ignore[operator]
+        r = tool(new if is_new(tree) else old)  # type: ignore[operator]
         assert r.returncode == 0, r.stdout + r.stderr
         if f"is the first {new} commit" in r.stdout:
             return str(r.stdout)
@@ -127,3 +130,130 @@ def test_next_while_waiting_for_the_ends_says_what_is_missing(world: World):
     assert r.returncode == 2
     assert "waiting for both good and bad commits" in r.stderr
     assert git_cli(world, "reset").returncode == 0
+
+
+# -- --no-checkout ------------------------------------------------------------------------
+def bisect_head(repo: Path) -> str | None:
+    r = subprocess.run(["git", "rev-parse", "-q", "--verify", "BISECT_HEAD"], cwd=repo,
+                       text=True, capture_output=True)
+    return r.stdout.strip() or None
+
+
+def pinned_bug(w: World, repo: Path) -> bool:
+    """Is the bug in the submodule commit that ``repo``'s BISECT_HEAD pins?"""
+    pin = w.git(repo, "rev-parse", f"BISECT_HEAD:{SUBMODULE}")
+    return "miscompile" in w.git(w.submodule, "show", f"{pin}:lib/bug.txt")
+
+
+def reads_bisect_head(repo: str) -> tuple[str, ...]:
+    """A repro that reads the candidate from BISECT_HEAD, not from the work tree."""
+    return ("sh", "-c", f"! git -C {repo} show BISECT_HEAD:lib/bug.txt | grep -q miscompile")
+
+
+def test_no_checkout_names_the_candidate_by_bisect_head(world: World, tmp_path: Path):
+    up = upstream(world, tmp_path)
+    sub, ends = world.submodule, (world.sha(BAD), world.sha(GOOD))
+    before, up_head = snapshot(world), world.git(up, "rev-parse", "HEAD")
+    plain = git_bisect(world, up, "start", "--no-checkout", *ends)
+    ours = git_cli(world, "start", "--no-checkout", *TARGET, *ends)
+    assert plain.returncode == ours.returncode == 0, ours.stderr
+    # Nothing checked out; BISECT_HEAD names the candidate (ours: with the patch stack).
+    assert snapshot(world) == before and world.git(up, "rev-parse", "HEAD") == up_head
+    assert bisect_head(up) == world.sha(CULPRIT)
+    assert f"testing {world.sha(CULPRIT)[:12]} upstream commit {CULPRIT}" in ours.stdout
+    patched = bisect_head(sub)
+    assert patched is not None
+    assert world.git(sub, "rev-parse", f"{patched}~4") == world.sha(CULPRIT)  # 4 patches
+    # A mark with no revision marks what BISECT_HEAD names; the next one is named there.
+    assert git_bisect(world, up, "bad").returncode == 0
+    assert git_cli(world, "bad").returncode == 0
+    assert bisect_head(up) == world.git(sub, "rev-parse", f"{bisect_head(sub)}~4") != \
+        world.sha(CULPRIT)
+    # The patched candidate outlives a gc that prunes everything unreachable.
+    world.git(sub, "gc", "-q", "--prune=now")
+    assert world.git(sub, "cat-file", "-t", "BISECT_HEAD") == "commit"
+    # 'run' gives the repro nothing special: it reads BISECT_HEAD. The same answer.
+    plain = git_bisect(world, up, "run", *reads_bisect_head("."))
+    ours = git_cli(world, "run", *reads_bisect_head(SUBMODULE))
+    answer = f"{world.sha(CULPRIT)} is the first bad commit"
+    assert answer in plain.stdout and answer in ours.stdout, ours.stdout + ours.stderr
+    assert snapshot(world) == before and world.git(up, "rev-parse", "HEAD") == up_head
+    # 'next' names the candidate again (in git: once more the first bad commit).
+    assert git_cli(world, "next").stdout.startswith(answer)
+    # reset removes BISECT_HEAD (and the ref that kept it), as git's does.
+    assert git_bisect(world, up, "reset").returncode == 0
+    r = git_cli(world, "reset")
+    assert r.returncode == 0 and "removed BISECT_HEAD" in r.stdout
+    assert bisect_head(up) is None and bisect_head(sub) is None
+    assert world.git(sub, "for-each-ref", "refs/bisectkit/bisect-head") == ""
+    assert snapshot(world) == before
+
+
+def test_bisectkit_run_no_checkout_leaves_no_bisect_head(world: World):
+    before = snapshot(world)
+    r = cli(world, "run", *TARGET, "--no-checkout", "--good", world.sha(GOOD), "--bad",
+            world.sha(BAD), "--", *reads_bisect_head(SUBMODULE))
+    assert f"{world.sha(CULPRIT)} is the first bad commit" in r.stdout, r.stdout + r.stderr
+    assert snapshot(world) == before and bisect_head(world.submodule) is None
+    r = cli(world, "run", *TARGET, "--no-checkout", "--jobs", "2", "--good", world.sha(GOOD),
+            "--bad", world.sha(BAD), "--", *reads_bisect_head(SUBMODULE))
+    assert r.returncode == 2 and "not with --jobs" in r.stderr
+    assert snapshot(world) == before and bisect_head(world.submodule) is None
+
+
+def test_no_checkout_integrate_names_superproject_commits(integrate_world: World,
+                                                          tmp_path: Path):
+    w = integrate_world
+    clone = tmp_path / "clone"  # plain git bisect, on the same superproject commits
+    subprocess.run(["git", "clone", "-q", str(w.superproject), str(clone)], env=w.env,
+                   check=True)
+    ends = (w.integrate["adv12"], w.integrate["init"])
+    before = snapshot(w)
+    assert git_bisect(w, clone, "start", "--no-checkout", *ends).returncode == 0
+    r = git_cli(w, "start", "--integrate", "--no-checkout", "--submodule", SUBMODULE, *ends)
+    assert r.returncode == 0, r.stderr
+    assert snapshot(w) == before
+    # Each marks what its BISECT_HEAD names (its pin says whether the bug is in).
+    candidate = f"testing {bisect_head(w.superproject)[:12]}"  # type: ignore[index]
+    assert candidate in r.stdout
+    plain = by_hand(lambda v: git_bisect(w, clone, v), clone, "bad", "good",
+                    lambda tree: pinned_bug(w, tree))
+    ours = by_hand(lambda v: git_cli(w, v), w.superproject, "bad", "good",
+                   lambda tree: pinned_bug(w, tree))
+    answer = f"{w.integrate['adv8']} is the first bad commit"
+    assert answer in plain and answer in ours
+    assert snapshot(w) == before
+    assert git_cli(w, "reset").returncode == 0
+    assert bisect_head(w.superproject) is None and snapshot(w) == before
+
+
+def test_no_checkout_leaves_a_real_git_bisect_alone(world: World):
+    sub = world.submodule
+    # A git bisect --no-checkout in progress in the submodule: its BISECT_HEAD is not ours.
+    world.git(sub, "bisect", "start", "--no-checkout", world.sha(BAD), world.sha(GOOD))
+    theirs = bisect_head(sub)
+    r = git_cli(world, "start", "--no-checkout", *TARGET, world.sha(BAD), world.sha(GOOD))
+    assert r.returncode == 2 and "a git bisect session is in progress in " in r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert bisect_head(sub) == theirs
+    assert "no bisect-patched session" in git_cli(world, "status").stderr
+    world.git(sub, "bisect", "reset")
+    # A BISECT_HEAD left by someone else (no git bisect session): refused, and kept.
+    world.git(sub, "update-ref", "BISECT_HEAD", world.sha(GOOD))
+    r = git_cli(world, "start", "--no-checkout", *TARGET, world.sha(BAD), world.sha(GOOD))
+    assert r.returncode == 2 and "BISECT_HEAD that bisectkit did not write" in r.stderr
+    git_cli(world, "reset")
+    assert bisect_head(sub) == world.sha(GOOD)
+
+
+def test_reset_removes_the_bisect_head_of_a_killed_run(world: World):
+    before = snapshot(world)
+    assert git_cli(world, "start", "--no-checkout", *TARGET, world.sha(BAD),
+                   world.sha(GOOD)).returncode == 0
+    # The repro kills bisectkit itself (SIGKILL: nothing of it runs after).
+    r = git_cli(world, "run", "sh", "-c", "kill -9 $PPID")
+    assert r.returncode == -9 or r.returncode == 137, r.stderr
+    assert bisect_head(world.submodule) is not None
+    r = git_cli(world, "reset")
+    assert r.returncode == 0 and "removed BISECT_HEAD" in r.stdout, r.stdout + r.stderr
+    assert bisect_head(world.submodule) is None and snapshot(world) == before
