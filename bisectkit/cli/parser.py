@@ -61,15 +61,17 @@ def add_target_options(p: argparse.ArgumentParser, owned: Sequence[Option]) -> N
     add_options(p, owned)
     p.add_argument("--find-fix", action="store_true",
                    help="find the first commit where the repro starts passing")
-    # --term-good/--term-bad: git's other spelling of the same options.
-    p.add_argument("--term-old", "--term-good", dest="term_old", metavar="WORD",
-                   type=argtypes.term,
+    p.add_argument("--term-old", metavar="WORD", type=argtypes.term,
                    help="word for the old side, then a command that marks it (default: "
-                        "good, or broken with --find-fix)")
-    p.add_argument("--term-new", "--term-bad", dest="term_new", metavar="WORD",
-                   type=argtypes.term,
+                        "good, or broken with --find-fix); git's other spelling, "
+                        "--term-good WORD, is the same")
+    p.add_argument("--term-new", metavar="WORD", type=argtypes.term,
                    help="word for the new side, then a command that marks it (default: "
-                        "bad, or fixed with --find-fix)")
+                        "bad, or fixed with --find-fix); git's other spelling, "
+                        "--term-bad WORD, is the same")
+    # Their own options, not aliases, so that an error names the option typed.
+    p.add_argument("--term-good", dest="term_old", type=argtypes.term, help=argparse.SUPPRESS)
+    p.add_argument("--term-bad", dest="term_new", type=argtypes.term, help=argparse.SUPPRESS)
     p.add_argument("--no-checkout", action="store_true",
                    help="check nothing out: point BISECT_HEAD of the repository bisected "
                         "(the submodule, or the superproject with --integrate) at each "
