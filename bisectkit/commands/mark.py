@@ -36,8 +36,8 @@ MARKS = {
     "good": "mark good: the repro passes there (the old side)",
     "bad": "mark bad: the regression is there (the new side)",
     "skip": "mark skip: it cannot be tested; a neighbour is tested instead",
-    "old": "mark old: the side before the change (--term-old; good by default)",
-    "new": "mark new: the side after the change (--term-new; bad by default)",
+    "old": "mark old: the side before the change (--term-old WORD: also WORD)",
+    "new": "mark new: the side after the change (--term-new WORD: also WORD)",
 }
 
 
@@ -187,7 +187,11 @@ def _description(word: str) -> str:
         return ("Mark the candidate under test (or each REV) skip: it cannot be tested; a "
                 "neighbour is tested instead. A range A..B (or A...B) stands for the "
                 "candidates in it; those already marked good or bad keep their verdict.")
-    return f"Mark the candidate under test (or each REV) {word}: {MARKS[word].split(': ', 1)[1]}."
+    said = f"Mark the candidate under test (or each REV) {word}: {MARKS[word].split(': ', 1)[1]}."
+    if word in ("old", "new"):
+        said += (f" After 'start --term-{word} WORD', 'WORD [REV...]' is this command, as in "
+                 "git; 'good'/'bad' are then refused (unless --find-fix: the repro's outcome).")
+    return said
 
 
 def _examples(word: str) -> tuple[str, ...]:
