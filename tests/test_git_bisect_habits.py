@@ -223,7 +223,13 @@ def test_no_checkout_integrate_names_superproject_commits(integrate_world: World
     answer = f"{w.integrate['adv8']} is the first bad commit"
     assert answer in plain and answer in ours
     assert snapshot(w) == before
+    # A git bisect started there meanwhile owns BISECT_HEAD, even naming our commit.
+    ours_at = bisect_head(w.superproject)
+    w.git(w.superproject, "bisect", "start", "--no-checkout", *ends)
+    w.git(w.superproject, "update-ref", "BISECT_HEAD", str(ours_at))
     assert git_cli(w, "reset").returncode == 0
+    assert bisect_head(w.superproject) == ours_at
+    w.git(w.superproject, "bisect", "reset")
     assert bisect_head(w.superproject) is None and snapshot(w) == before
 
 

@@ -84,7 +84,9 @@ class BisectHead:
                 repo = open_repo(key)
             except BisectkitError as exc:  # gone: nothing left to remove it from
                 return [f"BISECT_HEAD of {where} not checked ({exc})", *self._forget()]
-            for name in (BISECT_HEAD, KEEP_REF):
+            # A git bisect started there since owns BISECT_HEAD now, whatever it names.
+            theirs = (repo.git_dir / "BISECT_START").exists()
+            for name in (KEEP_REF,) if theirs else (BISECT_HEAD, KEEP_REF):
                 sha = repo.refs.ref_value(name)
                 if sha is not None and sha in written and \
                         repo.refs.delete_ref_at(name, sha) and name == BISECT_HEAD:
