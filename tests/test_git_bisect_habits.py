@@ -263,3 +263,21 @@ def test_reset_removes_the_bisect_head_of_a_killed_run(world: World):
     r = git_cli(world, "reset")
     assert r.returncode == 0 and "removed BISECT_HEAD" in r.stdout, r.stdout + r.stderr
     assert bisect_head(world.submodule) is None and snapshot(world) == before
+
+
+def test_no_checkout_given_before_the_ends(world: World, tmp_path: Path):
+    up = upstream(world, tmp_path)
+    before, up_head = snapshot(world), world.git(up, "rev-parse", "HEAD")
+    assert git_bisect(world, up, "start", "--no-checkout").returncode == 0
+    assert git_cli(world, "start", "--no-checkout", *TARGET).returncode == 0
+    for word, n in (("bad", BAD), ("good", GOOD)):
+        assert git_bisect(world, up, word, world.sha(n)).returncode == 0
+        r = git_cli(world, word, world.sha(n))
+        assert r.returncode == 0, r.stderr
+    # The mark that completed the ends named the first candidate by BISECT_HEAD.
+    assert snapshot(world) == before and world.git(up, "rev-parse", "HEAD") == up_head
+    patched = bisect_head(world.submodule)
+    assert patched is not None
+    assert world.git(world.submodule, "rev-parse", f"{patched}~4") == bisect_head(up)
+    assert git_cli(world, "reset").returncode == 0
+    assert bisect_head(world.submodule) is None and snapshot(world) == before
