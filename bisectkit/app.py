@@ -32,6 +32,7 @@ from bisectkit.commands.context import Context
 from bisectkit.commands.help import cmd_help
 from bisectkit.commands.manpage import show_manual
 from bisectkit.commands.registry import build_parser
+from bisectkit.commands.state import session_terms
 from bisectkit.errors import BadInput, BisectkitError, ExitCode
 from bisectkit.execute.builtin import BuildPlugin, ReproPlugin
 from bisectkit.execute.classify import ExitStatusPlugin, RulesPlugin
@@ -171,6 +172,8 @@ def _prepare(argv: list[str], git_mode: bool,
     req = plugins.request(plugins.scan_argv(own), dict(os.environ), from_config)
     pm, origins = plugins.make_plugin_manager(_builtins(console, sp), req, dict(os.environ))
     parser = build_parser(git_mode, pm)
+    if git_mode and sp is not None:
+        argv = _term_as_mark(parser, argv, SessionStore(sp.git_dir))
     args = _parse(parser, argv)
     warning = repro_warning(original, args)
     if warning:
@@ -197,6 +200,20 @@ def _prepare(argv: list[str], git_mode: bool,
                   typed_repro=tuple(getattr(args, "repro", ())),
                   flags=flags)
     return ctx, args
+
+
+def _term_as_mark(parser: argparse.ArgumentParser, argv: list[str],
+                  store: SessionStore) -> list[str]:
+    """``argv`` with a session's own term (``fast`` after ``start --term-new fast``) as the
+    mark of its side (``new``), as ``git bisect fast`` is; any other word is left to the
+    parser (an unknown command: its one line)."""
+    word = argv[0] if argv else ""
+    if not word or word.startswith("-") or about.subcommand(parser, word) is not parser:
+        return argv
+    terms = session_terms(store)
+    if terms is None or word not in (terms.old, terms.new):
+        return argv
+    return ["old" if word == terms.old else "new", *argv[1:]]
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

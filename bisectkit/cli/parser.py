@@ -62,9 +62,21 @@ def add_target_options(p: argparse.ArgumentParser, owned: Sequence[Option]) -> N
     p.add_argument("--find-fix", action="store_true",
                    help="find the first commit where the repro starts passing")
     p.add_argument("--term-old", metavar="WORD", type=argtypes.term,
-                   help="word for the old side (default: good, or broken with --find-fix)")
+                   help="word for the old side, then a command that marks it (default: "
+                        "good, or broken with --find-fix); git's other spelling, "
+                        "--term-good WORD, is the same")
     p.add_argument("--term-new", metavar="WORD", type=argtypes.term,
-                   help="word for the new side (default: bad, or fixed with --find-fix)")
+                   help="word for the new side, then a command that marks it (default: "
+                        "bad, or fixed with --find-fix); git's other spelling, "
+                        "--term-bad WORD, is the same")
+    # Their own options, not aliases, so that an error names the option typed.
+    p.add_argument("--term-good", dest="term_old", type=argtypes.term, help=argparse.SUPPRESS)
+    p.add_argument("--term-bad", dest="term_new", type=argtypes.term, help=argparse.SUPPRESS)
+    p.add_argument("--no-checkout", action="store_true",
+                   help="check nothing out: point BISECT_HEAD of the repository bisected "
+                        "(the submodule, or the superproject with --integrate) at each "
+                        "patched candidate instead, for a repro that reads it (git show "
+                        "BISECT_HEAD:FILE); not with --jobs")
     add_force_ignored(p)
     add_deepen(p)
 

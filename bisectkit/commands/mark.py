@@ -24,7 +24,7 @@ from bisectkit.commands.state import Idle, Started, WaitingForEnds, session_stat
 from bisectkit.engine import Next
 from bisectkit.errors import BadInput, BisectkitError
 from bisectkit.git.repo import Repo
-from bisectkit.model import GIT_PROG, VERDICTS, short
+from bisectkit.model import GIT_PROG, VERDICTS, Terms, short
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import journal as journal_mod
@@ -36,8 +36,8 @@ MARKS = {
     "good": "mark good: the repro passes there (the old side)",
     "bad": "mark bad: the regression is there (the new side)",
     "skip": "mark skip: it cannot be tested; a neighbour is tested instead",
-    "old": "mark old: the side before the change (--term-old; good by default)",
-    "new": "mark new: the side after the change (--term-new; bad by default)",
+    "old": "mark old: the side before the change (--term-old WORD: also WORD)",
+    "new": "mark new: the side after the change (--term-new WORD: also WORD)",
 }
 
 
@@ -56,12 +56,22 @@ def mark(ctx: Context, args: argparse.Namespace) -> int:
                 return _mark_session(ctx, run, word, revs)
 
 
+def _in_these_terms(terms: Terms, word: str) -> None:
+    """Refuse ``good``/``bad`` in a session named with other words (``--term-new fast``), as
+    git does: which side they would mark is a guess. ``old``/``new`` always name a side;
+    with ``--find-fix``, ``good``/``bad`` say whether the repro passes."""
+    if word in ("good", "bad") and not terms.find_fix and word not in (terms.old, terms.new):
+        raise BadInput(f"Invalid command: you're currently in a {terms.new}/{terms.old} "
+                       f"bisect; mark with '{GIT_PROG} {terms.new}|{terms.old}' (or new|old)")
+
+
 # -- a session that has started ---------------------------------------------------
 
 def _mark_session(ctx: Context, run: Run, word: str, revs: Sequence[str]) -> int:
     """Record the verdicts (``revs``, or the candidate under test), then check out the next
     candidate or show the answer."""
     b = run.resume()
+    _in_these_terms(b.terms, word)
     if not revs and b.session.current is None and isinstance(b.decide_and_descend(), Next):
         # The last checkout did not happen (refused, or interrupted), or another
         # process moved the tree under test (run stopped): nothing was under test,
@@ -119,6 +129,7 @@ def _mark_waiting(ctx: Context, run: Run, ends: Waiting, word: str,
                   revs: Sequence[str]) -> int:
     """Record ``revs`` (or the commit the user is on) as ends; once both are known, start
     the session (refused: still waiting as before this mark)."""
+    _in_these_terms(ends.template.terms, word)
     side = ends.template.terms.mark(word)
     if side == "skip":
         raise BadInput(f"nothing to skip: the session has not started ({ends.status()}); "
@@ -131,11 +142,13 @@ def _mark_waiting(ctx: Context, run: Run, ends: Waiting, word: str,
         return 0
     session = _validated(run.superproject, ends, after)
     _drop_unsaved_start(run)
+    no_checkout = run.bisect_head.wanted  # (ending a session releases it)
     try:  # (the session, once saved, replaces the waiting one: Run.begin)
         return start_session(ctx, run, session)
     except BadInput as exc:
         # The first checkout was refused and the session ended itself (nothing
         # moved): wait again, as before this mark, for the same command again.
+        run.claim_bisect_head(no_checkout)
         run.store.save_waiting(ends)
         raise BadInput(f"{exc}; the session still waits ({ends.status()})") from exc
 
@@ -174,7 +187,11 @@ def _description(word: str) -> str:
         return ("Mark the candidate under test (or each REV) skip: it cannot be tested; a "
                 "neighbour is tested instead. A range A..B (or A...B) stands for the "
                 "candidates in it; those already marked good or bad keep their verdict.")
-    return f"Mark the candidate under test (or each REV) {word}: {MARKS[word].split(': ', 1)[1]}."
+    said = f"Mark the candidate under test (or each REV) {word}: {MARKS[word].split(': ', 1)[1]}."
+    if word in ("old", "new"):
+        said += (f" After 'start --term-{word} WORD', 'WORD [REV...]' is this command, as in "
+                 "git; 'good'/'bad' are then refused (unless --find-fix: the repro's outcome).")
+    return said
 
 
 def _examples(word: str) -> tuple[str, ...]:

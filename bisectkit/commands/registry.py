@@ -19,6 +19,7 @@ from bisectkit.commands import (
     help,
     log,
     mark,
+    next_step,
     plugins,
     replay,
     reset,
@@ -50,6 +51,7 @@ BISECTKIT: tuple[Command, ...] = (
 GIT: tuple[Command, ...] = (
     start.COMMAND,
     *mark.COMMANDS,
+    next_step.COMMAND,
     run.GIT,
     status.COMMAND,
     log.COMMAND,

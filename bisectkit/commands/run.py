@@ -68,6 +68,7 @@ def run_in_one_go(ctx: Context, args: argparse.Namespace) -> int:
         run.require_idle()
         session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
         ctx.check_outputs(sp, session)
+        run.claim_bisect_head(args.no_checkout)
         return running.run_restoring(ctx, run, session)[0]
 
 

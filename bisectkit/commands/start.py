@@ -23,18 +23,21 @@ def start(ctx: Context, args: argparse.Namespace) -> int:
     session waiting for them."""
     what = given(ctx, args)
     if strategies.lacks_ends(what):
-        return _start_waiting(ctx, strategies.request_from(waiting.with_unknown_ends(what)))
-    return _start_session(ctx, strategies.request_from(what))
+        return _start_waiting(ctx, strategies.request_from(waiting.with_unknown_ends(what)),
+                              args.no_checkout)
+    return _start_session(ctx, strategies.request_from(what), args.no_checkout)
 
 
-def _start_session(ctx: Context, request: StartRequest) -> int:
+def _start_session(ctx: Context, request: StartRequest, no_checkout: bool) -> int:
     sp, _ = ctx.open()
     with ctx.run(sp) as run:
         run.require_idle()
-        return start_session(ctx, run, new_session(sp, request, ctx.deepener()))
+        session = new_session(sp, request, ctx.deepener())
+        run.claim_bisect_head(no_checkout)
+        return start_session(ctx, run, session)
 
 
-def _start_waiting(ctx: Context, request: StartRequest) -> int:
+def _start_waiting(ctx: Context, request: StartRequest, no_checkout: bool) -> int:
     """Check what can be checked (the target, the new end if given), then wait: nothing
     moves."""
     sp, store = ctx.open()
@@ -42,6 +45,7 @@ def _start_waiting(ctx: Context, request: StartRequest) -> int:
     waiting.repo_of(sp, ends.template)  # a submodule that is none is refused now, not later
     with ctx.run(sp) as run:
         run.require_idle()
+        run.claim_bisect_head(no_checkout)
         store.save_waiting(ends)
     waiting.say_status(ctx, ends)
     return 0
@@ -62,7 +66,8 @@ COMMAND = Command(
     "start", help="start a session and check out the first candidate",
     usage=f"{GIT_PROG} start ([--submodule PATH] [--upstream REF] | --integrate "
           "[--submodule PATH]...) [--first-parent | --all-parents] "
-          "[--on-conflict skip|drop] [--find-fix] [--deepen] [BAD [GOOD...]] "
+          "[--on-conflict skip|drop] [--find-fix] [--term-new WORD] [--term-old WORD] "
+          "[--no-checkout] [--deepen] [BAD [GOOD...]] "
           "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
     description="Start a session: record every HEAD, resolve the candidates between the GOOD "
                 "and BAD revisions, and check out the first one (with the local patch stack "

@@ -91,6 +91,8 @@ def _mark_words(terms: Terms) -> str:
     """How to mark the commit under test, in the session's words."""
     if terms.is_default:
         return "good|bad|skip"
+    if not terms.find_fix:  # good/bad are refused in other words, as git does
+        return f"{terms.old}|{terms.new}|skip"
     passes, fails = terms.word(terms.side("good")), terms.word(terms.side("bad"))
     return (f"good|bad|skip (the repro passes|fails: {passes}|{fails}), or old|new "
             f"({terms.old}|{terms.new})")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisectkit.errors import BadInput
-from bisectkit.model import GIT_PROG
+from bisectkit.errors import BadInput, BisectkitError
+from bisectkit.model import GIT_PROG, Terms
 from bisectkit.store.session import SessionStore, no_session, not_started
 from bisectkit.store.waitstate import Waiting
 
@@ -74,3 +74,18 @@ def session_state(store: SessionStore) -> SessionState:
     if waiting is not None:
         return WaitingForEnds(waiting, interrupted)
     return Idle(interrupted)
+
+
+def session_terms(store: SessionStore) -> Terms | None:
+    """The words of the session ``store`` holds, started or waiting; None when idle or
+    unreadable (the command that reads it says why)."""
+    try:
+        match session_state(store):
+            case Started():
+                return store.load().terms
+            case WaitingForEnds(waiting=waiting):
+                return waiting.template.terms
+            case Idle():
+                return None
+    except BisectkitError:
+        return None

@@ -70,6 +70,23 @@ class Refs:
             gitcli.fed(self.workdir, f"cannot update refs in {self.workdir}",
                        "\n".join(lines) + "\n", "update-ref", "-m", message, "--stdin")
 
+    def point_ref(self, name: str, sha: str, message: str) -> None:
+        """Set ref ``name`` (``refs/...`` or a pseudo-ref such as ``BISECT_HEAD``) to ``sha``,
+        created or replaced."""
+        gitcli.checked(self.workdir, f"cannot set {name} in {self.workdir}",
+                       "update-ref", "--no-deref", "-m", message, name, sha)
+
+    def ref_value(self, name: str) -> str | None:
+        """The commit ref ``name`` names, or None when there is none."""
+        proc = gitcli.run(self.workdir, "rev-parse", "-q", "--verify", f"{name}^{{commit}}")
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    def delete_ref_at(self, name: str, sha: str) -> bool:
+        """Delete ref ``name`` only while it still names ``sha`` (git checks it atomically):
+        whether it was deleted."""
+        proc = gitcli.run(self.workdir, "update-ref", "--no-deref", "-d", name, sha)
+        return proc.returncode == 0
+
     def ref_exists(self, name: str) -> bool:
         """Is there a ref called ``name`` (``refs/...``)?"""
         return name in self._repo.references

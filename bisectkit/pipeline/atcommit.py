@@ -50,10 +50,10 @@ def materialise(b: Bisection, commit: str, why: str) -> Materialised:
     b.store.save(b.session)
     b.hooks.message(f"checking out {short(commit)} for {why}", "progress")
     with b.tracer.span("checkout", index):
-        written = b.strategy.checkout_fetching(prep)
+        written = b.parts.place(prep)
     b.hooks.prepared(index, prep.details, written)
     step = b.parts.new_step(index, commit, prep)
-    watch = undertest.Watch(b.strategy.under_test(prep))
+    watch = undertest.Watch(b.parts.watched(prep))
     b.hooks.phase(index, "build")
     with b.tracer.span("build", index):
         built = cleaned(b.parts.call_step_hook(step, lambda: b.hooks.build(step)))

@@ -112,7 +112,7 @@ class Bisection:
         # may have moved a work tree between commands, and a checkout onto
         # the same tree writes nothing.
         with self.tracer.span("checkout", index) as span:
-            written = self.strategy.checkout_fetching(prep)
+            written = self.parts.place(prep)
             span["files_written"] = written
         if self.session.current == cand:
             written += self.session.current_step.get("files_written", 0)
@@ -299,7 +299,7 @@ class Bisection:
                                **prep.details, prepare_s=_since(started))
         self.session.current = None  # the work tree will hold this commit, not a candidate
         self.store.save(self.session)
-        written = self.strategy.checkout_fetching(prep)
+        written = self.parts.place(prep)
         details = {**prep.details, "files_written": written, "prepare_s": _since(started)}
         return self._recorded(commit, prep, cache,
                               self.tester.test(index, commit, prep, details), source,

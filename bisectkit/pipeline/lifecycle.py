@@ -24,6 +24,7 @@ from bisectkit.pipeline.replaylog import log_lines
 from bisectkit.plugin.facade import Hooks
 from bisectkit.safety import bisectrefs, gitlocks, orphans, recovery, signals
 from bisectkit.safety import journal as journal_mod
+from bisectkit.safety.bisecthead import BisectHead
 from bisectkit.safety.journal import Journal, Origin
 from bisectkit.safety.lock import RunLock
 from bisectkit.safety.worktree import Mover
@@ -42,6 +43,7 @@ class Run:
         self.store = SessionStore(superproject.git_dir)
         self.lock = RunLock(self.store.lock_path)
         self.journal = Journal(self.store.journal_path)
+        self.bisect_head = BisectHead(self.store.bisect_head_path)
         self.force_ignored = force_ignored
         self.bisection: Bisection | None = None
         #: What ``advance --apply`` is about to move (see :func:`pinwrite.settle`).
@@ -97,6 +99,15 @@ class Run:
         if self.journal.path.exists():
             raise BadInput(f"an interrupted bisection left changes to undo "
                            f"({self.journal.path}); run '{GIT_PROG} reset' first")
+
+    def claim_bisect_head(self, wanted: bool) -> None:
+        """At ``start`` (idle): will the session name its candidates by ``BISECT_HEAD``
+        (``--no-checkout``) instead of checking them out? A killed start's refs go first."""
+        for line in self.bisect_head.claim(wanted, self._repo):
+            self._note(line)
+
+    def _repo(self, key: str) -> Repo:
+        return recovery.open_repo(self.superproject, key)
 
     def begin(self, session: Session) -> Bisection:
         """Journal the starting HEADs, then save the session: from here, ``end`` undoes all."""
@@ -190,6 +201,7 @@ class Run:
                 # A pathspec that is not UTF-8 is kept byte for byte, for replay.
                 self.store.last_log_path.write_text("\n".join(log) + "\n", encoding="utf-8",
                                                     errors="surrogateescape")
+        lines += self.bisect_head.release(self._repo)
         self.store.delete()
         self.journal.delete()
         _remove_empty_tree(self.store.backups_dir)

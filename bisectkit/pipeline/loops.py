@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from bisectkit.errors import BadInput
 from bisectkit.model import SUPERPROJECT, RunOptions
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.parallel.loop import ParallelBisection
@@ -38,6 +39,9 @@ def loop_for(b: Bisection, opts: RunOptions, outputs: Sequence[str]) -> Iterator
     if not opts.parallel.enabled:
         yield b
         return
+    if b.parts.no_checkout:  # workspaces check out what BISECT_HEAD would name: one only
+        raise BadInput("--no-checkout names one candidate at a time (BISECT_HEAD): not with "
+                       "--jobs or --scheduler")
     pool = open_pool(opts.parallel, default_root(b.superproject.git_dir), secrets.token_hex(4),
                      opts.timeout)
     parallel: ParallelBisection | None = None
@@ -69,7 +73,7 @@ def open_cache(b: Bisection, opts: RunOptions, cache_env: Sequence[str],
     # workspaces are keyed by what the workspaces hold: committed files only.
     sp = b.superproject
     identity = run_identity(opts, sp, moved(b), skipped(b, outputs), cache_env,
-                            workspaces=opts.parallel.enabled)
+                            workspaces=opts.parallel.enabled, no_checkout=b.parts.no_checkout)
     cache = VerdictCache(b.store, identity, lambda text: b.hooks.message(text, "note"),
                          changed=lambda: identity.changed_local_files(sp))
     if cache.problem:
@@ -113,7 +117,10 @@ def _note_workspace_gaps(b: Bisection, gaps: list[str]) -> None:
 
 
 def moved(b: Bisection) -> list[str]:
-    """The submodules the strategy checks out (their trees are in the key)."""
+    """The submodules the strategy checks out (their trees are in the key); none with
+    ``--no-checkout``: their work trees are the user's, keyed as found."""
+    if b.parts.no_checkout:
+        return []
     return [p for p in b.session.orig if p != SUPERPROJECT]
 
 

@@ -9,16 +9,19 @@ copying fields): none of them holds the bisection itself.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from bisectkit.engine import ContradictoryVerdicts
-from bisectkit.errors import PluginFailed
+from bisectkit.errors import BadInput, PluginFailed
 from bisectkit.model import Sha, Step, Terms, short
 from bisectkit.pipeline.trace import NullTracer, Tracer
 from bisectkit.plugin.facade import Hooks
+from bisectkit.safety.bisecthead import BisectHead
+from bisectkit.safety.undertest import Held
 from bisectkit.store.session import Session, SessionStore
 from bisectkit.store.steplog import append_failure
 from bisectkit.strategies.base import Prepared, Strategy
@@ -53,6 +56,40 @@ class RunParts:
         """The engine's complaint in the session's words (``--find-fix``, ``--term-*``)."""
         return (f"{short(exc.old)} is marked {self.term('good')} but is not older than "
                 f"{short(exc.new)}, which is {self.term('bad')}")
+
+    @functools.cached_property
+    def bisect_head(self) -> BisectHead:
+        """``--no-checkout``: candidates are named by BISECT_HEAD, no work tree moves."""
+        return BisectHead(self.store.bisect_head_path)
+
+    @functools.cached_property
+    def no_checkout(self) -> bool:
+        return self.bisect_head.wanted
+
+    def place(self, prep: Prepared) -> int:
+        """Check ``prep`` out (files written); with ``--no-checkout``, point BISECT_HEAD of
+        the repository bisected at the commit it would check out there (none written)."""
+        if not self.no_checkout:
+            return self.strategy.checkout_fetching(prep)
+        repo = self.strategy.history
+        top = self.strategy.superproject.workdir
+        key = "." if repo.workdir == top else repo.workdir.relative_to(top).as_posix()
+        commit = prep.checkouts.get(key)
+        if commit is None:
+            raise BadInput(f"--no-checkout: a {self.strategy.name} bisection has no commit "
+                           "to point BISECT_HEAD at; start without it")
+        self.bisect_head.point(key, repo, commit)
+        self.hooks.message(f"BISECT_HEAD of {key if key != '.' else 'the superproject'} is "
+                           f"{short(commit)} (--no-checkout: no work tree moved)", "note")
+        return 0
+
+    def watched(self, prep: Prepared) -> dict[str, Held]:
+        """What must still hold for a step on ``prep`` to give a verdict: what it checked out
+        and what it leaves as found; with ``--no-checkout``, only the latter."""
+        held = self.strategy.under_test(prep)
+        if not self.no_checkout:
+            return dict(held)
+        return {key: h for key, h in held.items() if not h.checked_out}
 
     def new_step(self, index: int, commit: str, prep: Prepared) -> Step:
         """Step ``index`` testing ``commit``: the build/repro environment is ours plus the

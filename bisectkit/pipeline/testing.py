@@ -64,7 +64,7 @@ class StepTester:
         b = self.b
         step = b.new_step(index, commit, prep)
         # From here on, what the step checked out must stay as it is (and where it is).
-        watch = undertest.Watch(b.strategy.under_test(prep))
+        watch = undertest.Watch(b.watched(prep))
         b.call_step_hook(step, lambda: b.hooks.step_start(step))
         b.hooks.phase(index, "build")
         with b.tracer.span("build", index):
@@ -193,8 +193,8 @@ class StepTester:
         b.store.save(b.session)
         self._double_checking = True
         try:
-            b.strategy.checkout(prep)
-            watch = undertest.Watch(b.strategy.under_test(prep))
+            b.place(prep)
+            watch = undertest.Watch(b.watched(prep))
             at_good = b.new_step(step.index, good, prep)
             built = self._build(at_good)
             self._still_checked_out(watch, step.index, "after the build at the good end")

@@ -99,7 +99,7 @@ class Skipped:
 
 def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
                  skipped: Skipped | None = None, declared_env: Collection[str] = (),
-                 workspaces: bool = False) -> RunIdentity:
+                 workspaces: bool = False, no_checkout: bool = False) -> RunIdentity:
     """Everything besides the tested trees that decides a verdict, read once per run.
 
     ``moved``: the submodules the strategy checks out (the trees cover them);
@@ -108,7 +108,9 @@ def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
     steps run in workspaces (``--jobs``, ``--scheduler``), which hold only
     committed files: the user's untracked files and edits are not what they
     test, so they are not keyed, and a mark keeps those verdicts apart from
-    verdicts tested in the user's tree. Read at the start of the run: what the
+    verdicts tested in the user's tree; ``no_checkout``: the repro reads the candidate
+    from BISECT_HEAD (``--no-checkout``), a mark keeps those verdicts apart from those of
+    checked-out candidates. Read at the start of the run: what the
     build writes during the run does not change the key within it.
     """
     skipped = skipped or Skipped()
@@ -138,6 +140,9 @@ def run_identity(opts: RunOptions, sp: Repo, moved: Collection[str] = (),
         parts["where"] = IN_WORKSPACES
     else:
         parts["superproject"] = local_state(sp, skip, skipped.own, skipped.ignore)
+    if no_checkout:  # the work trees are as found, the superproject's HEAD included
+        parts["where"] = "BISECT_HEAD"
+        parts["head"] = sp.worktree.head_state().sha
     return RunIdentity(parts, skip, root, dict(skipped.own), skipped.ignore,
                        frozenset(sp.worktree.gitlinks()))
 

@@ -215,6 +215,8 @@ class SessionStore:
         self.lock_path = self.dir / "lock"
         self.backups_dir = self.dir / "backup"
         self.waiting_path = self.dir / "waiting.json"
+        #: ``--no-checkout``: see :mod:`bisectkit.safety.bisecthead`.
+        self.bisect_head_path = self.dir / "bisect-head.json"
 
     def exists(self) -> bool:
         return self.session_path.exists()
