@@ -77,20 +77,19 @@ def contradiction(session: Session, side: Verdict, shas: Sequence[str], old: str
     both), and what to do: the mark's own words, or None when the contradiction is not the
     mark's."""
     terms = session.terms
-    change = (f"to change a mark, save '{GIT_PROG} log', edit it, then reset and replay "
-              "it")
+    change = f"to change a mark, save '{GIT_PROG} log', edit it, then reset and replay it"
     if side == "good" and old in shas:
         if old == session.bad:
-            return (f"cannot mark {short(old)} {terms.old}: it is the {terms.new} end; if it "
-                    f"is {terms.old}, '{GIT_PROG} reset' and start again with a newer "
+            return (f"cannot mark {terms.old}: {short(old)} is the {terms.new} end; if it is "
+                    f"{terms.old}, '{GIT_PROG} reset' and start again with a newer "
                     f"{terms.new} revision")
-        was = (f"it is marked {terms.new} already" if new == old else
-               f"it is not older than {short(new)}, " +
-               (f"the {terms.new} end" if new == session.bad else f"marked {terms.new}"))
-        return f"cannot mark {short(old)} {terms.old}: {was}; {change}"
+        was = ("is marked {} already" if new == old else
+               f"is newer than {short(new)}, marked {{}}").format(terms.new)
+        return f"cannot mark {terms.old}: {short(old)} {was}; {change}"
     if side == "bad" and new in shas:
-        was = "it is" if new == old else f"{short(old)} is newer and"
-        return f"cannot mark {short(new)} {terms.new}: {was} marked {terms.old}; {change}"
+        was = ("is marked {}" if new == old else
+               f"is older than {short(old)}, marked {{}}").format(terms.old)
+        return f"cannot mark {terms.new}: {short(new)} {was}; {change}"
     return None
 
 
