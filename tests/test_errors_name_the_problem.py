@@ -125,8 +125,8 @@ def test_marking_the_bad_end_good_says_it_is_the_bad_end(world: World) -> None:
          f"cannot mark good: {bad} is the bad end; if it is good, 'git bisect-patched "
          "reset' and start again with a newer bad revision")
     kept(world, git_cli(world, "bad", world.sha(0)), status,
-         f"'{world.sha(0)}' ({world.sha(0)[:12]}) is the good end, not a candidate; if it is "
-         "bad, 'git bisect-patched reset' and start again with an older good revision")
+         f"{world.sha(0)[:12]} is the good end, not a candidate; if it is bad, "
+         "'git bisect-patched reset' and start again with an older good revision")
     assert git_cli(world, "reset").returncode == 0
 
 
@@ -138,8 +138,7 @@ def test_a_commit_marked_on_one_side_is_refused_on_the_other(world: World) -> No
     assert git_cli(world, "good", world.sha(50)).returncode == 0
     status = git_cli(world, "status").stdout
     log = git_cli(world, "log").stdout
-    change = ("to change a mark, save 'git bisect-patched log', edit it, then reset and "
-              "replay it")
+    change = "to change a mark: 'git bisect-patched log' > FILE, edit it, reset, replay FILE"
     kept(world, git_cli(world, "good", world.sha(150)), status,
          f"cannot mark good: {world.sha(150)[:12]} is marked bad already; {change}")
     kept(world, git_cli(world, "bad", world.sha(50)), status,
@@ -165,8 +164,8 @@ def test_marking_head_says_head_is_the_patched_candidate(world: World, where: st
     assert under_test, status
     line = kept(world, git_cli(world, "bad", "HEAD", cwd=world.superproject / where), status,
                 f"'HEAD' ({candidate[:12]}) is candidate ",
-                "with the local patches applied, not an upstream commit; "
-                "'git bisect-patched bad' with no revision marks it")
+                "with the local patches applied; to mark it: 'git bisect-patched bad' "
+                "(no revision)")
     named = line.split("is candidate ", 1)[1].split()[0]
     assert named in under_test[0]
     assert git_cli(world, "reset").returncode == 0

@@ -48,7 +48,7 @@ def marked(strategy: Strategy, session: Session, word: str, revs: Sequence[str],
 def _not_a_candidate(strategy: Strategy, session: Session, word: str, rev: str,
                      sha: str) -> str:
     """Why ``rev`` cannot be marked: what it is, if the session knows, and what to type."""
-    said = f"'{rev}' ({short(sha)})"
+    said = short(sha) if sha.startswith(rev) else f"'{rev}' ({short(sha)})"
     terms = session.terms
     if sha in session.good:
         return (f"{said} is the {terms.old} end, not a candidate; if it is {terms.new}, "
@@ -57,8 +57,8 @@ def _not_a_candidate(strategy: Strategy, session: Session, word: str, rev: str,
     if current is not None and sha != current and sha == _head(strategy):
         # A submodule's candidate is checked out with the patch stack applied: its HEAD
         # is a commit bisectkit wrote, not the upstream commit under test.
-        return (f"{said} is candidate {short(current)} with the local patches applied, not "
-                f"an upstream commit; '{GIT_PROG} {word}' with no revision marks it")
+        return (f"{said} is candidate {short(current)} with the local patches applied; to "
+                f"mark it: '{GIT_PROG} {word}' (no revision)")
     return f"{said} is not in the bisect range"
 
 
@@ -77,7 +77,7 @@ def contradiction(session: Session, side: Verdict, shas: Sequence[str], old: str
     both), and what to do: the mark's own words, or None when the contradiction is not the
     mark's."""
     terms = session.terms
-    change = f"to change a mark, save '{GIT_PROG} log', edit it, then reset and replay it"
+    change = f"to change a mark: '{GIT_PROG} log' > FILE, edit it, reset, replay FILE"
     if side == "good" and old in shas:
         if old == session.bad:
             return (f"cannot mark {terms.old}: {short(old)} is the {terms.new} end; if it is "
