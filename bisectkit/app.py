@@ -215,8 +215,8 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str],
     if extras:  # said by the subcommand's parser, whose options they were meant to be
         sub = about.subcommand(parser, args.command)
         said = None
-        if "-p" in sub._option_string_actions and extras[0].startswith("--"):
-            # It takes plugins: the option may be one of a plugin not loaded.
+        if sub.get_default("plugin_actions") is not None and extras[0].startswith("--"):
+            # It takes plugins' options: the option may be one of a plugin not loaded.
             said = plugin_option(extras[0].split("=", 1)[0], known)
         sub.error(said or f"unrecognized arguments: {' '.join(extras)}")
     if pathspec:

@@ -236,10 +236,12 @@ def test_a_plugins_option_without_the_plugin_names_the_plugin(world: World) -> N
     usage_error(git_cli(world, "run", "--cmake-arg=-DX=1", "./repro.sh"),
                 "--cmake-arg is an option of plugin cmake_ninja, which is not loaded: give "
                 "-p cmake_ninja --cmake-arg ARG", prog="git bisect-patched")
-    # Blocked on purpose: only unrecognized.
+    # Blocked on purpose, or a command that takes no plugin's option: only unrecognized.
     line = usage_error(cli(world, *run_words(world, "-p", "no:flaky", "--repeat", "3")),
                        "unrecognized arguments: --repeat")
     assert "plugin" not in line
+    line = usage_error(cli(world, "plugins", "--repeat", "3"), "unrecognized arguments")
+    assert "plugin flaky" not in line
     assert snapshot(world) == before
 
 
