@@ -77,7 +77,7 @@ def test_a_script_here_typed_without_dot_slash_is_suggested_with_it(world: World
             "repro not found: repro.sh is not on PATH; did you mean ./repro.sh?")
     build = words.index("--build") + 1
     refused(world, cli(world, *words[:build], "build.sh", *words[build + 1:]),
-            "--build: command not found: build.sh (not on PATH); did you mean ./build.sh?")
+            "--build: build.sh is not on PATH; did you mean ./build.sh?")
     # Not a file here either: nothing to suggest.
     line = one_error(cli(world, *words[:-1], "no-such-repro"), 2, "repro not found")
     assert "did you mean" not in line
@@ -87,7 +87,7 @@ def test_a_script_here_typed_without_dot_slash_is_suggested_with_it(world: World
 @pytest.mark.parametrize(("given", "said"), [
     (["--bad", "HEAD"], "no --good REV: give a good revision, older than --bad"),
     (["--good", "HEAD~5"], "no --bad REV: give the bad revision"),
-    ([], "no --bad REV and --good REV: give the bad revision and at least one good one"),
+    ([], "give --bad REV and --good REV: the bad and good ends"),
     (["--find-fix", "--bad", "HEAD"], "no --good REV: give a broken revision"),
 ])
 def test_a_missing_end_of_run_is_named_by_its_option(world: World, given: list[str],

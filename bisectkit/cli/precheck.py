@@ -196,8 +196,9 @@ def _check_shell_command(what: str, text: str, root: Path) -> None:
             raise BadInput(f"{what}: {first} is not executable (chmod +x it)")
         _check_interpreter(str(path), what)
     elif shutil.which(first) is None:
-        mean = f"; did you mean ./{first}?" if (root / first).is_file() else ""
-        raise BadInput(f"{what}: command not found: {first} (not on PATH){mean}")
+        if (root / first).is_file():  # run there, a shell runs it only as ./NAME too
+            raise BadInput(f"{what}: {first} is not on PATH; did you mean ./{first}?")
+        raise BadInput(f"{what}: command not found: {first} (not on PATH)")
 
 
 def _check_interpreter(path: str, what: str = "the repro") -> None:

@@ -75,11 +75,9 @@ def require_ends(given: Given) -> None:
     options."""
     old, new = given.terms.old, given.terms.new
     if not given.bad and not given.good:
-        raise BadInput(f"no --bad REV and --good REV: give the {new} revision and at least "
-                       f"one {old} one")
+        raise BadInput(f"give --bad REV and --good REV: the {new} and {old} ends")
     if not given.good:
-        raise BadInput(f"no --good REV: give a {old} revision, older than --bad "
-                       "(repeatable)")
+        raise BadInput(f"no --good REV: give a {old} revision, older than --bad")
     if not given.bad:
         raise BadInput(f"no --bad REV: give the {new} revision (HEAD, say)")
 
