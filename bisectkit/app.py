@@ -17,7 +17,7 @@ import shlex
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -25,7 +25,7 @@ import pluggy
 
 from bisectkit import safetext
 from bisectkit.cli import about, parallelopts, requests
-from bisectkit.cli.options import repro_warning
+from bisectkit.cli.options import plugin_option, repro_warning
 from bisectkit.commands import visualize
 from bisectkit.commands.command import chosen
 from bisectkit.commands.context import Context
@@ -162,10 +162,11 @@ def _prepare(argv: list[str], git_mode: bool,
              console: Console) -> tuple[Context, argparse.Namespace]:
     """Load plugins, parse the command line with their options, configure them."""
     original = list(argv)
+    outside: BadInput | None = None
     try:
         sp: Repo | None = find_superproject(Path.cwd())
-    except BadInput:
-        sp = None  # reported by the commands that need a repository
+    except BadInput as exc:
+        sp, outside = None, exc  # said by the commands that need a repository
     from_config = sp.config_get_all("bisectkit.plugins") if sp else []
     # visualize's git log options are git's (-p is git log's patch, not a plugin).
     own = visualize.split_argv(argv)[0] if _visualizes(argv) else argv
@@ -174,13 +175,16 @@ def _prepare(argv: list[str], git_mode: bool,
     parser = build_parser(git_mode, pm)
     if git_mode and sp is not None:
         argv = _term_as_mark(parser, argv, SessionStore(sp.git_dir))
-    args = _parse(parser, argv)
+    args = _parse(parser, argv, lambda name: pm.has_plugin(name) or pm.is_blocked(name))
     warning = repro_warning(original, args)
     if warning:
         _say(warning)
     if getattr(args, "json", None) == "-":
         console.to_stderr()  # stdout holds nothing but the JSON result
     is_run = chosen(args).runs
+    if is_run and outside is not None:
+        # First: a repro not found here is not the problem when here is no repository.
+        raise outside
     if is_run:
         formats.check_not_blocked(args, pm.is_blocked)
     run = _run_options(args, sp, pm, origins) if is_run else None
@@ -192,7 +196,8 @@ def _prepare(argv: list[str], git_mode: bool,
                     console=console, run=run, origins=origins)
     Hooks(pm).configure(config)
     prog = GIT_PROG if git_mode else "bisectkit"
-    ctx = Context(console=console, pm=pm, config=config, superproject=sp, parser=parser,
+    ctx = Context(console=console, pm=pm, config=config, superproject=sp, outside=outside,
+                  parser=parser,
                   command=shlex.join([*prog.split(), *original]),
                   force_ignored=bool(getattr(args, "force_ignored", False)),
                   deepen=bool(getattr(args, "deepen", False)),
@@ -216,7 +221,10 @@ def _term_as_mark(parser: argparse.ArgumentParser, argv: list[str],
     return ["old" if word == terms.old else "new", *argv[1:]]
 
 
-def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+def _parse(parser: argparse.ArgumentParser, argv: list[str],
+           known: Callable[[str], bool]) -> argparse.Namespace:
+    """``argv`` parsed; ``known(name)``: is plugin ``name`` loaded or blocked (an option
+    refused may be a plugin's that is not)."""
     pathspec: list[str] = []
     if argv[:1] == ["start"] and "--" in argv:
         # `start <bad> <good>... -- <pathspec>...`: argparse cannot tell the
@@ -230,8 +238,12 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     if log_args:
         args.log_args = log_args
     if extras:  # said by the subcommand's parser, whose options they were meant to be
-        about.subcommand(parser, args.command).error(
-            f"unrecognized arguments: {' '.join(extras)}")
+        sub = about.subcommand(parser, args.command)
+        said = None
+        if sub.get_default("plugin_actions") is not None and extras[0].startswith("--"):
+            # It takes plugins' options: the option may be one of a plugin not loaded.
+            said = plugin_option(extras[0].split("=", 1)[0], known)
+        sub.error(said or f"unrecognized arguments: {' '.join(extras)}")
     if pathspec:
         args.pathspec = pathspec
     return args

@@ -15,7 +15,8 @@ class ExitCode(IntEnum):
     FOUND = 0
     #: Only skipped commits are left; the possible first bad commits are listed.
     INCONCLUSIVE = 1
-    #: Bad input: one line on stderr, nothing touched.
+    #: Bad input: one line on stderr (after the command's usage line, for a command line
+    #: that does not parse), nothing touched.
     USAGE = 2
     #: The run had to stop (the repro asked to, a plugin raised, the tree was moved, ...).
     ABORTED = 3

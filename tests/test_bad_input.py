@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from helpers.advance import pin_state, spec, with_smoke
+from helpers.refusals import one_error, refused, state_dir
 from helpers.worlds import SUBMODULE, World, WorldFactory, cli, git_cli, snapshot
 
 from bisectkit.cli import argtypes, precheck
@@ -54,30 +55,6 @@ def run_words(world: World, *extra: str) -> list[str]:
             "--build", "./build.sh", "--good-if", GOOD_IF, *extra, "--", "./repro.sh"]
 
 
-def state_dir(world: World) -> Path:
-    return world.superproject / ".git" / "bisectkit"
-
-
-def one_error(proc: subprocess.CompletedProcess[str], code: int, *words: str,
-              prog: str = "bisectkit") -> str:
-    """Exit ``code`` and exactly one line on stderr, ``PROG: error: ...`` naming ``words``."""
-    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"{prog}: error: "), lines[0]
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    return lines[0]
-
-
-def refused(world: World, proc: subprocess.CompletedProcess[str], *words: str,
-            prog: str = "bisectkit") -> None:
-    """Exit 2 in one line, and no session, journal or lock left behind."""
-    one_error(proc, 2, *words, prog=prog)
-    for name in ("session.json", "journal", "lock", "waiting.json", "workspaces"):
-        assert not (state_dir(world) / name).exists(), name
-
-
 # -- abbreviations ----------------------------------------------------------------------------
 @pytest.mark.parametrize(("words", "unknown"), [
     (["--skip", "device lost"], "--skip"),  # not --skip-if
@@ -88,7 +65,7 @@ def test_bisectkit_run_takes_no_abbreviated_option(world: World, words: list[str
                                                    unknown: str) -> None:
     before = snapshot(world)
     r = cli(world, *run_words(world, *words))
-    refused(world, r, f"unrecognized arguments: {unknown}", "(see 'bisectkit run -h')")
+    refused(world, r, f"unrecognized arguments: {unknown}", "(see 'bisectkit help run')")
     assert snapshot(world) == before
 
 

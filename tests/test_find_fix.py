@@ -103,8 +103,8 @@ def test_find_fix_words_in_status_found_summary_and_refusals(world_factory,
     assert git_cli(world, "new", world.sha(280)).returncode == 0
     wrong = git_cli(world, "old", world.sha(290))
     assert wrong.returncode == 2
-    assert (f"cannot mark broken: {world.sha(290)[:12]} is marked broken but is not older "
-            f"than {world.sha(280)[:12]}, which is fixed") in wrong.stderr
+    assert (f"cannot mark broken: {world.sha(290)[:12]} is newer than "
+            f"{world.sha(280)[:12]}, marked fixed") in wrong.stderr
 
     run = git_cli(world, "run", "--build", "./build.sh", "--good-if", GOOD_IF, "./repro.sh")
     assert run.returncode == 0, run.stderr

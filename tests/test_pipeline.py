@@ -258,10 +258,10 @@ def test_a_plugin_that_raises_is_named_and_its_traceback_kept(tmp_path: Path) ->
 def test_marks_are_checked_against_the_range_in_the_sessions_words(tmp_path: Path) -> None:
     b = _bisection(tmp_path, Repro(3), terms=Terms("before", "after"))
     b.mark("old", [CANDIDATES[5]])
-    with pytest.raises(BadInput, match="cannot mark after: .* is marked before but is not "
-                                       "older than"):
+    with pytest.raises(BadInput, match="cannot mark after: .* is older than .*, marked "
+                                       "before"):
         b.mark("new", [CANDIDATES[2]])
-    with pytest.raises(BadInput, match="not in the bisect range"):
+    with pytest.raises(BadInput, match="is the before end, not a candidate"):
         b.mark("new", [GOOD])
 
 

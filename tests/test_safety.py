@@ -264,7 +264,7 @@ def test_marks_refused_keep_session(world: World) -> None:
     cases = {
         ("good", "no-such-rev"): "unknown revision",
         ("good", world.sha(350)): "not in the bisect range",
-        ("bad", world.sha(0)): "not in the bisect range",
+        ("bad", world.sha(0)): "is the good end, not a candidate",
         ("good", world.sha(300)): "cannot mark good",
     }
     for args, words in cases.items():

@@ -205,7 +205,7 @@ def test_marking_an_end_again(world: World):
     assert ok(world, "log").stdout == log
     # Disagreeing marks keep their errors.
     assert "cannot mark good" in refused(world, "good", world.sha(300))
-    assert "not in the bisect range" in refused(world, "bad", world.sha(0))
+    assert "is the good end, not a candidate" in refused(world, "bad", world.sha(0))
     assert ok(world, "log").stdout == log
     ok(world, "reset")
     assert snapshot(world) == before

@@ -9,8 +9,9 @@ under :mod:`bisectkit.commands` (a :class:`~bisectkit.commands.command.Command`)
 from __future__ import annotations
 
 import argparse
+import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NoReturn
 
 from bisectkit.model import GIT_PROG
@@ -21,6 +22,9 @@ EXAMPLE = "example:"
 #: Usages are wrapped here by ``help`` and the man pages' synopsis (a page is read in 80
 #: columns, its text indented by 7).
 USAGE_WIDTH = 72
+#: A refusal's usage line fits here (with its "usage: " prefix): an 80-column terminal.
+ERROR_WIDTH = 80
+USAGE_PREFIX = "usage: "
 #: The build command the examples show.
 EXAMPLE_BUILD = "--build 'ninja -C build'"
 
@@ -74,8 +78,22 @@ def usage_lines(p: argparse.ArgumentParser, width: int = USAGE_WIDTH) -> list[st
     formatter.add_usage(p.usage, p._actions, p._mutually_exclusive_groups, prefix="")
     # -h is everywhere; a synopsis without it reads like git's.
     one_line = " ".join(formatter.format_help().split()).replace(" [-h]", "", 1)
-    return textwrap.wrap(one_line, width, subsequent_indent="    ",
-                         break_long_words=False, break_on_hyphens=False)
+    return wrap_usage(one_line, width)
+
+
+#: An innermost bracketed group of a usage (``[--limit N]``, ``[-- PATHSPEC...]``).
+_GROUP = re.compile(r"\[[^][()]*\]|\([^][()]*\)")
+#: Stands for a space inside a group while the usage is wrapped.
+_KEPT_SPACE = "\0"
+
+
+def wrap_usage(one_line: str, width: int) -> list[str]:
+    """A usage wrapped at ``width``, its continuation lines indented, never inside an
+    innermost group: ``[--limit N]`` stays whole (argparse's own usages do too)."""
+    kept = _GROUP.sub(lambda m: m.group(0).replace(" ", _KEPT_SPACE), one_line)
+    lines = textwrap.wrap(kept, width, subsequent_indent="    ", break_long_words=False,
+                          break_on_hyphens=False)
+    return [line.replace(_KEPT_SPACE, " ") for line in lines]
 
 
 def epilog_parts(p: argparse.ArgumentParser) -> tuple[str, list[str]]:
@@ -101,20 +119,58 @@ class _Formatter(argparse.HelpFormatter):
                                          subsequent_indent=indent) or [""])
         return "\n".join(out)
 
+    def _format_usage(self, usage: str | None, actions: Iterable[argparse.Action],
+                      groups: Iterable[argparse._MutuallyExclusiveGroup],
+                      prefix: str | None) -> str:
+        text = super()._format_usage(usage, actions, groups, prefix)
+        if usage is None:
+            return text  # made from the arguments: argparse wrapped it
+        # A usage written by hand is printed as written: wrap it as argparse wraps its own.
+        return "\n".join(wrap_usage(" ".join(text.split()), self._width)) + "\n\n"
+
 
 class Parser(argparse.ArgumentParser):
     """The parsers' class (subcommands inherit it): formats with :class:`_Formatter`, and
     takes no abbreviated option: ``run --good REV`` would otherwise be read as
     ``--good-if REV`` and judge every step by a rule the user never wrote."""
 
+    #: The usage line a refusal shows, when the one :meth:`synopsis` makes would mislead
+    #: (set by :class:`~bisectkit.commands.command.Command`).
+    short_usage: str | None = None
+
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
+    def synopsis(self) -> str:
+        """The one usage line of a refusal: the usage when it fits a line, else the command,
+        ``[options]`` and its positional arguments (the full usage is one ``help`` away)."""
+        if self.short_usage:
+            return self.short_usage
+        full = " ".join(usage_lines(self, 10_000))
+        if len(USAGE_PREFIX + full) <= ERROR_WIDTH:
+            return full
+        words = [self.prog, "[options]"]
+        formatter = argparse.HelpFormatter(prog=self.prog, width=10_000)
+        for action in self._get_positional_actions():
+            if action.nargs == argparse.REMAINDER:  # argparse shows "..." for any of them
+                words.append(action.metavar if isinstance(action.metavar, str) else "...")
+            else:
+                words.append(formatter._format_args(action, action.dest))
+        return " ".join(words)
+
+    def help_command(self) -> str:
+        """The command that prints this parser's help: ``bisectkit help run``."""
+        root = GIT_PROG if self.prog.startswith(GIT_PROG) else self.prog.split(" ", 1)[0]
+        name = self.prog[len(root):].strip()
+        return f"{root} help {name}" if name else f"{root} help"
+
     def error(self, message: str) -> NoReturn:
-        """One line, as every refusal is (``bisectkit: error: ...``, exit 2); the usage is
-        one ``-h`` away instead of a screenful above the reason."""
+        """The command's usage in one line, then the refusal in one, as every refusal is
+        (``bisectkit: error: ...``, exit 2) with where the full help is: not the whole
+        usage (a screenful above the reason) nor the top level's."""
         root = GIT_PROG if self.prog.startswith(GIT_PROG) else self.prog.split(" ", 1)[0]
         line = " ".join(message.split())  # argparse's own messages may wrap
-        self.exit(2, f"{root}: error: {line} (see '{self.prog} -h')\n")
+        self.exit(2, f"{USAGE_PREFIX}{self.synopsis()}\n"
+                     f"{root}: error: {line} (see '{self.help_command()}')\n")

@@ -7,6 +7,8 @@ command); plugins add theirs to the run commands through ``bisectkit_addoption``
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Callable
 
 import pluggy
 
@@ -29,6 +31,7 @@ from bisectkit.model import (
     VERDICTS,
 )
 from bisectkit.patches.upstream import CONFIG_KEY
+from bisectkit.plugin import manager as plugins
 from bisectkit.plugin.facade import Hooks
 
 #: The run options that name a file the run writes, each written by its format in
@@ -201,3 +204,24 @@ def add_plugin_group(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None
     # Remember the options plugins added: their values are part of the cache key
     # and of follow-up commands.
     p.set_defaults(plugin_actions=list(group._group_actions))
+
+
+def plugin_option(flag: str, loaded: Callable[[str], bool]) -> str | None:
+    """Why ``flag``, refused, did not parse, when it is an option of a bundled plugin the
+    command line did not load (``loaded(name)``: loaded or blocked): name the plugin and
+    how to load it (``--repeat`` without ``-p flaky``); None when no plugin has it."""
+    for name in plugins.bundled():
+        module = None if loaded(name) else plugins.load_bundled(name)
+        add = getattr(module, "bisectkit_addoption", None)
+        if add is None:
+            continue
+        probe = argparse.ArgumentParser(add_help=False)
+        group = probe.add_argument_group()
+        with contextlib.suppress(Exception):  # a plugin's bug is said when it is loaded
+            add(parser=group)
+        for action in group._group_actions:
+            if flag in action.option_strings:
+                usage = argparse.HelpFormatter("")._format_args(action, action.dest.upper())
+                return (f"{flag} is an option of plugin {name}, which is not loaded: give "
+                        f"-p {name} {flag} {usage}".rstrip())
+    return None

@@ -135,6 +135,8 @@ def resolve_command(word: str) -> str:
         return str(path)
     found = shutil.which(word)
     if found is None:
+        if Path(word).is_file():  # a shell runs a file here only as ./NAME too
+            raise BadInput(f"repro not found: {word} is not on PATH; did you mean ./{word}?")
         raise BadInput(f"repro not found: {word} (not a file and not on PATH)")
     return found
 
@@ -194,6 +196,8 @@ def _check_shell_command(what: str, text: str, root: Path) -> None:
             raise BadInput(f"{what}: {first} is not executable (chmod +x it)")
         _check_interpreter(str(path), what)
     elif shutil.which(first) is None:
+        if (root / first).is_file():  # run there, a shell runs it only as ./NAME too
+            raise BadInput(f"{what}: {first} is not on PATH; did you mean ./{first}?")
         raise BadInput(f"{what}: command not found: {first} (not on PATH)")
 
 

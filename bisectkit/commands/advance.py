@@ -69,6 +69,7 @@ def cmd_advance(ctx: Context, request: AdvanceRequest, apply: ApplyRequest | Non
         run.require_idle()
         session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
         ctx.check_outputs(sp, session)
+        ctx.check_workspaces(sp)
         branch = (apply.branch or pinning.default_branch()) if apply else ""
         base = None
         if apply is not None:
@@ -272,6 +273,7 @@ COMMAND = Command(
           "[--deepen] "
           "[--pathspec PREFIX]... [--apply [--branch NAME] [--step-commits]] "
           "[RUN OPTIONS] [--] SMOKETEST [ARGS...]",
+    synopsis="bisectkit advance [options] [--] SMOKETEST [ARGS...]",
     description="Test the affecting upstream commits after the pin's merge-base (the "
                 "patch stack replayed at each, as a bisect does): the far end first, then "
                 "a gallop from the pin and a bisection, about 2*log2(d) builds when the "

@@ -48,6 +48,9 @@ class Command:
     arguments: Arguments = no_arguments
     #: argparse's usage line, when the generated one would mislead.
     usage: str | None = None
+    #: The one usage line a refusal of the command line shows, when the one made from the
+    #: parser would mislead (:meth:`bisectkit.cli.about.Parser.synopsis`).
+    synopsis: str | None = None
     #: Epilog text shown before the examples.
     note: str = ""
     aliases: tuple[str, ...] = ()
@@ -63,6 +66,8 @@ class Command:
             description=self.description,
             epilog=about.example(*(f"{prog} {e}" for e in self.examples), note=self.note))
         self.arguments(p, pm)
+        if isinstance(p, about.Parser):
+            p.short_usage = self.synopsis
         p.set_defaults(**{_KEY: self})
         return p
 

@@ -19,6 +19,7 @@ from bisectkit.model import Config, RunOptions
 from bisectkit.pipeline import outputs
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
+from bisectkit.pipeline.parallel.loop import check_workspaces
 from bisectkit.plugin.facade import Hooks
 from bisectkit.store.session import Session, SessionStore
 from bisectkit.ui.console import Console
@@ -34,6 +35,9 @@ class Context:
     superproject: Repo | None
     #: The program's parser, as the command line was read (``help`` lists its commands).
     parser: argparse.ArgumentParser
+    #: Why there is no ``superproject`` (not inside a repository, a bare one): what
+    #: :meth:`open` says.
+    outside: BadInput | None = None
     #: The command line as typed (for "reproduce with" in reports).
     command: str = ""
     #: ``--force-ignored``: set aside untracked files in a candidate's way.
@@ -68,7 +72,7 @@ class Context:
 
     def open(self) -> tuple[Repo, SessionStore]:
         if self.superproject is None:
-            raise BadInput(f"not inside a git repository: {Path.cwd()}")
+            raise self.outside or BadInput(f"not inside a git repository: {Path.cwd()}")
         return self.superproject, SessionStore(self.superproject.git_dir)
 
     def run(self, sp: Repo) -> Run:
@@ -81,6 +85,12 @@ class Context:
         parallel = self.options.parallel
         local_root = parallel.workspace_root if not parallel.scheduler else None
         outputs.outside_moved(self.flags.outputs(), sp, session, local_root)
+
+    def check_workspaces(self, sp: Repo) -> None:
+        """Refuse, before anything is printed or moves, a run on workspaces (``--jobs``,
+        ``--scheduler``) that cannot run there (exit 2)."""
+        if self.options.parallel.enabled:
+            check_workspaces(self.hooks, self.options, sp)
 
     def reader(self, sp: Repo, store: SessionStore) -> Bisection:
         """The session started (:class:`~bisectkit.commands.state.Started`), for commands

@@ -50,7 +50,9 @@ _EXIT_STATUS = [
     (str(int(ExitCode.INCONCLUSIVE)), "only skipped commits are left; the possible first bad "
                                     "commits are listed"),
     (str(int(ExitCode.USAGE)), "bad input (an unknown revision, a dirty work tree, a session "
-                             "already in progress, ...): one line on stderr, nothing touched"),
+                             "already in progress, ...): one line on stderr, nothing touched; "
+                             "a command line that does not parse has the command's usage "
+                             "in one line above it"),
     (str(int(ExitCode.ABORTED)), "the run had to stop: the repro exited 128 or more or was "
                                "killed, a command cannot run, too many steps were skipped for "
                                "the machine's sake, another process moved the tree under test, "

@@ -68,6 +68,7 @@ def run_in_one_go(ctx: Context, args: argparse.Namespace) -> int:
         run.require_idle()
         session = new_session(sp, request, ctx.deepener())  # validates; nothing touched yet
         ctx.check_outputs(sp, session)
+        ctx.check_workspaces(sp)
         run.claim_bisect_head(args.no_checkout)
         return running.run_restoring(ctx, run, session)[0]
 
@@ -85,6 +86,7 @@ def run_session(ctx: Context, args: argparse.Namespace) -> int:
     with ctx.run(sp) as run:
         b = run.resume()
         ctx.check_outputs(sp, b.session)
+        ctx.check_workspaces(sp)
         # An advance's answer is shown as one (where the pin can go), not as a bisection's.
         kind = kind_named(b.session.strategy)
         show = advance.show_result if kind is not None and kind.report == "advance" else None

@@ -44,6 +44,7 @@ COMMAND = Command(
     "status", help="show a patched submodule against its upstream",
     usage="bisectkit status [--submodule PATH] [--upstream REF] [--json] [--limit N] "
           "[-- PATHSPEC...]",
+    synopsis="bisectkit status [options] [-- PATHSPEC...]",
     description="Show a patched submodule against its upstream: the local patch stack, how far "
                 "the pin is behind, and the newest upstream commits affecting it (read-only; "
                 "with or without a session).",

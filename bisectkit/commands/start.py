@@ -69,6 +69,7 @@ COMMAND = Command(
           "[--on-conflict skip|drop] [--find-fix] [--term-new WORD] [--term-old WORD] "
           "[--no-checkout] [--deepen] [BAD [GOOD...]] "
           "[-- PATHSPEC...]  |  start --submodule PATH --stack --at REV",
+    synopsis=f"{GIT_PROG} start [options] [BAD [GOOD...]] [-- PATHSPEC...]",
     description="Start a session: record every HEAD, resolve the candidates between the GOOD "
                 "and BAD revisions, and check out the first one (with the local patch stack "
                 "applied); then build, test and mark it. As with git, the ends may come "

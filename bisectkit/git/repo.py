@@ -97,7 +97,8 @@ class Repo:
         """Open the repository that contains ``start`` (like ``git rev-parse --show-toplevel``)."""
         found = pygit2.discover_repository(str(start))
         if found is None:
-            raise BadInput(f"not inside a git repository: {start}")
+            raise BadInput(f"not inside a git repository: {start}; cd into your "
+                           "superproject first")
         return cls(found)
 
     # -- revisions -------------------------------------------------------

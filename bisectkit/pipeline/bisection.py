@@ -261,10 +261,16 @@ class Bisection:
         else:  # single revisions, and for skip ranges (A..B): see pipeline.revs
             shas = revs_mod.marked(self.strategy, s, word, revs,
                                    lambda text: self.hooks.message(text, "note"))
+        known = s.verdict_map()
+        for sha in shas:  # the other side already: the check below would see the new mark only
+            if side != "skip" and known.get(sha, side) not in (side, "skip"):
+                raise BadInput(revs_mod.contradiction(s, side, [sha], sha, sha) or "")
         try:
-            self.search.bounds(s.candidates, {**s.verdict_map(), **dict.fromkeys(shas, side)})
+            self.search.bounds(s.candidates, {**known, **dict.fromkeys(shas, side)})
         except engine.ContradictoryVerdicts as exc:
-            raise BadInput(f"cannot mark {self.term(side)}: {self.contradiction(exc)}") from exc
+            said = revs_mod.contradiction(s, side, shas, exc.old, exc.new)
+            raise BadInput(said or f"cannot mark {self.term(side)}: "
+                                   f"{self.contradiction(exc)}") from exc
         for sha in shas:
             details = dict(s.current_step) if sha == s.current else {}
             reason = "marked by hand" if source == "manual" else f"from {source}"

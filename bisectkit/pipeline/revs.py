@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from bisectkit.errors import BadInput
-from bisectkit.model import Verdict, short
+from bisectkit.model import GIT_PROG, Verdict, short
 from bisectkit.store.session import Session
 from bisectkit.strategies.base import Strategy
 from bisectkit.text import plural
@@ -35,7 +35,7 @@ def marked(strategy: Strategy, session: Session, word: str, revs: Sequence[str],
         if ".." not in rev:  # no ref name may contain "..": this is a range
             sha = strategy.resolve(rev)
             if sha not in session.candidates:
-                raise BadInput(f"'{rev}' ({short(sha)}) is not in the bisect range")
+                raise BadInput(_not_a_candidate(strategy, session, word, rev, sha))
             shas.append(sha)
         elif word != "skip":
             raise BadInput(f"'{word}' takes single revisions, not a range ('{rev}'); only "
@@ -43,6 +43,54 @@ def marked(strategy: Strategy, session: Session, word: str, revs: Sequence[str],
         else:
             shas += _skippable(strategy, session, rev, known, note)
     return list(dict.fromkeys(shas))
+
+
+def _not_a_candidate(strategy: Strategy, session: Session, word: str, rev: str,
+                     sha: str) -> str:
+    """Why ``rev`` cannot be marked: what it is, if the session knows, and what to type."""
+    said = short(sha) if sha.startswith(rev) else f"'{rev}' ({short(sha)})"
+    terms = session.terms
+    if sha in session.good:
+        return (f"{said} is the {terms.old} end, not a candidate; if it is {terms.new}, "
+                f"'{GIT_PROG} reset' and start again with an older {terms.old} revision")
+    current = session.current
+    if current is not None and sha != current and sha == _head(strategy):
+        # A submodule's candidate is checked out with the patch stack applied: its HEAD
+        # is a commit bisectkit wrote, not the upstream commit under test.
+        return (f"{said} is candidate {short(current)} with the local patches applied; to "
+                f"mark it: '{GIT_PROG} {word}' (no revision)")
+    return f"{said} is not in the bisect range"
+
+
+def _head(strategy: Strategy) -> str | None:
+    """The commit ``HEAD`` names where the strategy resolves revisions (None: none)."""
+    try:
+        return strategy.resolve("HEAD")
+    except BadInput:
+        return None
+
+
+def contradiction(session: Session, side: Verdict, shas: Sequence[str], old: str,
+                  new: str) -> str | None:
+    """Why marking ``shas`` ``side`` contradicts what is known (``old``, a commit on the
+    good side, is not older than ``new``, on the bad side; the same commit: marked on
+    both), and what to do: the mark's own words, or None when the contradiction is not the
+    mark's."""
+    terms = session.terms
+    change = f"to change a mark: '{GIT_PROG} log' > FILE, edit it, reset, replay FILE"
+    if side == "good" and old in shas:
+        if old == session.bad:
+            return (f"cannot mark {terms.old}: {short(old)} is the {terms.new} end; if it is "
+                    f"{terms.old}, '{GIT_PROG} reset' and start again with a newer "
+                    f"{terms.new} revision")
+        was = ("is marked {} already" if new == old else
+               f"is newer than {short(new)}, marked {{}}").format(terms.new)
+        return f"cannot mark {terms.old}: {short(old)} {was}; {change}"
+    if side == "bad" and new in shas:
+        was = ("is marked {}" if new == old else
+               f"is older than {short(old)}, marked {{}}").format(terms.old)
+        return f"cannot mark {terms.new}: {short(new)} {was}; {change}"
+    return None
 
 
 def in_range(strategy: Strategy, candidates: Sequence[str], rev: str) -> tuple[list[str], int]:

@@ -16,6 +16,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import pkgutil
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -168,6 +169,23 @@ def _import(spec: str) -> tuple[ModuleType, str]:
         raise
     except Exception as exc:
         raise BadInput(f"plugin '{spec}' failed to import: {type(exc).__name__}: {exc}") from exc
+
+
+def bundled() -> list[str]:
+    """The names of the bundled plugins (``-p NAME``); none where they are not installed."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)
+                  if not m.name.startswith("_"))
+
+
+def load_bundled(name: str) -> ModuleType | None:
+    """Bundled plugin ``name``, imported (registered nowhere); None if it fails to import."""
+    try:
+        return importlib.import_module(f"{BUNDLED_PACKAGE}.{name}")
+    except Exception:  # said when it is loaded with -p: here it only cannot be named
+        return None
 
 
 def source_file(plugin: object) -> str | None:

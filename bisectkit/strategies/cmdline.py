@@ -70,10 +70,16 @@ def refuse_on_conflict(given: Given) -> None:
 
 
 def require_ends(given: Given) -> None:
-    """A bisection of good and bad revisions is given both."""
-    if not given.bad or not given.good:
-        terms = given.terms
-        raise BadInput(f"give a {terms.new} revision and at least one {terms.old} one")
+    """A bisection of good and bad revisions is given both. Only ``bisectkit run`` lacks
+    one here (``start`` and ``replay`` wait for the ends instead), so the refusal names its
+    options."""
+    old, new = given.terms.old, given.terms.new
+    if not given.bad and not given.good:
+        raise BadInput(f"give --bad REV and --good REV: the {new} and {old} ends")
+    if not given.good:
+        raise BadInput(f"no --good REV: give a {old} revision, older than --bad")
+    if not given.bad:
+        raise BadInput(f"no --bad REV: give the {new} revision (HEAD, say)")
 
 
 def given_words(flag: str, value: str | None) -> list[str]:

@@ -26,6 +26,7 @@ from typing import Any
 from bisectkit import engine
 from bisectkit.engine import Decision
 from bisectkit.errors import BadInput
+from bisectkit.git.repo import Repo
 from bisectkit.git.shapes.base import add_fetched
 from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord, short
 from bisectkit.model.documents import JobRow
@@ -44,7 +45,7 @@ from bisectkit.pipeline.parallel.remote import (
 from bisectkit.pipeline.parallel.steptask import StepResult
 from bisectkit.pipeline.parallel.workspace import prefetch_trees, sources_of
 from bisectkit.pipeline.testing import cleaned
-from bisectkit.plugin.facade import timed
+from bisectkit.plugin.facade import Hooks, timed
 from bisectkit.safety import signals
 from bisectkit.safety.recovery import open_repo
 from bisectkit.store.cache import VerdictCache
@@ -57,23 +58,29 @@ _NEARLY_DONE = 0.75
 _GRACE = 0.15
 
 
+def check_workspaces(hooks: Hooks, opts: RunOptions, superproject: Repo) -> None:
+    """Refuse (:class:`BadInput`) a run whose steps cannot run in workspaces: a plugin runs
+    the build or the repro in this process, or ``--build`` names a file the superproject
+    does not commit. Commands check it before they print anything, too."""
+    busy = hooks.runs_commands_itself()
+    if busy:
+        raise BadInput(f"plugin {', '.join(busy)} runs the build or the repro itself, in "
+                       "this process, not on the workers of --jobs/--scheduler: use --jobs "
+                       "1 with it")
+    # The commit a workspace's superproject holds: the one found at the start of the
+    # run (a strategy that moves it starts from there too).
+    problem = uncommitted_build(opts.build, superproject, superproject.worktree.head_state().sha)
+    if problem:
+        raise BadInput(problem)
+
+
 class ParallelBisection(Bisection):
     """A :class:`Bisection` whose steps run on a :class:`Pool`, several at once."""
 
     def __init__(self, b: Bisection, pool: Pool, opts: RunOptions) -> None:
         # The serial loop's parts, shared (its session, hooks, trace), not copied.
         super().__init__(b.superproject, b.store, b.session, b.hooks, b.mover, parts=b.parts)
-        busy = self.hooks.runs_commands_itself()
-        if busy:
-            raise BadInput(f"plugin {', '.join(busy)} runs the build or the repro itself, in "
-                           "this process; --jobs and --scheduler run the --build command and "
-                           "the repro on workers: use --jobs 1 with it")
-        # The commit a workspace's superproject holds: the one found at the start of the
-        # run (a strategy that moves it starts from there too).
-        problem = uncommitted_build(opts.build, self.superproject,
-                                    self.superproject.worktree.head_state().sha)
-        if problem:
-            raise BadInput(problem)
+        check_workspaces(self.hooks, opts, self.superproject)
         self.pool, self.opts = pool, opts
         self.tester = PoolTester(self.parts, self.run_at)
         self.jobs: dict[int, Job] = {}
