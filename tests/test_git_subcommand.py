@@ -131,10 +131,10 @@ def test_reset_without_session_is_harmless(world: World):
 
 def test_replay_rejects_foreign_logs(world: World, tmp_path: Path):
     bad_log = tmp_path / "x.log"
-    bad_log.write_text("git bisect start HEAD HEAD~3\n")
+    bad_log.write_text("hg bisect --good 3\n")
     r = git_cli(world, "replay", str(bad_log))
     assert r.returncode == 2
-    assert "not a bisect-patched command" in r.stderr
+    assert "not a bisect-patched or git bisect command" in r.stderr
     r = git_cli(world, "replay", str(tmp_path / "missing.log"))
     assert r.returncode == 2
 
@@ -227,6 +227,11 @@ def under_test(world: World) -> str:
     return next(line for line in status.stdout.splitlines() if "under test:" in line)
 
 
+def commit_under_test(world: World) -> str:
+    """The commit ``status`` says is under test (``under test: [step N] <sha> ...``)."""
+    return re.findall(r"\b[0-9a-f]{12,40}\b", under_test(world))[0]
+
+
 @pytest.mark.parametrize("where", ["submodule", "superproject"])
 def test_failed_checkout_keeps_the_mark_and_good_again_checks_the_candidate_out(
         world_factory, tmp_path: Path, where: str) -> None:
@@ -241,7 +246,7 @@ def test_failed_checkout_keeps_the_mark_and_good_again_checks_the_candidate_out(
         repo, path = world.superproject, "integration.txt"
     before = snapshot(world)
     assert git_cli(world, *start).returncode == 0
-    tested = under_test(world).split()[2]
+    tested = commit_under_test(world)
     (repo / path).write_text("my edit while testing\n", encoding="utf-8")
 
     failed = git_cli(world, "good")
@@ -263,7 +268,7 @@ def test_failed_checkout_keeps_the_mark_and_good_again_checks_the_candidate_out(
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert "no commit was under test" in again.stdout
     # The same candidate, the one mark: nothing lost, nothing marked twice.
-    assert under_test(world).split()[2].startswith(named.group(1))
+    assert commit_under_test(world).startswith(named.group(1))
     assert marks(world) == [f"git bisect-patched good {tested}"]
     assert git_cli(world, "reset").returncode == 0
     assert snapshot(world) == before
