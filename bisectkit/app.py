@@ -182,7 +182,7 @@ def _prepare(argv: list[str], git_mode: bool,
     if getattr(args, "json", None) == "-":
         console.to_stderr()  # stdout holds nothing but the JSON result
     is_run = chosen(args).runs
-    if is_run and outside is not None:
+    if is_run and outside is not None and chosen(args).needs_repository(args):
         # First: a repro not found here is not the problem when here is no repository.
         raise outside
     if is_run:

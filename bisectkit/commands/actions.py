@@ -133,4 +133,5 @@ COMMAND = Command(
                 "appends it to $BISECTKIT_ACTION_LOG). No git repository is needed.",
     examples=("actions --kind opt-bisect -- ./repro.sh",
               "actions --kind mlir-counter --tag apply-pattern --report bug.md -- ./repro.sh"),
-    arguments=_arguments, handler=run_actions, runs=True)
+    arguments=_arguments, handler=run_actions, runs=True,
+    needs_repository=lambda args: args.actions_at is not None)

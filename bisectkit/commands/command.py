@@ -57,6 +57,9 @@ class Command:
     #: Runs builds and repros: it gets the run options, the plugins' state and the output
     #: files, checked before anything moves.
     runs: bool = False
+    #: Whether a command line of it needs a git repository (``actions`` does only with
+    #: ``--at``): where there is none, that is said before the repro or build is looked at.
+    needs_repository: Callable[[argparse.Namespace], bool] = lambda args: True
 
     def register(self, sub: argparse._SubParsersAction[argparse.ArgumentParser], prog: str,
                  pm: pluggy.PluginManager | None) -> argparse.ArgumentParser:
