@@ -27,8 +27,8 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
             lines = waiting_log_lines(waiting.repo_of(sp, ends.template), ends)
         case Started():
             lines = replaylog.log_lines(ctx.reader(sp, store).parts)
-    for line in lines:
-        ctx.console.line(line)
+    for line in lines:  # whole, however wide: 'replay' reads them back
+        ctx.console.whole(line)
     return 0
 
 

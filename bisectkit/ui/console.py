@@ -14,10 +14,11 @@ from rich.text import Text
 
 from bisectkit import safetext
 from bisectkit.git.shapes import status_lines
-from bisectkit.model import CommitInfo, Upstream, short
+from bisectkit.model import HOW_TO_CHOOSE_UPSTREAM, CommitInfo, short
 from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.text import (
     INDENT,
+    cells,
     affecting_lines,
     clock,
     commit_lines,
@@ -27,6 +28,7 @@ from bisectkit.text import (
     fetched_total,
     fit,
     flow,
+    fold,
     moved,
     pack,
     plural,
@@ -89,10 +91,20 @@ class Console:
         """Take the panel away (idempotent): what prints next comes after it."""
         self.panel.stop()
 
-    def line(self, text: str = "", style: str | None = None) -> None:
-        """Print plain text (no markup interpretation; control characters shown)."""
+    def line(self, text: str = "", style: str | None = None, more: str = "  ") -> None:
+        """Print plain text (no markup interpretation; control characters shown), each
+        line within the width: broken between words, continuations indented by ``more``
+        past the line's own indent."""
+        width = self._c.width
+        folded = [part for raw in safetext.lines(text).split("\n")
+                  for part in fold(raw, width, more)]
         # A Text, not print(style=...): that style would also dim the live panel below.
-        self._c.print(Text(safetext.lines(text), style=style or ""))
+        self._c.print(Text("\n".join(folded), style=style or ""))
+
+    def whole(self, text: str) -> None:
+        """Print one line of data as it is, never broken: a log line that ``replay`` reads
+        back, a command to copy (control characters shown)."""
+        self._c.print(Text(safetext.one_line(text)))
 
     def header(self, lines: Sequence[str], total_steps: int) -> None:
         """The strategy's description of the bisection, then the expected step count."""
@@ -163,8 +175,9 @@ class Console:
         self.panel.refresh()
 
     def step_done(self, step: dict[str, Any]) -> None:
-        """``[step i] SHA verdict (reason)  timings``: what does not fit the width goes on
-        continuation lines: the rest of the reason (never cut), then the timings."""
+        """``[step i] SHA verdict (reason)  timings``: the reason ellipsized to the width
+        (the step's log and ``show-step`` keep it whole), the timings on a continuation
+        line when they do not fit beside it."""
         step = safetext.data(step)
         self.status.step_done(step)
         verdict = step["verdict"]
@@ -174,14 +187,14 @@ class Console:
         head = f"[step {step['index']}]{source} {short(step['commit'])} {shown} "
         times = step_times(step)
         tail = "".join(f"  {t}" for t in times)
-        reason = f"({step['reason']})"
-        spill = len(head) + len(reason) + len(tail) > self._c.width
-        reason, *more = flow(len(head), reason, self._c.width) if spill else [reason]
+        width = self._c.width
+        why, spill = fit(head + "(", step["reason"], ")" + tail, width)
+        reason = f"({ellipsize(why, width - cells(head) - 2) if spill else why})"
         self._c.print(Text.assemble(
             (f"[step {step['index']}]", "bold"), f"{source} {short(step['commit'])} ",
             (shown, f"bold {_VERDICT_STYLE.get(verdict, '')}"), " ", reason,
             "" if spill else tail))
-        for line in [*more, *pack(times, self._c.width, first=INDENT, sep="  ")] if spill else ():
+        for line in pack(times, width, first=INDENT, sep="  ") if spill else ():
             self.line(line)
         for flag in step.get("flags") or ():
             self.line(f"    flagged: {flag}", style="yellow")
@@ -249,11 +262,15 @@ class Console:
                 self.line(f"  {text}")
             self.line(f"  stack: unknown: {d['unknown']}")
             return
-        self.line(f"  upstream    {d['upstream']} at {short(d['upstream_sha'])}")
-        note = Upstream(d["upstream"], d["upstream_sha"], d.get("upstream_guessed")).note()
-        if note:
-            self.line(f"  {note}")
-        self.line(f"  merge-base  {short(d['merge_base'])} {d['merge_base_subject']}")
+        guessed = d.get("upstream_guessed")
+        # Said once: where the upstream is and, when bisectkit guessed it, how and how to
+        # choose (a hanging indent under the value).
+        self.line(f"  upstream    {d['upstream']} at {short(d['upstream_sha'])}"
+                  + (f" (guessed: {guessed}; to choose, {HOW_TO_CHOOSE_UPSTREAM})"
+                     if guessed else ""), more=" " * 12)
+        width = self._c.width
+        self.line(ellipsize(f"  merge-base  {short(d['merge_base'])} "
+                            f"{d['merge_base_subject']}", width))
         for text in status_lines(d):
             self.line(f"  {text}")
         if d["clean"]:
@@ -263,16 +280,25 @@ class Console:
             self.line(f"  patched: {plural(n, 'local patch', 'local patches')} "
                       f"(what happens at {d['upstream']}):")
             for p in d["patches"]:
-                ref = short(p["refers_to"]) if p["refers_to"] else "-"
-                has = "upstream has it" if p["upstream_has_it"] else ""
-                style = _ACTION_STYLE.get(p["at_upstream_head"], "")
-                self._c.print(
-                    f"    {p['kind']:<11} {short(p['sha'])}  refers to {ref:<12}  "
-                    f"[{style}]{p['at_upstream_head']:<8}[/] {escape(p['subject'])}"
-                    f"{'  (' + has + ')' if has else ''}"
-                )
+                self._patch_row(p, width)
         for text in affecting_lines(d, limit):
-            self.line(text)
+            self.line(ellipsize(text, width))
+
+    def _patch_row(self, p: dict[str, Any], width: int) -> None:
+        """``kind sha action subject  (refers to X, upstream has it)``: the subject
+        ellipsized, the note on a continuation line when it leaves the subject too little."""
+        prefix, action = f"    {p['kind']:<11} {short(p['sha'])}  ", f"{p['at_upstream_head']:<8}"
+        head = f"{prefix}{action} "
+        notes = ([f"refers to {short(p['refers_to'])}"] if p["refers_to"] else []) + \
+            (["upstream has it"] if p["upstream_has_it"] else [])
+        tail = f"  ({', '.join(notes)})" if notes else ""
+        subject, spill = fit(head, p["subject"], tail, width)
+        self._c.print(Text.assemble(
+            prefix, (action, _ACTION_STYLE.get(p["at_upstream_head"], "")), " ", subject,
+            "" if spill else tail))
+        if spill and tail:
+            self.line(" " * 8 + tail.strip(), style="dim")
 
     def error(self, message: str) -> None:
-        self._c.print(f"[red]{escape(safetext.one_line(message))}[/]")
+        """One error line in red (broken between words when wider than the terminal)."""
+        self.line(safetext.one_line(message), style="red")
