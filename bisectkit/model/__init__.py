@@ -27,6 +27,7 @@ from bisectkit.model.requests import (
 )
 from bisectkit.model.sha import Sha, short
 from bisectkit.model.values import (
+    CANCELLED,
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
     DEFAULT_NO_WORKERS_TIMEOUT,
@@ -73,6 +74,7 @@ __all__ = [
     "PROJECT",
     "Rules",
     "RunOptions",
+    "CANCELLED",
     "SUPERPROJECT",
     "Sha",
     "UPSTREAM_KEY",

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from bisectkit import safetext
 from bisectkit.git.shapes import status_lines
-from bisectkit.model import HOW_TO_CHOOSE_UPSTREAM, CommitInfo, short
+from bisectkit.model import CANCELLED, HOW_TO_CHOOSE_UPSTREAM, CommitInfo, short
 from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.text import (
     INDENT,
@@ -162,7 +162,10 @@ class Console:
             self.panel.show()
 
     def set_phase(self, index: int, phase: str) -> None:
-        """Step ``index`` entered ``phase`` (checkout, build, repro): the panel shows it."""
+        """Step ``index`` entered ``phase`` (checkout, build, repro; ``cancelled``: a
+        parallel step whose verdict no longer matters): the panel shows it."""
+        if phase == CANCELLED:
+            self.status.cancelled.add(index)
         if index == self.status.index:
             self.status.set_phase(phase)
             self.panel.refresh()
@@ -201,20 +204,25 @@ class Console:
 
     def summary(self, steps: Sequence[StepJSON], terms: TermsJSON | None = None) -> None:
         """How the steps went and what they cost (``terms``: the sides' words); steps
-        announced but never decided (an abort, Ctrl-C) count as stopped. Takes the live
+        announced but never decided count as cancelled (a parallel step whose verdict no
+        longer mattered) or stopped (an abort, Ctrl-C). Takes the live
         panel away first: the run's last lines print after it."""
         self.stop_live()
         old, new = words(terms)
         counts = {v: sum(1 for s in steps if s["verdict"] == v) for v in ("good", "bad", "skip")}
         cached = sum(1 for s in steps if s.get("source") == "cache")
-        stopped = len(self.status.open - {s["index"] for s in steps})
+        undecided = self.status.open - {s["index"] for s in steps}
+        cancelled = len(undecided & self.status.cancelled)
+        stopped = len(undecided) - cancelled
         build = sum(s.get("build_s") or 0 for s in steps)
         repro = sum(s.get("repro_s") or 0 for s in steps)
         written = sum(s.get("files_written") or 0 for s in steps)
         got = fetched_total(steps)
-        parts = [f"{plural(len(steps) + stopped, 'step')} ({counts['good']} {old}, "
+        unfinished = "".join(f", {n} {word}" for n, word in ((cancelled, CANCELLED),
+                                                             (stopped, "stopped")) if n)
+        parts = [f"{plural(len(steps) + len(undecided), 'step')} ({counts['good']} {old}, "
                  f"{counts['bad']} {new}, {counts['skip']} skip, {cached} cached"
-                 f"{f', {stopped} stopped' if stopped else ''});",
+                 f"{unfinished});",
                  f"build {build:.1f} s, repro {repro:.1f} s;",
                  f"{plural(written, 'file')} written" + (";" if got else "")]
         parts += [fetched(got)] if got else []
