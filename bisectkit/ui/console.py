@@ -18,8 +18,8 @@ from bisectkit.model import CANCELLED, HOW_TO_CHOOSE_UPSTREAM, CommitInfo, short
 from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.text import (
     INDENT,
-    cells,
     affecting_lines,
+    cells,
     clock,
     commit_lines,
     ellipsize,
@@ -101,10 +101,10 @@ class Console:
         # A Text, not print(style=...): that style would also dim the live panel below.
         self._c.print(Text("\n".join(folded), style=style or ""))
 
-    def whole(self, text: str) -> None:
+    def whole(self, text: str, style: str | None = None) -> None:
         """Print one line of data as it is, never broken: a log line that ``replay`` reads
-        back, a command to copy (control characters shown)."""
-        self._c.print(Text(safetext.one_line(text)))
+        back, git's answer line that scripts search for (control characters shown)."""
+        self._c.print(Text(safetext.one_line(text), style=style or ""))
 
     def header(self, lines: Sequence[str], total_steps: int) -> None:
         """The strategy's description of the bisection, then the expected step count."""
@@ -174,7 +174,7 @@ class Console:
         """A command starts (a plugin's phase: ``configure``, ``run 2/3``...)."""
         what = safetext.one_line(what)
         self.status.set_phase(what)
-        self._c.print(f"[dim]--- {escape(what)}: {escape(safetext.one_line(command))}[/]")
+        self.line(f"--- {what}: {safetext.one_line(command)}", style="dim")
         self.panel.refresh()
 
     def step_done(self, step: dict[str, Any]) -> None:
@@ -240,7 +240,8 @@ class Console:
         self.stop_live()
         info = safetext.commit(info)
         # The answer stands out on a terminal; piped, it is the plain line git prints.
-        self.line(f"{info.sha} is the first {term} commit", style="bold red")
+        # Whole, as git prints it, however narrow the terminal: scripts search for it.
+        self.whole(f"{info.sha} is the first {term} commit", style="bold red")
         for line in commit_lines(info, self._c.width):
             self.line(line)
         if details.get("patches"):

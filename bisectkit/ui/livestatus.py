@@ -149,13 +149,15 @@ def jobs_table(rows: Sequence[dict[str, Any]], width: int, now: float) -> Table:
     short columns keep their size, the candidate gets up to :data:`CANDIDATE_ROOM` columns
     of the rest, the last output line what remains (none when too little)."""
     table = Table(box=None, pad_edge=False, show_edge=False, width=width)
-    fixed = sum(_FIXED.values()) + 2 * len(_FIXED)  # a column and the gap after it
+    short_ones = dict(_FIXED, worker=8) if width < 70 else _FIXED  # the worker gives first
+    fixed = sum(short_ones.values()) + 2 * len(short_ones)  # a column and the gap after it
     rest = max(width - fixed, 8)
     candidate = min(rest, CANDIDATE_ROOM) if rest - CANDIDATE_ROOM >= _LAST_LINE_FROM + 2 \
         else rest
     last = rest - candidate - 2
-    names = [*_FIXED, "candidate"] + (["last output line"] if last >= _LAST_LINE_FROM else [])
-    sizes = {**_FIXED, "candidate": candidate, "last output line": last}
+    names = [*short_ones, "candidate"] + (["last output line"] if last >= _LAST_LINE_FROM
+                                          else [])
+    sizes = {**short_ones, "candidate": candidate, "last output line": last}
     for name in names:
         table.add_column(name, no_wrap=True, overflow="ellipsis", width=sizes[name])
     for row in rows:
