@@ -139,7 +139,7 @@ def _internal(prog: str, exc: BaseException) -> int:
 def _say(line: str) -> None:
     """One line on stderr, its control characters shown (a path or a subject may carry
     some); a terminal that is gone (SIGHUP) must not turn into a traceback. On a terminal
-    (or with $COLUMNS) a line wider than it is broken between words, the continuations
+    a line wider than it ($COLUMNS when set) is broken between words, the continuations
     indented; piped, it stays one line, which scripts and logs search for whole."""
     text = safetext.one_line(line)
     width = _stderr_width()
@@ -148,14 +148,13 @@ def _say(line: str) -> None:
 
 
 def _stderr_width() -> int | None:
-    """The columns of the terminal errors go to: $COLUMNS when set, else stderr's
-    terminal's; ``None`` when stderr is no terminal."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    """The columns of the terminal errors go to ($COLUMNS when set, as for the console);
+    ``None`` when stderr is no terminal."""
     with contextlib.suppress(OSError, ValueError):
         if sys.stderr.isatty():
-            return os.get_terminal_size(sys.stderr.fileno()).columns
+            columns = os.environ.get("COLUMNS", "")
+            return int(columns) if columns.isdigit() and int(columns) > 0 else \
+                os.get_terminal_size(sys.stderr.fileno()).columns
     return None
 
 

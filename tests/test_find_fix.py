@@ -69,7 +69,9 @@ def test_followups_keep_find_fix(integrate_world: World, tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert f"{w.integrate['adv8']} is the first fixed commit" in r.stdout
     lines = r.stdout.splitlines()
-    hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
+    # The hint is broken to fit the width; the command after it is whole, to copy.
+    assert "to find the upstream culprit, run:" in " ".join(r.stdout.split())
+    hint = next(i for i, x in enumerate(lines) if x.endswith("culprit, run:"))
     command = shlex.split(lines[hint + 1])
     assert "--find-fix" in command
     follow = subprocess.run(command, cwd=w.superproject, env=w.env, text=True,

@@ -6,7 +6,8 @@ pty; error lines) is printed by the real CLI at 60, 80 and 120 columns, on world
 upstream subjects are far longer than a line, and every line's width is measured in
 terminal cells. Subjects and step reasons are ellipsized, prose breaks between words.
 Kept whole on purpose: git's answer line (``<sha> is the first bad commit``, which scripts
-search for) and ``git bisect-patched log`` (``replay`` reads it back).
+search for), ``git bisect-patched log`` (``replay`` reads it back) and ``visualize --log``
+(``git log``'s shape). Error lines break on a terminal only: piped, they stay one line.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def test_a_manual_session_fits(long_world: World, width: int, monkeypatch):
     printed: list[str] = []
     for args in (("start", "--submodule", SUBMODULE, "--upstream", "upstream/main"),
                  ("bad", w.sha(400)), ("good", w.sha(300)), ("status",), ("skip",),
-                 ("good",), ("bad",), ("visualize",), ("visualize", "--log"), ("status",),
+                 ("good",), ("bad",), ("visualize",), ("status",),
                  ("run", "--build", "./build.sh", str(w.root / "quiet.sh"))):
         r = git_cli(w, *args)
         assert r.returncode in (0, 1), (args, r.stderr)
@@ -136,11 +137,12 @@ def test_advance_fits(world_factory, tmp_path: Path, width: int, monkeypatch):
     assert too_wide(r.stdout + r.stderr, width) == [], r.stdout
 
 
-def pty_run(world: World, width: int, *args: str) -> tuple[str, int | None]:
+def pty_run(world: World, width: int, *args: str,
+            cwd: Path | None = None) -> tuple[str, int | None]:
     """``bisectkit ARGS`` on a terminal ``width`` columns wide: all it drew, its status."""
     exe = shutil.which("bisectkit")
     argv = [exe] if exe else [sys.executable, "-m", "bisectkit"]
-    child = pexpect.spawn(argv[0], [*argv[1:], *args], cwd=str(world.superproject),
+    child = pexpect.spawn(argv[0], [*argv[1:], *args], cwd=str(cwd or world.superproject),
                           env=dict(world.env, COLUMNS=str(width)), encoding="utf-8",
                           dimensions=(40, width), timeout=60)
     out: list[str] = []
@@ -176,23 +178,23 @@ def test_the_jobs_panel_fits_on_a_terminal(long_world: World, width: int):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_error_lines_fit_and_keep_their_first_words(long_world: World, width: int):
+def test_error_lines_fit_a_terminal_and_keep_their_first_words(long_world: World, width: int):
     w = long_world
     deep = "/nonexistent/" + "a-rather-long-directory-name/" * 4 + "repro.sh"
     errors = [
-        cli(w, "run", "--good", w.sha(0), "--bad", "no-such-revision-" + "x" * 70, "--",
-            "./repro.sh", extra_env=env_at(w, width)),
-        cli(w, "run", "--good", w.sha(0), "--bad", w.sha(300), "--", deep,
-            extra_env=env_at(w, width)),
-        cli(w, "status", cwd=w.root, extra_env=env_at(w, width)),
+        pty_run(w, width, "run", "--good", w.sha(0), "--bad", "no-such-revision-" + "x" * 70,
+                "--", "./repro.sh"),
+        pty_run(w, width, "run", "--good", w.sha(0), "--bad", w.sha(300), "--", deep),
+        pty_run(w, width, "status", cwd=w.root),
     ]
-    for r in errors:
-        assert r.returncode == 2, r.stderr
-        assert r.stderr.startswith("bisectkit: error: "), r.stderr
-        assert too_wide(r.stderr, width) == [], r.stderr
+    for text, code in errors:
+        lines = [line for line in screen_lines(text) if line.strip()]
+        assert code == 2, text
+        assert lines[0].startswith("bisectkit: error: "), text
+        assert [line for line in lines if cell_len(line) > width] == [], text
         # Continuations are indented: the error is one message, not several.
-        assert all(line.startswith("  ") for line in r.stderr.splitlines()[1:]), r.stderr
-    assert deep in "".join(line.strip() for line in errors[1].stderr.splitlines())
+        assert all(line.startswith("  ") for line in lines[1:]), text
+    assert deep in "".join(line.strip() for line in screen_lines(errors[1][0]))
 
 
 def test_error_lines_stay_whole_when_piped_without_columns(long_world: World, monkeypatch):

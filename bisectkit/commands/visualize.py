@@ -48,8 +48,8 @@ def visualize(ctx: Context, args: argparse.Namespace) -> int:
         return 0
     if args.log:
         for sha, word in rows:
-            for line in _log_entry(b, sha, word):
-                ctx.console.line(line)
+            for line in _log_entry(b, sha, word):  # as git log prints it: never broken
+                ctx.console.whole(line)
         return 0
     width = max(len(w) for w in (b.terms.old, b.terms.new, "skip", UNKNOWN))
     columns = ctx.console.width  # the terminal's, else $COLUMNS or 80

@@ -4,6 +4,7 @@ control characters of what it is given (:mod:`bisectkit.safetext`), never sends 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO, cast
@@ -39,6 +40,10 @@ from bisectkit.text import (
 from bisectkit.ui.livestatus import Panel, Status
 from bisectkit.ui.outstream import Resilient
 
+#: A command to copy and paste (after a few labels): printed whole however wide, as a
+#: broken one would not run.
+_COMMAND = re.compile(r"\s*(?:(?:next|reproduce|started with|run):\s+)?"
+                      r"(?:bisectkit|git|git-bisect-patched) (?!\S*:(?:\s|$))\S")
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
 
@@ -97,7 +102,7 @@ class Console:
         past the line's own indent."""
         width = self._c.width
         folded = [part for raw in safetext.lines(text).split("\n")
-                  for part in fold(raw, width, more)]
+                  for part in ([raw] if _COMMAND.match(raw) else fold(raw, width, more))]
         # A Text, not print(style=...): that style would also dim the live panel below.
         self._c.print(Text("\n".join(folded), style=style or ""))
 
@@ -290,7 +295,9 @@ class Console:
                       f"(what happens at {d['upstream']}):")
             for p in d["patches"]:
                 self._patch_row(p, width)
-        for text in affecting_lines(d, limit):
+        heading, *commits = affecting_lines(d, limit)
+        self.line(heading)
+        for text in commits:  # a commit per line, its subject ellipsized
             self.line(ellipsize(text, width))
 
     def _patch_row(self, p: dict[str, Any], width: int) -> None:
