@@ -9,10 +9,10 @@ nothing touched), and a given ref always wins.
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 from pathlib import Path
 
+from helpers.lines import command_after
 from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
@@ -207,11 +207,7 @@ def test_integrate_followup_uses_the_guessed_upstream(integrate_world: World):
             "--build", "./build.sh", "--good-if", GOOD_IF, "--", "./repro.sh")
     assert r.returncode == 0, r.stderr + r.stdout
     assert f"  {SUBMODULE} upstream: llvm/main (guessed: nearest merge-base" in r.stdout
-    lines = r.stdout.splitlines()
-    # The hint is broken to fit the width; the command after it is whole, to copy.
-    assert "to find the upstream culprit, run:" in " ".join(r.stdout.split())
-    hint = next(i for i, x in enumerate(lines) if x.endswith("culprit, run:"))
-    command = shlex.split(lines[hint + 1])
+    command = command_after(r.stdout, "to find the upstream culprit, run:")
     assert command[command.index("--upstream") + 1] == "llvm/main"
     assert command[command.index("--good") + 1] == w.sha(175)
 
