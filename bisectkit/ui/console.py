@@ -42,7 +42,7 @@ from bisectkit.ui.outstream import Resilient
 
 #: A command to copy and paste, alone on its line or after a short label (``next:``,
 #: ``bisect inside it:``): printed whole however wide, as a broken one would not run.
-_COMMAND = re.compile(r"\s*(?:[A-Za-z][\w -]{0,24}:\s+)?"
+_COMMAND = re.compile(r"\s*(?:[A-Za-z][\w ()-]{0,24}:\s+)?"
                       r"(?:bisectkit|git|git-bisect-patched) (?!\S*:(?:\s|$))\S")
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
