@@ -66,39 +66,23 @@ def _head(text: str, room: int) -> str:
 
 
 def fold(line: str, width: int, more: str = "  ") -> list[str]:
-    """``line`` as lines of at most ``width`` columns: broken between words, the
-    continuations indented as ``line`` is plus ``more`` (a hanging indent). Only a word
-    longer than a whole line is broken inside (a long path), so that nothing sticks out.
-    A line that fits is returned as it is (its spacing kept)."""
+    """``line`` as lines of at most ``width`` columns, broken between words only, the
+    continuations indented as ``line`` is plus ``more`` (a hanging indent). A word longer
+    than a whole line (a path, a sha range) gets a continuation line of its own, whole: it
+    is what the reader copies. A line that fits is returned as it is (its spacing kept)."""
     if cells(line) <= width or width < 8:
         return [line]
     indent = line[:len(line) - len(line.lstrip())]
     hang = (indent + more)[:width // 2]
     out: list[str] = []
-    current, room = indent, width
+    current = indent
     for gap, word in re.findall(r"(\s*)(\S+)", line[len(indent):]):
-        while True:
-            sep = "" if current.strip() == "" else gap  # the line's own spacing kept
-            if cells(current) + len(sep) + cells(word) <= room:
-                current += sep + word
-                break
-            if current.strip() and cells(hang) + cells(word) <= width:
-                out.append(current)  # the word moves to the next line whole
-                current = hang
-                continue
-            # A word no line can hold: as much of it as fits here, the rest next.
-            free = room - cells(current) - len(sep)
-            if free <= 0:
-                out.append(current)
-                current = hang
-                continue
-            piece = _head(word, free)
-            slash = piece.rfind("/") + 1  # a path breaks after a slash where it can
-            piece = piece[:slash] if slash > len(piece) // 2 else piece
-            out.append(current + sep + piece)
-            current, word = hang, word[len(piece):]
-    if current.strip():
-        out.append(current)
+        sep = "" if current.strip() == "" else gap  # the line's own spacing kept
+        if current.strip() and cells(current) + len(sep) + cells(word) > width:
+            out.append(current)  # the word starts the next line
+            current, sep = hang, ""
+        current += sep + word
+    out.append(current)
     return out
 
 

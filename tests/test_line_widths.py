@@ -41,6 +41,8 @@ SPEC = WorldSpec(bug_at=BUG, build_breaks=[], local_conflict=360, local_conflict
 #: A repro that prints nothing: every line checked is bisectkit's own.
 QUIET = "#!/bin/sh\n! grep -q miscompile third_party/llvm-project/lib/bug.txt\n"
 ANSWER = re.compile(r"^[0-9a-f]{40} is the first \S+ commit$")
+#: A command to copy (after a short label): kept whole, as a broken one would not run.
+COMMAND = re.compile(r"\s*(?:[\w ()-]+:\s+)?(?:bisectkit|git bisect-patched) [a-z][a-z-]* ")
 CSI = re.compile(r"\x1b\[[0-9;?]*([@-~])")
 
 
@@ -55,9 +57,11 @@ def long_world(world_factory, tmp_path: Path) -> World:
 
 def too_wide(text: str, width: int) -> list[str]:
     """The lines of ``text`` wider than ``width`` cells (colour codes aside), but git's
-    answer line, which is kept whole."""
+    answer line, a command to copy and a word alone on its line (a path longer than a
+    line is never broken: it is what the reader copies)."""
     lines = [CSI.sub("", line) for line in text.splitlines()]
-    return [line for line in lines if cell_len(line) > width and not ANSWER.match(line)]
+    return [line for line in lines if cell_len(line) > width and not ANSWER.match(line)
+            and not COMMAND.match(line) and len(line.split()) > 1]
 
 
 def flat(text: str) -> str:
@@ -173,8 +177,7 @@ def test_the_jobs_panel_fits_on_a_terminal(long_world: World, width: int):
     assert code == 0, text[-3000:]
     lines = screen_lines(text)
     assert any(line.startswith("worker ") and "candidate" in line for line in lines), text
-    wide = [line for line in lines if cell_len(line) > width and not ANSWER.match(line)]
-    assert wide == [], wide
+    assert too_wide("\n".join(lines), width) == []
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -191,10 +194,10 @@ def test_error_lines_fit_a_terminal_and_keep_their_first_words(long_world: World
         lines = [line for line in screen_lines(text) if line.strip()]
         assert code == 2, text
         assert lines[0].startswith("bisectkit: error: "), text
-        assert [line for line in lines if cell_len(line) > width] == [], text
+        assert too_wide("\n".join(lines), width) == [], text
         # Continuations are indented: the error is one message, not several.
         assert all(line.startswith("  ") for line in lines[1:]), text
-    assert deep in "".join(line.strip() for line in screen_lines(errors[1][0]))
+    assert f"  {deep}" in screen_lines(errors[1][0])  # whole, on a line of its own
 
 
 def test_error_lines_stay_whole_when_piped_without_columns(long_world: World, monkeypatch):
@@ -219,12 +222,10 @@ def test_fold_breaks_between_words_with_a_hanging_indent() -> None:
     assert fold("  upstream    origin/main at 0123456789ab (guessed: the only remote)", 42,
                 more=" " * 12) == ["  upstream    origin/main at 0123456789ab",
                                    "              (guessed: the only remote)"]
-    # A word longer than a line (a path) is the only thing broken inside, after a slash.
+    # A word longer than a line (a path) is never broken: it gets a line of its own.
     path = "/very/long/path/" * 6 + "file.txt"
-    lines = fold(f"error: not found: {path}", 40)
-    assert all(cells(line) <= 40 for line in lines)
-    assert lines[0] + "".join(line.strip() for line in lines[1:]) == f"error: not found: {path}"
-    assert all(line.rstrip().endswith("/") for line in lines[:-1])
+    assert fold(f"error: not found: {path} (a typo?)", 40) == [
+        "error: not found:", f"  {path}", "  (a typo?)"]
 
 
 def test_widths_are_terminal_cells() -> None:

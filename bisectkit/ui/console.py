@@ -210,8 +210,8 @@ class Console:
     def summary(self, steps: Sequence[StepJSON], terms: TermsJSON | None = None) -> None:
         """How the steps went and what they cost (``terms``: the sides' words); steps
         announced but never decided count as cancelled (a parallel step whose verdict no
-        longer mattered) or stopped (an abort, Ctrl-C). Takes the live
-        panel away first: the run's last lines print after it."""
+        longer mattered) or stopped (an abort, Ctrl-C). Takes the live panel away first:
+        the run's last lines print after it."""
         self.stop_live()
         old, new = words(terms)
         counts = {v: sum(1 for s in steps if s["verdict"] == v) for v in ("good", "bad", "skip")}

@@ -141,7 +141,7 @@ _FIXED = {"worker": 12, "step": 4, "phase": 8, "elapsed": 7}
 CANDIDATE_ROOM = 40
 #: Below this width the last output line is left out of the table (the candidate keeps
 #: the room); the panel's own output line above still shows the current step's.
-_LAST_LINE_FROM = 20
+_LAST_LINE_FROM = 12
 
 
 def jobs_table(rows: Sequence[dict[str, Any]], width: int, now: float) -> Table:
@@ -152,9 +152,8 @@ def jobs_table(rows: Sequence[dict[str, Any]], width: int, now: float) -> Table:
     short_ones = dict(_FIXED, worker=8) if width < 70 else _FIXED  # the worker gives first
     fixed = sum(short_ones.values()) + 2 * len(short_ones)  # a column and the gap after it
     rest = max(width - fixed, 8)
-    candidate = min(rest, CANDIDATE_ROOM) if rest - CANDIDATE_ROOM >= _LAST_LINE_FROM + 2 \
-        else rest
-    last = rest - candidate - 2
+    last = rest - CANDIDATE_ROOM - 2  # a column and the gap before it
+    candidate = CANDIDATE_ROOM if last >= _LAST_LINE_FROM else rest
     names = [*short_ones, "candidate"] + (["last output line"] if last >= _LAST_LINE_FROM
                                           else [])
     sizes = {**short_ones, "candidate": candidate, "last output line": last}
