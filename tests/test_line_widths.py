@@ -7,7 +7,9 @@ upstream subjects are far longer than a line, and every line's width is measured
 terminal cells. Subjects and step reasons are ellipsized, prose breaks between words.
 Kept whole on purpose: git's answer line (``<sha> is the first bad commit``, which scripts
 search for), ``git bisect-patched log`` (``replay`` reads it back) and ``visualize --log``
-(``git log``'s shape). Error lines break on a terminal only: piped, they stay one line.
+(``git log``'s shape), a command to copy, and a word longer than a whole line (a path: it
+gets a line of its own, never broken). Error lines break on a terminal only: piped, they
+stay one line.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from helpers.advance import BASE, advance, spec, with_smoke
+from helpers.lines import flat
 from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli
 from rich.cells import cell_len
 from rich.console import Console as RichConsole
@@ -64,11 +67,8 @@ def too_wide(text: str, width: int) -> list[str]:
             and not COMMAND.match(line) and len(line.split()) > 1]
 
 
-def flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 def env_at(world: World, width: int) -> dict[str, str]:
+    """The environment of a command printing to ``width`` columns."""
     return {"COLUMNS": str(width)}
 
 
