@@ -44,6 +44,7 @@ from bisectkit.plugin.facade import Hooks
 from bisectkit.safety import signals
 from bisectkit.store.session import SessionStore
 from bisectkit.store.steplog import StepLogWriter
+from bisectkit.text import fold
 from bisectkit.ui.console import Console
 from bisectkit.ui.observers import ConsoleObserver
 from bisectkit.ui.outstream import Resilient
@@ -139,9 +140,24 @@ def _internal(prog: str, exc: BaseException) -> int:
 
 def _say(line: str) -> None:
     """One line on stderr, its control characters shown (a path or a subject may carry
-    some); a terminal that is gone (SIGHUP) must not turn into a traceback."""
+    some); a terminal that is gone (SIGHUP) must not turn into a traceback. On a terminal
+    a line wider than it ($COLUMNS when set) is broken between words, the continuations
+    indented; piped, it stays one line, which scripts and logs search for whole."""
+    text = safetext.one_line(line)
+    width = _stderr_width()
     with contextlib.suppress(OSError, ValueError):
-        print(safetext.one_line(line), file=sys.stderr, flush=True)
+        print("\n".join(fold(text, width) if width else [text]), file=sys.stderr, flush=True)
+
+
+def _stderr_width() -> int | None:
+    """The columns of the terminal errors go to ($COLUMNS when set, as for the console);
+    ``None`` when stderr is no terminal."""
+    with contextlib.suppress(OSError, ValueError):
+        if sys.stderr.isatty():
+            columns = os.environ.get("COLUMNS", "")
+            return int(columns) if columns.isdigit() and int(columns) > 0 else \
+                os.get_terminal_size(sys.stderr.fileno()).columns
+    return None
 
 
 def _builtins(console: Console, sp: Repo | None) -> list[tuple[str, object]]:

@@ -2,14 +2,16 @@
 
 Pure functions (no rich, no I/O), so the pipeline's messages, the console and the
 live panel word and lay text out the same way, and the tests can check them
-directly. Lengths are counted in characters: commit subjects, paths and our own
-words.
+directly. Widths are terminal cells (:func:`cells`): a CJK character takes two, a
+combining mark none; commit subjects and paths may hold either.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import textwrap
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,13 +30,60 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
+def cells(text: str) -> int:
+    """The columns ``text`` takes on a terminal: wide (East Asian) characters two, combining
+    marks and zero-width characters none, every other character one."""
+    if text.isascii():
+        return len(text)
+    return sum(_cell(ch) for ch in text)
+
+
+def _cell(ch: str) -> int:
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
 def ellipsize(text: str, room: int) -> str:
-    """``text`` cut to ``room`` characters, the cut marked with an ellipsis."""
-    if len(text) <= room:
+    """``text`` cut to ``room`` columns, the cut marked with an ellipsis."""
+    if cells(text) <= room:
         return text
     if room <= 1:
         return ELLIPSIS[:max(room, 0)]
-    return text[:room - 1].rstrip() + ELLIPSIS
+    return _head(text, room - 1).rstrip() + ELLIPSIS
+
+
+def _head(text: str, room: int) -> str:
+    """The longest start of ``text`` that takes at most ``room`` columns."""
+    if text.isascii():
+        return text[:room]
+    used = 0
+    for i, ch in enumerate(text):
+        used += _cell(ch)
+        if used > room:
+            return text[:i]
+    return text
+
+
+def fold(line: str, width: int, more: str = "  ") -> list[str]:
+    """``line`` as lines of at most ``width`` columns, broken between words only, the
+    continuations indented as ``line`` is plus ``more`` (a hanging indent). A word longer
+    than a whole line (a path, a sha range) gets a continuation line of its own, whole: it
+    is what the reader copies. A line that fits is returned as it is (its spacing kept)."""
+    if cells(line) <= width or width < 8:
+        return [line]
+    indent = line[:len(line) - len(line.lstrip())]
+    hang = (indent + more)[:width // 2]
+    out: list[str] = []
+    current = indent
+    for gap, word in re.findall(r"(\s*)(\S+)", line[len(indent):]):
+        sep = "" if current.strip() == "" else gap  # the line's own spacing kept
+        if current.strip() and cells(current) + len(sep) + cells(word) > width:
+            out.append(current)  # the word starts the next line
+            current, sep = hang, ""
+        current += sep + word
+    out.append(current)
+    return out
 
 
 def clock(seconds: float) -> str:
@@ -63,10 +112,10 @@ def fit(head: str, middle: str, tail: str, width: int,
     reason) ellipsized to make room. Returns the middle as shown and whether ``tail`` must
     go on a continuation line instead (it would leave the middle less than ``min_middle``).
     """
-    room = width - len(head) - len(tail)
-    if room >= len(middle) or room >= min_middle:
+    room = width - cells(head) - cells(tail)
+    if room >= cells(middle) or room >= min_middle:
         return ellipsize(middle, room), False
-    return ellipsize(middle, width - len(head)), True
+    return ellipsize(middle, width - cells(head)), True
 
 
 def flow(head: int, text: str, width: int, indent: str = INDENT + "  ") -> list[str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.lines import flat
 from helpers.worlds import World, cli
 
 from bisectkit.actions import irdump
@@ -177,7 +178,7 @@ def test_pass_answer_prints_the_command_that_names_the_pattern_inside_it(
     assert action["unit"].startswith("%0 = func.call @check")
     assert action["loc"].endswith("ub.mlir:13:8") and action["pass"] == "ArithIntRangeOpts"
     assert ("apply-pattern 2 of the 19 inside pass-execution #6 (apply-pattern #9 of the "
-            "run) is the first bad action: MaterializeKnownConstantValues") in r.stdout
+            "run) is the first bad action: MaterializeKnownConstantValues") in flat(r.stdout)
     assert "+    return %c1_i32 : i32" in second["ir_diff"].splitlines()
     assert "-    return %0 : i32" in second["ir_diff"].splitlines()
 
@@ -281,7 +282,7 @@ def test_ir_that_cannot_be_read_is_said_and_the_answer_stands(world: World, tmp_
     assert r.returncode == 0, r.stderr
     assert data["first_bad"] == 7 and data["ir_diff"] is None
     line = "--ir: the tool printed no IR dump around pass (7) (-print-before-all/-print-after-all)"
-    assert data["ir_note"] == line and f"  {line}" in r.stdout.splitlines()
+    assert data["ir_note"] == line and f"  {line}" in r.stdout.replace("\n    ", " ")
 
 
 #: IREE's LLVM codegen folds `x + 1 > x` (nsw) to true: element 0 (x = INT32_MAX) turns
@@ -324,7 +325,7 @@ def test_confirm_runs_every_pass_but_the_first_bad_one_where_the_tool_takes_inte
     # The tool read the intervals (pass 8 NOT run): later passes fold the check too.
     assert (confirm["flags"], confirm["verdict"], confirm["confirmed"]) == (flag, "bad", False)
     assert ("  not confirmed: with every action but #8 run the repro still says bad: other "
-            "actions cause the behaviour too") in r.stdout.splitlines()
+            "actions cause the behaviour too") in r.stdout.replace("\n    ", " ").splitlines()
     assert _verdict(where / "repro.sh", f"--mlir-disable-threading {flag}") == 1
     step = next(s for s in data["steps"] if s["run"] == "every action but #8")
     assert step["actions"] == f"--mlir-disable-threading {flag}"

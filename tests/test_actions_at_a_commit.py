@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.lines import command_after
 from helpers.worlds import World, WorldFactory, WorldSpec, cli, snapshot
 
 SPEC = WorldSpec(commits=40, merge_base=30, bug_at=20, build_breaks=[], feature_prep=5,
@@ -219,9 +219,7 @@ def test_integrate_then_actions_carries_the_actions_level_into_its_followup(
     assert r.returncode == 3, r.stdout + r.stderr
     assert f"{w.integrate['adv8']} is the first bad commit" in r.stdout
     assert "no 'BISECT: running pass' line" in r.stdout
-    lines = r.stdout.splitlines()
-    hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
-    command = shlex.split(lines[hint + 1])
+    command = command_after(r.stdout, "to find the upstream culprit, run:")
     assert command[command.index("--then-actions") + 1] == "opt-bisect"
     assert command.index("--then-actions") < command.index("--")
     assert snapshot(w) == before

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from helpers.advance import BASE, advance, spec, with_smoke
+from helpers.lines import flat
 from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 
@@ -213,15 +214,17 @@ def test_a_conflict_that_stops_the_advance_is_reported_as_such(make: Any,
     assert data["reproduce"] == reproduce
     # The terminal: which commit stopped the advance and why; those steps were bad.
     out = r.stdout
-    assert f"\nstopped at {stop[:12]} (step {step}): {why}\n" in out
+    lines = flat(out)  # broken between words to fit the width
+    assert f"\nstopped at {stop[:12]} (step {step}): " in out
+    assert f"stopped at {stop[:12]} (step {step}): {why}" in lines
     assert (f'local patch {fixup[:12]} "[local] fixup for our target" stops applying at '
             f"{stop} upstream commit {BASE + 20}: touch lib/local.txt (applied cleanly at "
-            f"{last_good[:12]}); rebase it onto that commit\n") in out
-    assert (f"\n{conflicts} steps were bad because a local patch conflicts there (not built: "
+            f"{last_good[:12]}); rebase it onto that commit") in lines
+    assert (f"{conflicts} steps were bad because a local patch conflicts there (not built: "
             "the pin cannot move to such a commit); --on-conflict drop tests them without the "
-            "patch\n") in out
+            "patch") in lines
     assert "skipped" not in out
-    assert f"\n  stopped at {stop[:12]} (step {step}): {why}\n" in out
+    assert f"\n  stopped at {stop[:12]} (step {step}): " in out
     assert f"\n  reproduce: {reproduce}\n" in out
     # The report: the same, and no output of the far end's under the stopping commit.
     md = report.read_text(encoding="utf-8")
@@ -234,7 +237,8 @@ def test_a_conflict_that_stops_the_advance_is_reported_as_such(make: Any,
     again = subprocess.run(["bash", "-c", reproduce], cwd=w.superproject, env=w.env,
                            text=True, capture_output=True, timeout=120)
     assert again.returncode == 0, again.stderr
-    assert f"to {last_good[:12]} " in again.stdout and f"\nstopped at {stop[:12]} " in again.stdout
+    assert f"to {last_good[:12]} " in flat(again.stdout) + " "
+    assert f"\nstopped at {stop[:12]} " in again.stdout
 
 
 def test_build_failure_blocks_and_the_report_shows_its_errors(make: Any,

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.lines import flat
 from helpers.worlds import SUBMODULE, World, cli
 
 from bisectkit.store.cachefile import FORMAT_VERSION, CacheData, parse, to_json
@@ -107,7 +108,7 @@ def test_an_unusable_cache_file_is_rebuilt(world: World, tmp_path: Path, content
     path.write_bytes(content.encode("latin-1"))
     steps, text = bisect(world, tmp_path / "r.json")
     assert all(s["source"] == "run" for s in steps)
-    assert f"note: the verdict cache {path} is unreadable ({why}" in text
+    assert f"note: the verdict cache {path} is unreadable ({why}" in flat(text)
     assert "it is being rebuilt" in text
     data = json.loads(path.read_text())
     assert data["version"] == FORMAT_VERSION and len(data["entries"]) == len(steps)

@@ -5,11 +5,12 @@ bisect it points to names our patch (real CLI, real git worlds)."""
 from __future__ import annotations
 
 import json
-import shlex
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.lines import command_after
 from helpers.repros import local_patch_repro, run_args, target
 from helpers.worlds import World, cli, snapshot
 
@@ -38,9 +39,7 @@ def test_check_stack_then_stack_bisect_names_our_patch(world: World, tmp_path: P
     assert result["check_stack"]["stack_implicated"] is True
     checked = [s for s in result["steps"] if s["source"] == "check-stack"]
     assert len(checked) == 1 and checked[0]["patches"] == []
-    lines = r.stdout.splitlines()
-    hint = next(i for i, x in enumerate(lines) if "one of our patches is the culprit" in x)
-    command = shlex.split(lines[hint + 1])
+    command = command_after(r.stdout, "one of our patches is the culprit")
     assert command[command.index("--at") + 1] == world.sha(101)
     assert snapshot(world) == before
 
@@ -68,7 +67,9 @@ def test_stack_bisect_refuses_bad_input(world: World):
 
 
 def check_stack_line(r: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in r.stdout.splitlines() if line.startswith("check-stack: ")]
+    # Broken to fit the width: the line and its continuations (indented), joined.
+    text = re.sub(r"\n  +", " ", r.stdout)
+    lines = [line for line in text.splitlines() if line.startswith("check-stack: ")]
     assert len(lines) == 1, r.stdout
     return lines[0]
 

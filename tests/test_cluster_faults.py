@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.lines import flat
 from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 from bisectkit.pipeline.parallel import cluster as watching
@@ -139,8 +140,9 @@ class Run:
                     "--good", world.sha(190), "--bad", world.sha(210)]
         argv += ["--build", build, "--good-if", GOOD_IF, "--no-cache", "--json",
                  str(self.json), "--scheduler", cluster.address, *extra, "--", "./repro.sh"]
+        # Wide: each message on one line, as the line-by-line expectations read them.
         self.proc = subprocess.Popen(argv, cwd=world.superproject,
-                                     env={**world.env, **FAST, **(env or {})},
+                                     env={**world.env, **FAST, "COLUMNS": "400", **(env or {})},
                                      text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.lines: queue.Queue[str] = queue.Queue()
@@ -272,7 +274,8 @@ def test_no_worker_for_the_timeout_stops_with_one_line_and_restores(
               "--no-workers-timeout", "4")
     code, out, err = run.finish(deadline_s=60)
     assert code == 3, out + err
-    assert "runs again: its worker wa" in out and "the steps wait for one (up to 4 s" in out
+    assert "runs again: its worker wa" in flat(out)
+    assert "the steps wait for one (up to 4 s" in flat(out)
     _one_line(err, rf"^bisectkit: error: no Dask worker has been connected to {cluster.address} "
                    r"for 4 s; start workers, or rerun with a longer --no-workers-timeout$")
     assert run.result()["status"] == "aborted"
@@ -290,9 +293,9 @@ def test_git_bisect_patched_run_with_no_worker_keeps_the_session(
     run = Run(world, tmp_path, cluster, "./build.sh", git=True)
     code, out, err = run.finish(deadline_s=60)
     assert code == 3, out + err
-    assert "none yet: the steps wait for workers" in out
+    assert "none yet: the steps wait for workers" in flat(out)
     assert f"no Dask worker has been connected to {cluster.address} for 2 s" in err
-    assert "the session is kept" in out and "Traceback" not in err
+    assert "the session is kept" in flat(out) and "Traceback" not in err
     status = git_cli(world, "status")
     assert status.returncode == 0, status.stderr
     assert "verdicts: 0 good, 1 bad, 0 skip (the bad end included)" in status.stdout
@@ -312,7 +315,7 @@ def test_a_step_that_kills_every_worker_stops_the_run(world: World, tmp_path: Pa
     run = Run(world, tmp_path, cluster, "kill -9 $PPID; sleep 30")
     code, out, err = run.finish(deadline_s=90)
     assert code == 3, out + err
-    assert "step 1 (" in out and ") runs again: its worker " in out, out
+    assert "step 1 (" in out and ") runs again: its worker " in flat(out) + " ", out
     _one_line(err, r"^bisectkit: error: step 1 \([0-9a-f]{12}\) lost its worker 2 times \(last "
                    r"tcp://127\.0\.0\.1:\d+\): it may kill the workers it runs on \(out of "
                    r"memory\?\); no verdict was taken from it")
@@ -371,7 +374,8 @@ def test_a_worker_lost_while_it_makes_its_workspace(world: World, tmp_path: Path
     run = Run(world, tmp_path, cluster, "./build.sh")
     code, out, err = run.finish(deadline_s=120)
     assert code == 0, out + err
-    assert marker.exists() and "step 1 (" in out and ") runs again: its worker " in out
+    assert marker.exists() and "step 1 (" in out
+    assert ") runs again: its worker " in flat(out) + " "
     assert f"{world.sha(200)} is the first bad commit" in out
     _verdicts_once(run.result())
     assert snapshot(world) == before

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.lines import flat
 from helpers.sessions import wait_for
 from worldgen import hermetic_env
 
@@ -126,7 +127,7 @@ def assert_answer(data: dict[str, Any], printed: str, first: int, total: int,
     ``description``, with its limits either side, in at most the bound of limit runs."""
     assert data["status"] == "found" and data["total"] == total
     assert (data["first_bad"], data["good_limit"], data["bad_limit"]) == (first, first - 1, first)
-    assert f"action #{first} of {total} is the first bad action: {description}\n" in printed
+    assert f"action #{first} of {total} is the first bad action: {description}" in flat(printed)
     assert f"limit {first - 1}: good   limit {first}: bad" in printed
     bound = math.ceil(math.log2(total + 1)) + 2
     assert data["runs"]["bound"] == bound

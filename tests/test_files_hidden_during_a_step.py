@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.lines import flat
 from helpers.tree_moves import assert_stopped, once, submodule_run
 from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 from worldgen import hermetic_env
@@ -125,7 +126,7 @@ def test_core_ignore_stat_neither_blinds_the_check_nor_breaks_a_checkout(
     # Stopped, nothing recorded; the edit is not bisectkit's, so the restore leaves it.
     assert r.returncode == 4, r.stdout + r.stderr
     assert f"{SUBMODULE} changed during step 1 (seen after the build: lib/bug.txt" in \
-        r.stdout + r.stderr, r.stdout + r.stderr
+        flat(r.stdout + r.stderr), r.stdout + r.stderr
     assert result["status"] == "aborted" and not result.get("steps"), result
     world.git(world.submodule, "checkout", "--", "lib/bug.txt")
     assert git_cli(world, "reset").returncode == 0

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import subprocess
 from pathlib import Path
 
+from helpers.lines import command_after
 from helpers.repros import run_args, target
 from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli
 
@@ -68,9 +68,7 @@ def test_followups_keep_find_fix(integrate_world: World, tmp_path: Path):
             "--new", w.integrate["adv12"], "--", str(fixed))
     assert r.returncode == 0, r.stderr
     assert f"{w.integrate['adv8']} is the first fixed commit" in r.stdout
-    lines = r.stdout.splitlines()
-    hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
-    command = shlex.split(lines[hint + 1])
+    command = command_after(r.stdout, "to find the upstream culprit, run:")
     assert "--find-fix" in command
     follow = subprocess.run(command, cwd=w.superproject, env=w.env, text=True,
                             capture_output=True, stdin=subprocess.DEVNULL)

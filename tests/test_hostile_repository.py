@@ -119,7 +119,8 @@ def test_status_a_manual_session_and_a_hostile_branch_name(hostile: World):
     w = hostile
     w.git(w.submodule, "branch", "-m", "main", "main\u202egnp.exe")
     before = snapshot(w)
-    r = cli(w, "status", "--submodule", SUBMODULE, "--upstream", "upstream/main")
+    r = cli(w, "status", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+            extra_env={"COLUMNS": "200"})  # wide enough for the whole subject
     assert r.returncode == 0, r.stderr + r.stdout
     assert unsafe(r.stdout + r.stderr) == []
     assert "(main<U+202E>gnp.exe)" in r.stdout

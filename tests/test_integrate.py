@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 from pathlib import Path
 
+from helpers.lines import command_after
 from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
@@ -68,9 +68,7 @@ def test_followup_command_chains_into_a_submodule_bisect(integrate_world: World)
     r = integrate_run(w, w.integrate["init"], w.integrate["adv12"], "-p", "flaky",
                       "--repeat", "2")
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
-    command = shlex.split(lines[hint + 1])
+    command = command_after(r.stdout, "to find the upstream culprit, run:")
     assert command[:2] == ["bisectkit", "run"]
     # Run options, plugins and plugin options carry over to the follow-up.
     assert "--good-if=device .* not found" in command

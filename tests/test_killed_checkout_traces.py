@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.lines import flat
 from helpers.sessions import start_argv
 from helpers.states import full_state, killed_at, state_dir
 from helpers.worlds import World, git_cli
@@ -85,7 +86,7 @@ def test_a_file_the_user_created_at_a_path_the_checkout_was_adding_is_kept(
     reset = git_cli(world, "reset")
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
     assert full_state(world) == before
-    kept = re.search(rf"kept submodule \S+: {added[0]} at (\S+) ", reset.stdout)
+    kept = re.search(rf"kept submodule \S+: {added[0]} at (\S+) ", flat(reset.stdout))
     assert (Path(kept.group(1)).read_bytes() if kept else None) == (content if mine else None)
 
 

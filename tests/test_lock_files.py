@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.lines import flat
 from helpers.sessions import assert_refused, run_argv, start_argv, wait_for
 from helpers.states import full_state, killed_at, state_dir
 from helpers.worlds import World, cli, git_cli, snapshot
@@ -83,7 +84,7 @@ def test_reset_removes_the_lock_a_git_killed_with_bisectkit_left(world: World, t
     assert left.exists()
     reset = git_cli(world, "reset")
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
-    assert f"removed {left}, left by a git of bisectkit's" in reset.stdout
+    assert f"removed {left}, left by a git of bisectkit's" in flat(reset.stdout)
     assert not left.exists()
     assert full_state(world) == before
 
@@ -100,7 +101,7 @@ def test_a_reset_killed_with_its_refresh_leaves_a_lock_the_next_reset_removes(
     assert left.exists()
     reset = git_cli(world, "reset", timeout=60)
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
-    assert f"removed {left}, left by a git of bisectkit's" in reset.stdout
+    assert f"removed {left}, left by a git of bisectkit's" in flat(reset.stdout)
     assert full_state(world) == before
 
 
@@ -215,7 +216,7 @@ def test_reset_run_through_git_removes_a_lock_a_killed_git_left_in_the_superproj
     assert left.exists()
     reset = git_cli(w, "reset")
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
-    assert f"removed {left}" in reset.stdout
+    assert f"removed {left}" in flat(reset.stdout)
     assert full_state(w) == before
 
 
@@ -405,7 +406,7 @@ def test_a_reset_killed_writing_a_ref_leaves_a_lock_the_next_reset_removes(
     assert lock.exists()
     reset = git_cli(world, "reset")
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
-    assert f"removed {lock}, left by a git of bisectkit's" in reset.stdout
+    assert f"removed {lock}, left by a git of bisectkit's" in flat(reset.stdout)
     assert world.git(world.submodule, "rev-parse", ref) == mine
     assert world.git(world.submodule, "status", "--porcelain") == ""
     assert world.git(world.submodule, "symbolic-ref", "HEAD") == "refs/heads/main"

@@ -263,6 +263,7 @@ def test_skip_range_keeps_verdicts_and_notes_non_candidates(world: World):
           pathspec=("lib/bug.txt", "lib/build.txt"))
     # Candidates: 180 and 200 touch those paths, 300 is the bad end.
     ok(world, "good", world.sha(180))
+    world.env["COLUMNS"] = "200"  # the range (82 columns) and its note on one line
     r = git_cli(world, "skip", f"{world.sha(150)}..{world.sha(300)}")
     # Only 200 was left: skipped, the answer is 200 or 300 (exit 1, as git's).
     assert r.returncode == 1 and "could be any of" in r.stdout, r.stdout + r.stderr

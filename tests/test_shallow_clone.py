@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.lines import flat
 from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import make_shallow_world
 
@@ -71,8 +72,8 @@ def test_deepen_fetches_before_starting_and_finds_it(world: World, tmp_path: Pat
     out = tmp_path / "r.json"
     r = bisect(w, 100, 300, "--deepen", "--json", str(out))
     found(w, r, 200)
-    assert r.stdout.startswith("deepened third_party/llvm-project: git fetch "
-                               "--shallow-since=2025-12-31 upstream (")
+    assert flat(r.stdout).startswith("deepened third_party/llvm-project: git fetch "
+                                     "--shallow-since=2025-12-31 upstream (")
     steps = json.loads(out.read_text())["steps"]
     # The revert of upstream 120 follows the candidate: the history under it is whole now.
     for step in steps:
@@ -93,7 +94,7 @@ def test_boundary_below_everything_needed_fetches_nothing(world: World):
     status = cli(w, "status", "--upstream", "upstream/main")
     assert ("shape: shallow (history stops at 1 commit, oldest 2026-01-01); older bisects "
             "need e.g.: git -C third_party/llvm-project fetch --shallow-since=2025-12-31 "
-            "upstream") in status.stdout
+            "upstream") in flat(status.stdout)
     data = json.loads(cli(w, "status", "--upstream", "upstream/main", "--json").stdout)
     assert data["shallow"]["boundary"] == boundary.split()
 
@@ -116,7 +117,7 @@ def test_depth_one_fork_deepen_through_git_bisect_patched(world: World):
     r = git_cli(w, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
                 "--deepen", w.sha(300), w.sha(100))
     assert r.returncode == 0, r.stderr + r.stdout
-    assert "deepened third_party/llvm-project: git fetch --deepen=100 origin (" in r.stdout
+    assert "deepened third_party/llvm-project: git fetch --deepen=100 origin (" in flat(r.stdout)
     r = git_cli(w, "run", "--good-if", GOOD_IF, "--build", "./build.sh", "./repro.sh")
     found(w, r, 200)
     assert git_cli(w, "reset").returncode == 0

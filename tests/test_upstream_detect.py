@@ -9,10 +9,10 @@ nothing touched), and a given ref always wins.
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 from pathlib import Path
 
+from helpers.lines import command_after
 from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
@@ -191,9 +191,12 @@ def test_status_prints_the_guess(world: World):
     world.git(world.submodule, "remote", "rename", "upstream", "llvm")
     r = cli(world, "status")
     assert r.returncode == 0, r.stderr
+    # Said once, on the upstream line, within the width.
     assert "  upstream    llvm/main at" in r.stdout
-    assert ("  upstream: llvm/main (guessed: nearest merge-base with HEAD among the remote "
-            "branches without it, 4 local patches on top;") in r.stdout
+    assert (f"upstream llvm/main at {world.sha(400)[:12]} (guessed: nearest merge-base with "
+            "HEAD among the remote branches without it, 4 local patches on top;"
+            ) in flat(r.stdout)
+    assert "upstream: llvm/main" not in r.stdout and flat(r.stdout).count("guessed:") == 1
     assert "patched: 4 local patches (what happens at llvm/main):" in r.stdout
 
 
@@ -204,9 +207,7 @@ def test_integrate_followup_uses_the_guessed_upstream(integrate_world: World):
             "--build", "./build.sh", "--good-if", GOOD_IF, "--", "./repro.sh")
     assert r.returncode == 0, r.stderr + r.stdout
     assert f"  {SUBMODULE} upstream: llvm/main (guessed: nearest merge-base" in r.stdout
-    lines = r.stdout.splitlines()
-    hint = next(i for i, x in enumerate(lines) if "to find the upstream culprit, run:" in x)
-    command = shlex.split(lines[hint + 1])
+    command = command_after(r.stdout, "to find the upstream culprit, run:")
     assert command[command.index("--upstream") + 1] == "llvm/main"
     assert command[command.index("--good") + 1] == w.sha(175)
 

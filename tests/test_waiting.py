@@ -14,6 +14,11 @@ TARGET = ["--submodule", SUBMODULE, "--upstream", "upstream/main"]
 RUN = ["run", "--build", "./build.sh", "--good-if", GOOD_IF, "./repro.sh"]
 
 
+
+def flat(text: str) -> str:
+    """``text`` with its line breaks as spaces: lines are broken to fit the width."""
+    return " ".join(text.split())
+
 def ok(world: World, *args: str) -> subprocess.CompletedProcess[str]:
     r = git_cli(world, *args)
     assert r.returncode == 0, (args, r.stdout, r.stderr)
@@ -46,16 +51,16 @@ def test_submodule_start_without_ends_then_bad_then_good(world: World):
     assert snapshot(world) == before  # nothing checked out while waiting
     # No revision: the upstream commit the pin sits on (the merge-base, commit 300).
     r = ok(world, "bad")
-    assert f"taking {world.sha(300)[:12]} (upstream commit 300" in r.stdout
-    assert "the upstream commit the pin sits on" in r.stdout
-    assert "status: waiting for good commit(s), bad commit known" in r.stdout
+    assert f"taking {world.sha(300)[:12]} (upstream commit 300" in flat(r.stdout)
+    assert "the upstream commit the pin sits on" in flat(r.stdout)
+    assert "status: waiting for good commit(s), bad commit known" in flat(r.stdout)
     assert snapshot(world) == before
     r = ok(world, "good", world.sha(0))
-    assert "roughly 9 steps" in r.stdout and "[step 1] testing" in r.stdout
+    assert "roughly 9 steps" in flat(r.stdout) and "[step 1] testing" in flat(r.stdout)
     assert not (world.superproject / STATE / "waiting.json").exists()
     waited = start_line(world)
     r = ok(world, *RUN)
-    assert f"{world.sha(200)} is the first bad commit" in r.stdout
+    assert f"{world.sha(200)} is the first bad commit" in flat(r.stdout)
     ok(world, "reset")
     assert snapshot(world) == before
     # Exactly the session 'start BAD GOOD' makes.
@@ -72,12 +77,13 @@ def test_integrate_start_without_ends_then_good_then_bad(integrate_world: World)
     assert r.stdout.splitlines()[0] == "status: waiting for bad commit, 1 good commit known"
     assert snapshot(w) == before
     r = ok(w, "bad")  # the superproject's HEAD
-    assert f"{w.integrate['adv12'][:12]}" in r.stdout and "the superproject's HEAD" in r.stdout
-    assert "[step 1] testing" in r.stdout
+    assert f"{w.integrate['adv12'][:12]}" in r.stdout
+    assert "the superproject's HEAD" in flat(r.stdout)
+    assert "[step 1] testing" in flat(r.stdout)
     assert start_line(w) == ("git bisect-patched start --integrate --submodule "
                              f"{SUBMODULE} {w.integrate['adv12']} {w.integrate['init']}")
     r = ok(w, *RUN)
-    assert f"{w.integrate['adv8']} is the first bad commit" in r.stdout
+    assert f"{w.integrate['adv8']} is the first bad commit" in flat(r.stdout)
     ok(w, "reset")
     assert snapshot(w) == before
 
@@ -88,7 +94,7 @@ def test_start_with_one_end(world: World):
     assert r.stdout.splitlines()[0] == "status: waiting for good commit(s), bad commit known"
     assert snapshot(world) == before
     r = ok(world, "good", world.sha(0))
-    assert "roughly 9 steps" in r.stdout
+    assert "roughly 9 steps" in flat(r.stdout)
     assert start_line(world).endswith(f" {world.sha(300)} {world.sha(0)}")
     ok(world, "reset")
     assert snapshot(world) == before
@@ -109,7 +115,7 @@ def test_status_log_replay_reset_while_waiting(world: World, tmp_path: Path):
         "# status: waiting for good commit(s), bad commit known",
     ]
     r = ok(world, "reset")
-    assert "session ended" in r.stdout
+    assert "session ended" in flat(r.stdout)
     assert not (world.superproject / STATE / "waiting.json").exists()
     assert "not bisecting" in ok(world, "reset").stdout
     # The log replays to the same waiting session ...
@@ -122,7 +128,7 @@ def test_status_log_replay_reset_while_waiting(world: World, tmp_path: Path):
     started_log = tmp_path / "started.log"
     started_log.write_text(log + f"git bisect-patched good {world.sha(0)}\n")
     r = ok(world, "replay", str(started_log))
-    assert "[step 1] testing" in r.stdout
+    assert "[step 1] testing" in flat(r.stdout)
     assert start_line(world).endswith(f" {world.sha(300)} {world.sha(0)}")
     ok(world, "reset")
     assert snapshot(world) == before
@@ -188,7 +194,7 @@ def test_marking_an_end_again(world: World):
     # While waiting: the same end again is a note; the other side is refused.
     ok(world, "start", *TARGET, world.sha(300))
     r = ok(world, "bad", world.sha(300))
-    assert "is the bad end already; nothing to record" in r.stdout
+    assert "is the bad end already; nothing to record" in flat(r.stdout)
     assert "is the bad end; it cannot be good too" in refused(world, "good", world.sha(300))
     assert ok(world, "log").stdout.count("git bisect-patched bad ") == 1
     ok(world, "good", world.sha(0))
@@ -197,11 +203,11 @@ def test_marking_an_end_again(world: World):
     for word, rev, what in (("bad", world.sha(300), "is the bad end"),
                             ("good", world.sha(0), "is the good end")):
         r = ok(world, word, rev)
-        assert f"note: {rev[:12]} {what}; nothing to record" in r.stdout
+        assert f"note: {rev[:12]} {what}; nothing to record" in flat(r.stdout)
     ok(world, "bad", world.sha(250))
     log = ok(world, "log").stdout
     r = ok(world, "bad", world.sha(250), world.sha(300))
-    assert "is already marked bad; nothing to record" in r.stdout
+    assert "is already marked bad; nothing to record" in flat(r.stdout)
     assert ok(world, "log").stdout == log
     # Disagreeing marks keep their errors.
     assert "cannot mark good" in refused(world, "good", world.sha(300))
@@ -218,8 +224,8 @@ def test_terms_words_while_waiting(world: World):
         "Your current terms are fast for the old state", "and slow for the new state."]
     assert ok(world, "terms", "--term-bad").stdout == "slow\n"
     r = ok(world, "new", world.sha(300))
-    assert "status: waiting for fast commit(s), slow commit known" in r.stdout
-    assert "give 'git bisect-patched old REV'" in r.stdout
+    assert "status: waiting for fast commit(s), slow commit known" in flat(r.stdout)
+    assert "give 'git bisect-patched old REV'" in flat(r.stdout)
     assert f"git bisect-patched new {world.sha(300)}" in ok(world, "log").stdout
     assert "[step 1] testing" in ok(world, "old", world.sha(0)).stdout
     ok(world, "reset")

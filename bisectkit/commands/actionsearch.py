@@ -84,9 +84,15 @@ def aborted(kind: Kind, exc: BaseException, runs: list[Ran]) -> dict[str, Any]:
 
 
 def show(ctx: Context, result: Mapping[str, Any]) -> None:
-    """Print the answer (its JSON document)."""
-    for line in render_terminal(result):
+    """Print the answer (its JSON document): prose within the width, the IR diff (last)
+    whole, as diff prints it."""
+    diff = str(result.get("ir_diff") or "").rstrip("\n")
+    lines = render_terminal(result)
+    cut = len(lines) - (len(diff.split("\n")) if diff else 0)
+    for line in lines[:cut]:
         ctx.console.line(line)
+    for line in lines[cut:]:
+        ctx.console.whole(line)
 
 
 def exit_code(answer: Answer) -> int:

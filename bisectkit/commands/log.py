@@ -37,8 +37,8 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
         case Started():
             parts = ctx.reader(sp, store).parts
             lines = replaylog.git_log_lines(parts) if args.git else replaylog.log_lines(parts)
-    for line in lines:
-        ctx.console.line(line)
+    for line in lines:  # whole, however wide: 'replay' reads them back
+        ctx.console.whole(line)
     return 0
 
 

@@ -89,8 +89,8 @@ def visualize(ctx: Context, args: argparse.Namespace) -> int:
         lines = [fit(f"{short(sha)} {word:<{width}} "
                      f"{b.strategy.describe(sha).subject}", columns) for sha, word in rows]
     if not _paged(repo, lines):
-        for line in lines:
-            ctx.console.line(line)
+        for line in lines:  # --log: as git log prints it, never broken
+            (ctx.console.whole if args.log else ctx.console.line)(line)
     return 0
 
 

@@ -27,6 +27,7 @@ from bisectkit.model.requests import (
 )
 from bisectkit.model.sha import Sha, short
 from bisectkit.model.values import (
+    CANCELLED,
     DEFAULT_KEEP,
     DEFAULT_MAX_ENV_SKIPS,
     DEFAULT_MAX_SKIPS,
@@ -75,6 +76,7 @@ __all__ = [
     "PROJECT",
     "Rules",
     "RunOptions",
+    "CANCELLED",
     "SUPERPROJECT",
     "Sha",
     "UPSTREAM_KEY",

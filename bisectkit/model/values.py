@@ -49,6 +49,9 @@ UPSTREAM_KEY = "bisectkit.upstream"
 HOW_TO_CHOOSE_UPSTREAM = f"pass --upstream REF or set git config {UPSTREAM_KEY} REF"
 #: The superproject's key among the repositories a session moves.
 SUPERPROJECT = "."
+#: The phase (``bisectkit_phase``) and the word for a parallel step stopped because its
+#: verdict could no longer change the answer: the message, the panel and the summary agree.
+CANCELLED = "cancelled"
 #: How the git subcommand is typed (in messages and logs).
 GIT_PROG = "git bisect-patched"
 

@@ -118,7 +118,9 @@ def bisectkit_step_start(step: Step) -> None:
 @hookspec
 def bisectkit_phase(index: int, phase: str) -> None:
     """Step ``index`` enters ``phase``: ``"build"`` or ``"repro"`` (the checkout starts
-    with :func:`bisectkit_candidate`); the live status shows it.
+    with :func:`bisectkit_candidate`); the live status shows it. ``"cancelled"``: a
+    parallel step was stopped because its verdict could no longer change the answer
+    (no verdict follows).
 
     :param index: the step number (1-based).
     :param phase: the phase's name.

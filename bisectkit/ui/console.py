@@ -4,6 +4,7 @@ control characters of what it is given (:mod:`bisectkit.safetext`), never sends 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO, cast
@@ -14,11 +15,12 @@ from rich.text import Text
 
 from bisectkit import safetext
 from bisectkit.git.shapes import status_lines
-from bisectkit.model import CommitInfo, Upstream, short
+from bisectkit.model import CANCELLED, HOW_TO_CHOOSE_UPSTREAM, CommitInfo, short
 from bisectkit.model.documents import JobRow, StepDetails, StepJSON, TermsJSON
 from bisectkit.text import (
     INDENT,
     affecting_lines,
+    cells,
     clock,
     commit_lines,
     ellipsize,
@@ -27,6 +29,7 @@ from bisectkit.text import (
     fetched_total,
     fit,
     flow,
+    fold,
     moved,
     pack,
     plural,
@@ -37,6 +40,10 @@ from bisectkit.text import (
 from bisectkit.ui.livestatus import Panel, Status
 from bisectkit.ui.outstream import Resilient
 
+#: A command to copy and paste, alone on its line or after a short label (``next:``,
+#: ``bisect inside it:``): printed whole however wide, as a broken one would not run.
+_COMMAND = re.compile(r"\s*(?:[A-Za-z][\w ()-]{0,24}:\s+)?"
+                      r"(?:bisectkit|git|git-bisect-patched) (?!\S*:(?:\s|$))\S")
 _VERDICT_STYLE = {"good": "green", "bad": "red", "skip": "yellow"}
 _ACTION_STYLE = {"applied": "green", "dropped": "cyan", "empty": "dim", "conflict": "red"}
 
@@ -89,10 +96,20 @@ class Console:
         """Take the panel away (idempotent): what prints next comes after it."""
         self.panel.stop()
 
-    def line(self, text: str = "", style: str | None = None) -> None:
-        """Print plain text (no markup interpretation; control characters shown)."""
+    def line(self, text: str = "", style: str | None = None, more: str = "  ") -> None:
+        """Print plain text (no markup interpretation; control characters shown), each
+        line within the width: broken between words, continuations indented by ``more``
+        past the line's own indent."""
+        width = self._c.width
+        folded = [part for raw in safetext.lines(text).split("\n")
+                  for part in ([raw] if _COMMAND.match(raw) else fold(raw, width, more))]
         # A Text, not print(style=...): that style would also dim the live panel below.
-        self._c.print(Text(safetext.lines(text), style=style or ""))
+        self._c.print(Text("\n".join(folded), style=style or ""))
+
+    def whole(self, text: str, style: str | None = None) -> None:
+        """Print one line of data as it is, never broken: a log line that ``replay`` reads
+        back, git's answer line that scripts search for (control characters shown)."""
+        self._c.print(Text(safetext.one_line(text), style=style or ""))
 
     def header(self, lines: Sequence[str], total_steps: int) -> None:
         """The strategy's description of the bisection, then the expected step count."""
@@ -150,7 +167,10 @@ class Console:
             self.panel.show()
 
     def set_phase(self, index: int, phase: str) -> None:
-        """Step ``index`` entered ``phase`` (checkout, build, repro): the panel shows it."""
+        """Step ``index`` entered ``phase`` (checkout, build, repro; ``cancelled``: a
+        parallel step whose verdict no longer matters): the panel shows it."""
+        if phase == CANCELLED:
+            self.status.cancelled.add(index)
         if index == self.status.index:
             self.status.set_phase(phase)
             self.panel.refresh()
@@ -159,12 +179,13 @@ class Console:
         """A command starts (a plugin's phase: ``configure``, ``run 2/3``...)."""
         what = safetext.one_line(what)
         self.status.set_phase(what)
-        self._c.print(f"[dim]--- {escape(what)}: {escape(safetext.one_line(command))}[/]")
+        self.line(f"--- {what}: {safetext.one_line(command)}", style="dim")
         self.panel.refresh()
 
     def step_done(self, step: dict[str, Any]) -> None:
-        """``[step i] SHA verdict (reason)  timings``: what does not fit the width goes on
-        continuation lines: the rest of the reason (never cut), then the timings."""
+        """``[step i] SHA verdict (reason)  timings``: the reason ellipsized to the width
+        (the step's log and ``show-step`` keep it whole), the timings on a continuation
+        line when they do not fit beside it."""
         step = safetext.data(step)
         self.status.step_done(step)
         verdict = step["verdict"]
@@ -174,34 +195,39 @@ class Console:
         head = f"[step {step['index']}]{source} {short(step['commit'])} {shown} "
         times = step_times(step)
         tail = "".join(f"  {t}" for t in times)
-        reason = f"({step['reason']})"
-        spill = len(head) + len(reason) + len(tail) > self._c.width
-        reason, *more = flow(len(head), reason, self._c.width) if spill else [reason]
+        width = self._c.width
+        why, spill = fit(head + "(", step["reason"], ")" + tail, width)
+        reason = f"({ellipsize(why, width - cells(head) - 2) if spill else why})"
         self._c.print(Text.assemble(
             (f"[step {step['index']}]", "bold"), f"{source} {short(step['commit'])} ",
             (shown, f"bold {_VERDICT_STYLE.get(verdict, '')}"), " ", reason,
             "" if spill else tail))
-        for line in [*more, *pack(times, self._c.width, first=INDENT, sep="  ")] if spill else ():
+        for line in pack(times, width, first=INDENT, sep="  ") if spill else ():
             self.line(line)
         for flag in step.get("flags") or ():
             self.line(f"    flagged: {flag}", style="yellow")
 
     def summary(self, steps: Sequence[StepJSON], terms: TermsJSON | None = None) -> None:
         """How the steps went and what they cost (``terms``: the sides' words); steps
-        announced but never decided (an abort, Ctrl-C) count as stopped. Takes the live
-        panel away first: the run's last lines print after it."""
+        announced but never decided count as cancelled (a parallel step whose verdict no
+        longer mattered) or stopped (an abort, Ctrl-C). Takes the live panel away first:
+        the run's last lines print after it."""
         self.stop_live()
         old, new = words(terms)
         counts = {v: sum(1 for s in steps if s["verdict"] == v) for v in ("good", "bad", "skip")}
         cached = sum(1 for s in steps if s.get("source") == "cache")
-        stopped = len(self.status.open - {s["index"] for s in steps})
+        undecided = self.status.open - {s["index"] for s in steps}
+        cancelled = len(undecided & self.status.cancelled)
+        stopped = len(undecided) - cancelled
         build = sum(s.get("build_s") or 0 for s in steps)
         repro = sum(s.get("repro_s") or 0 for s in steps)
         written = sum(s.get("files_written") or 0 for s in steps)
         got = fetched_total(steps)
-        parts = [f"{plural(len(steps) + stopped, 'step')} ({counts['good']} {old}, "
+        unfinished = "".join(f", {n} {word}" for n, word in ((cancelled, CANCELLED),
+                                                             (stopped, "stopped")) if n)
+        parts = [f"{plural(len(steps) + len(undecided), 'step')} ({counts['good']} {old}, "
                  f"{counts['bad']} {new}, {counts['skip']} skip, {cached} cached"
-                 f"{f', {stopped} stopped' if stopped else ''});",
+                 f"{unfinished});",
                  f"build {build:.1f} s, repro {repro:.1f} s;",
                  f"{plural(written, 'file')} written" + (";" if got else "")]
         parts += [fetched(got)] if got else []
@@ -219,7 +245,8 @@ class Console:
         self.stop_live()
         info = safetext.commit(info)
         # The answer stands out on a terminal; piped, it is the plain line git prints.
-        self.line(f"{info.sha} is the first {term} commit", style="bold red")
+        # Whole, as git prints it, however narrow the terminal: scripts search for it.
+        self.whole(f"{info.sha} is the first {term} commit", style="bold red")
         for line in commit_lines(info, self._c.width):
             self.line(line)
         if details.get("patches"):
@@ -249,11 +276,15 @@ class Console:
                 self.line(f"  {text}")
             self.line(f"  stack: unknown: {d['unknown']}")
             return
-        self.line(f"  upstream    {d['upstream']} at {short(d['upstream_sha'])}")
-        note = Upstream(d["upstream"], d["upstream_sha"], d.get("upstream_guessed")).note()
-        if note:
-            self.line(f"  {note}")
-        self.line(f"  merge-base  {short(d['merge_base'])} {d['merge_base_subject']}")
+        guessed = d.get("upstream_guessed")
+        # Said once: where the upstream is and, when bisectkit guessed it, how and how to
+        # choose (a hanging indent under the value).
+        self.line(f"  upstream    {d['upstream']} at {short(d['upstream_sha'])}"
+                  + (f" (guessed: {guessed}; to choose, {HOW_TO_CHOOSE_UPSTREAM})"
+                     if guessed else ""), more=" " * 12)
+        width = self._c.width
+        self.line(ellipsize(f"  merge-base  {short(d['merge_base'])} "
+                            f"{d['merge_base_subject']}", width))
         for text in status_lines(d):
             self.line(f"  {text}")
         if d["clean"]:
@@ -263,16 +294,27 @@ class Console:
             self.line(f"  patched: {plural(n, 'local patch', 'local patches')} "
                       f"(what happens at {d['upstream']}):")
             for p in d["patches"]:
-                ref = short(p["refers_to"]) if p["refers_to"] else "-"
-                has = "upstream has it" if p["upstream_has_it"] else ""
-                style = _ACTION_STYLE.get(p["at_upstream_head"], "")
-                self._c.print(
-                    f"    {p['kind']:<11} {short(p['sha'])}  refers to {ref:<12}  "
-                    f"[{style}]{p['at_upstream_head']:<8}[/] {escape(p['subject'])}"
-                    f"{'  (' + has + ')' if has else ''}"
-                )
-        for text in affecting_lines(d, limit):
-            self.line(text)
+                self._patch_row(p, width)
+        heading, *commits = affecting_lines(d, limit)
+        self.line(heading)
+        for text in commits:  # a commit per line, its subject ellipsized
+            self.line(ellipsize(text, width))
+
+    def _patch_row(self, p: dict[str, Any], width: int) -> None:
+        """``kind sha action subject  (refers to X, upstream has it)``: the subject
+        ellipsized, the note on a continuation line when it leaves the subject too little."""
+        prefix, action = f"    {p['kind']:<11} {short(p['sha'])}  ", f"{p['at_upstream_head']:<8}"
+        head = f"{prefix}{action} "
+        notes = ([f"refers to {short(p['refers_to'])}"] if p["refers_to"] else []) + \
+            (["upstream has it"] if p["upstream_has_it"] else [])
+        tail = f"  ({', '.join(notes)})" if notes else ""
+        subject, spill = fit(head, p["subject"], tail, width)
+        self._c.print(Text.assemble(
+            prefix, (action, _ACTION_STYLE.get(p["at_upstream_head"], "")), " ", subject,
+            "" if spill else tail))
+        if spill and tail:
+            self.line(" " * 8 + tail.strip(), style="dim")
 
     def error(self, message: str) -> None:
-        self._c.print(f"[red]{escape(safetext.one_line(message))}[/]")
+        """One error line in red (broken between words when wider than the terminal)."""
+        self.line(safetext.one_line(message), style="red")

@@ -55,6 +55,8 @@ class Status:
         self.jobs: list[dict[str, Any]] = []
         #: Steps announced whose verdict was not recorded (yet): an abort's unfinished ones.
         self.open: set[int] = set()
+        #: Parallel steps cancelled: their verdict could no longer change the answer.
+        self.cancelled: set[int] = set()
 
     def candidate(self, index: int, commit: str, subject: str, remaining: int,
                   steps_left: int) -> None:
@@ -73,6 +75,8 @@ class Status:
     def step_done(self, record: dict[str, Any]) -> None:
         with self._lock:
             self.open.discard(record["index"])
+            if record["index"] == self.index:  # its phase is over: the header says so
+                self.phase, self.phase_since = "done", time.monotonic()
             if record.get("source") in _TIMED and (record.get("build_s") is not None or
                                                    record.get("repro_s") is not None):
                 self.durations.append(sum(record.get(k) or 0.0 for k in
@@ -106,7 +110,12 @@ def render(status: Status, width: int, now: float | None = None) -> RenderableTy
                              f"{eta_text(status.eta(now))}")
     lines.append(_one_line(progress, width))
     if status.index:
-        phase = f"{status.phase} {clock(now - status.phase_since)}" if status.phase else ""
+        # In a parallel run the step's row in the table is what its worker last said:
+        # the header shows the same phase and time, never a stale "checkout".
+        row = next((r for r in status.jobs if r["index"] == status.index), None)
+        name, spent = ((row["phase"], float(row["elapsed"])) if row is not None
+                       else (status.phase, now - status.phase_since))
+        phase = f"{name} {clock(spent)}" if name else ""
         lines.append(_one_line(Text.assemble((phase, "bold cyan"), "  ",
                                              (short(status.commit), "bold"), " ",
                                              status.subject), width))
@@ -124,19 +133,37 @@ def _one_line(text: Text, width: int) -> Text:
     return text
 
 
+#: The table's short columns and their widths; the candidate and the last output line
+#: share the rest, the candidate first: it is what the row is about.
+_FIXED = {"worker": 12, "step": 4, "phase": 8, "elapsed": 7}
+#: Columns the candidate keeps before the last output line gets any: its short sha and
+#: enough of its subject to know it again.
+CANDIDATE_ROOM = 40
+#: Below this width the last output line is left out of the table (the candidate keeps
+#: the room); the panel's own output line above still shows the current step's.
+_LAST_LINE_FROM = 12
+
+
 def jobs_table(rows: Sequence[dict[str, Any]], width: int, now: float) -> Table:
     """The steps in flight of a parallel run, one row each, within ``width`` columns: the
-    short columns keep their size, the candidate and the last output line share the rest."""
-    table = Table(box=None, pad_edge=False, show_edge=False, expand=True, width=width)
-    fixed = {"worker": 12, "step": 4, "phase": 8, "elapsed": 7}
-    for name in ("worker", "step", "phase", "elapsed", "candidate", "last output line"):
-        table.add_column(name, no_wrap=True, overflow="ellipsis", width=fixed.get(name),
-                         ratio=None if name in fixed else 1)
+    short columns keep their size, the candidate gets up to :data:`CANDIDATE_ROOM` columns
+    of the rest, the last output line what remains (none when too little)."""
+    table = Table(box=None, pad_edge=False, show_edge=False, width=width)
+    short_ones = dict(_FIXED, worker=8) if width < 70 else _FIXED  # the worker gives first
+    fixed = sum(short_ones.values()) + 2 * len(short_ones)  # a column and the gap after it
+    rest = max(width - fixed, 8)
+    last = rest - CANDIDATE_ROOM - 2  # a column and the gap before it
+    candidate = CANDIDATE_ROOM if last >= _LAST_LINE_FROM else rest
+    names = [*short_ones, "candidate"] + (["last output line"] if last >= _LAST_LINE_FROM
+                                          else [])
+    sizes = {**short_ones, "candidate": candidate, "last output line": last}
+    for name in names:
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=sizes[name])
     for row in rows:
         cells = (row.get("where") or "-", str(row["index"]), row["phase"],
                  clock(row["elapsed"]), f"{short(row['commit'])} {row.get('subject', '')}",
                  row.get("line", ""))
-        table.add_row(*(Text(cell) for cell in cells))  # Text: a subject is not markup
+        table.add_row(*(Text(cell) for cell in cells[:len(names)]))  # Text: not markup
     return table
 
 

@@ -28,7 +28,7 @@ from bisectkit.engine import Decision
 from bisectkit.errors import BadInput
 from bisectkit.git.repo import Repo
 from bisectkit.git.shapes.base import add_fetched
-from bisectkit.model import SUPERPROJECT, RunOptions, StepRecord, short
+from bisectkit.model import CANCELLED, SUPERPROJECT, RunOptions, StepRecord, short
 from bisectkit.model.documents import JobRow
 from bisectkit.pipeline import descent
 from bisectkit.pipeline.bisection import Bisection
@@ -237,7 +237,8 @@ class ParallelBisection(Bisection):
         self.pool.cancel(job.control, job.future)
         self._forget(job)
         self._stopped.append(job.future)
-        self.hooks.message(f"step {job.index} ({short(job.commit)}) cancelled: its verdict can "
+        self.hooks.phase(job.index, CANCELLED)  # the summary counts it as such
+        self.hooks.message(f"step {job.index} ({short(job.commit)}) {CANCELLED}: its verdict can "
                            "no longer change the answer", "note")
 
     def _forget(self, job: Job) -> None:
