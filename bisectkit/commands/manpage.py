@@ -197,13 +197,13 @@ def show_manual(parser: argparse.ArgumentParser, out: TextIO) -> int:
 
 
 def manual_page(page: str) -> Path | None:
-    """The page ``page`` that belongs to this bisectkit: installed with it (a wheel puts
-    data files under the install scheme's data path), else the checkout's copy (an editable
-    install installs no data files)."""
+    """The page ``page`` that belongs to this bisectkit: the checkout's copy when it runs
+    from one (an editable install: that copy is current, the one installed beside it is a
+    snapshot), else the one installed with it (under the install scheme's data path)."""
     name = f"{page}.1"
     data = [sysconfig.get_path("data"),
             sysconfig.get_path("data", sysconfig.get_preferred_scheme("user"))]
-    for directory in [*(Path(d) / MAN_DIR for d in data if d), SOURCE_DIR]:
+    for directory in [SOURCE_DIR, *(Path(d) / MAN_DIR for d in data if d)]:
         if (directory / name).is_file():
             return directory / name
     return None
