@@ -237,14 +237,17 @@ def test_git_bisect_patched_help_opens_the_page_after_an_editable_install(
 
 
 @needs_man
-def test_an_editable_install_links_the_pages_where_man_finds_them(tmp_path: Path) -> None:
-    """--install links the checkout's pages into a prefix man searches (a pyenv user's)."""
-    prefix = tmp_path / "prefix"
-    (prefix / "bin").mkdir(parents=True)
+def test_install_links_the_pages_where_man_finds_them_through_pyenvs_shims(
+        tmp_path: Path) -> None:
+    """pyenv runs programs through <root>/shims, so man never searches the version's prefix:
+    --install "$(pyenv root)" links the pages into <root>/share/man, which man finds from
+    <root>/shims on PATH."""
+    root = tmp_path / "pyenv"
+    (root / "shims").mkdir(parents=True)
     done = subprocess.run([sys.executable, "-m", "bisectkit.commands.manpage", "--install",
-                           str(prefix)], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == [str(prefix / manpage.MAN_DIR / n) for n in manpage.PAGES]
-    env = _man_env(tmp_path, PATH=f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+                           str(root)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [str(root / manpage.MAN_DIR / n) for n in manpage.PAGES]
+    env = _man_env(tmp_path, PATH=f"{root / 'shims'}{os.pathsep}{os.environ['PATH']}")
     where = subprocess.run(["man", "-w", "git-bisect-patched"], capture_output=True, text=True,
                            env=env)
     assert where.returncode == 0
