@@ -46,9 +46,9 @@ def programs_of_this_python() -> Iterator[None]:
     environment does.
 
     Otherwise ``<venv>/bin/python -m pytest`` run without activating the venv tests whatever
-    bisectkit ``PATH`` finds first, another install's, and a pyenv Python (``PATH`` has
-    only ``~/.pyenv/shims``) pays pyenv's shim, a bash script, on each of the thousands of
-    runs. Left alone where no bisectkit is installed with this Python.
+    bisectkit ``PATH`` finds first: another install's (say, pyenv's shim of it, a bash
+    script more on each of the thousands of runs, running other code). Left alone where no
+    bisectkit is installed with this Python.
     """
     scripts = sysconfig.get_path("scripts")
     saved = os.environ["PATH"]

@@ -27,8 +27,8 @@ def start(world: World, bad: str, good: str, *extra: str) -> subprocess.Complete
 @pytest.mark.parametrize("program", ["bisectkit", "git-bisect-patched"])
 def test_the_tests_run_the_programs_installed_with_this_python(world: World, program: str):
     """What the tests (and git, for ``git bisect-patched``) run is the bisectkit installed
-    with the Python running them (conftest puts its scripts folder first on PATH): not the
-    one another install puts on PATH (a venv not activated), nor pyenv's shim of it."""
+    with the Python running them (conftest puts its scripts folder first on PATH), also
+    from a venv not activated: not the one another install puts on PATH first."""
     scripts = Path(sysconfig.get_path("scripts"))
     if not (scripts / program).is_file():
         pytest.skip(f"no {program} is installed with {scripts}")
