@@ -6,20 +6,26 @@ workers started with the ``dask`` CLI, real signals); one parametrized case is
 one attack. "Held" means the test passed: bisectkit kept the user's work, gave
 no wrong answer and said what it could not know. The kill tortures at every
 git command run in full from ``scripts/torture.py`` and
-``scripts/torture_shapes.py`` (their samples are in the "kills" family here).
+``scripts/torture_shapes.py`` (their samples are in the "kills" family here);
+``--full`` makes the kill tests' own sweeps try every point instead of their
+sample (``torture.FULL_ENV``).
 
     python3 scripts/attacks.py            # every family (about the suite's time)
     python3 scripts/attacks.py --family cluster --family cache
+    python3 scripts/attacks.py --family kills --full
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from torture import FULL_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,13 +63,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--family", action="append", choices=sorted(FAMILIES),
                         help="a family to run (repeatable; default: all)")
+    parser.add_argument("--full", action="store_true",
+                        help="the kill tests try every kill point of their sweeps, not the "
+                             "suite's sample (much longer)")
     args = parser.parse_args()
     chosen = args.family or list(FAMILIES)
+    env = dict(os.environ, **({FULL_ENV: "1"} if args.full else {}))
     files = {f"tests/{name}.py": family for family in chosen for name in FAMILIES[family][1]}
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        f"--junitxml={report}", *files], cwd=ROOT, check=False)
+                        f"--junitxml={report}", *files], cwd=ROOT, check=False, env=env)
         cases = ET.parse(report).getroot().iter("testcase")
         tally = {family: [0, 0, 0] for family in chosen}  # tried, held, skipped
         for case in cases:

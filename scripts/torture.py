@@ -48,6 +48,7 @@ any state was dirty or any answer wrong.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import signal
 import tempfile
@@ -91,10 +92,21 @@ from torture_worlds import (
     with_jobs,
 )
 
-__all__ = ["DAMAGES", "STOP_SIGNALS", "Baseline", "Round", "Scenario", "baseline",
-           "decorate", "delay_round", "family_rounds", "fingerprint", "full_state",
+__all__ = ["DAMAGES", "FULL_ENV", "STOP_SIGNALS", "Baseline", "Round", "Scenario", "baseline",
+           "decorate", "delay_round", "every", "family_rounds", "fingerprint", "full_state",
            "git_commands", "kill_round", "parallel_round", "scenarios", "with_jobs",
            "write_shim"]
+
+#: Set (to anything but "" or "0"; ``scripts/attacks.py --full`` sets it), the kill tests
+#: of the suite try every kill point of their sweeps instead of the sample that keeps the
+#: suite within its time.
+FULL_ENV = "BISECTKIT_TORTURE_FULL"
+
+
+def every(sampled: int) -> int:
+    """A sweep's stride: ``sampled`` in the suite, 1 (every point) under :data:`FULL_ENV`."""
+    return 1 if os.environ.get(FULL_ENV, "") not in ("", "0") else sampled
+
 
 #: Kept for scripts/torture_shapes.py.
 _exe = exe

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,25 @@ def bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def programs_of_this_python() -> Iterator[None]:
+    """The tests run the ``bisectkit`` and ``git-bisect-patched`` installed with the Python
+    that runs them: its scripts folder first on ``PATH``, as activating its virtual
+    environment does.
+
+    Otherwise ``<venv>/bin/python -m pytest`` run without activating the venv tests whatever
+    bisectkit ``PATH`` finds first: another install's (say, pyenv's shim of it, a bash
+    script more on each of the thousands of runs, running other code). Left alone where no
+    bisectkit is installed with this Python.
+    """
+    scripts = sysconfig.get_path("scripts")
+    saved = os.environ["PATH"]
+    if (Path(scripts) / "bisectkit").is_file():
+        os.environ["PATH"] = os.pathsep.join([scripts, saved])
+    yield
+    os.environ["PATH"] = saved
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,9 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,17 @@ SESSION = Path(".git/bisectkit/session.json")
 def start(world: World, bad: str, good: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return git_cli(world, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
                    *extra, bad, good)
+
+
+@pytest.mark.parametrize("program", ["bisectkit", "git-bisect-patched"])
+def test_the_tests_run_the_programs_installed_with_this_python(world: World, program: str):
+    """What the tests (and git, for ``git bisect-patched``) run is the bisectkit installed
+    with the Python running them (conftest puts its scripts folder first on PATH), also
+    from a venv not activated: not the one another install puts on PATH first."""
+    scripts = Path(sysconfig.get_path("scripts"))
+    if not (scripts / program).is_file():
+        pytest.skip(f"no {program} is installed with {scripts}")
+    assert shutil.which(program, path=world.env["PATH"]) == str(scripts / program)
 
 
 def test_by_hand_then_log_replay_reset(world: World, tmp_path: Path):

@@ -3,7 +3,8 @@
 The harness is ``scripts/torture.py`` (a git shim on PATH that stops
 bisectkit at its Nth git command); this module runs a sample of the kill
 points of a short run (:func:`sample`: the first git of each kind, then one
-git that writes in four and one that only reads in twenty), for both
+git that writes in twelve and one that only reads in sixty; every point with
+``scripts/attacks.py --family kills --full``), for both
 strategies, cycling through the ways to die: SIGKILL before the git command,
 during it (git goes on and finishes, as a real checkout does), just after it,
 and SIGINT/SIGTERM/SIGHUP/SIGQUIT after it. After each: ``git bisect-patched
@@ -20,10 +21,13 @@ import signal
 from pathlib import Path
 
 import pytest
-from torture import STOP_SIGNALS, Scenario, delay_round, kill_round, scenarios
+from torture import STOP_SIGNALS, Scenario, delay_round, every, kill_round, scenarios
 from torture_kill import git_log
 
 MODES = ("after", "during", "before", "signal")
+#: One writing git in WRITERS_EVERY and one reading git in READERS_EVERY, besides the first
+#: of each kind (every one under torture.FULL_ENV: scripts/attacks.py --full).
+WRITERS_EVERY, READERS_EVERY = every(12), every(60)
 #: git commands that only read (a kill there leaves what the git before it left).
 READERS = frozenset({"status", "ls-files", "cat-file", "rev-parse", "ls-tree"})
 
@@ -64,7 +68,7 @@ def test_kill_at_every_git_command(worlds: dict[str, Scenario], name: str,
     log = git_log(scenario, tmp_path)
     assert len(log) >= 20, "the run should exercise several steps and the restore"
     rounds = []
-    for i, n in enumerate(sample(log, 6, 30)):
+    for i, n in enumerate(sample(log, WRITERS_EVERY, READERS_EVERY)):
         mode = MODES[i % len(MODES)]
         rounds.append(kill_round(scenario, n, mode, tmp_path, STOP_SIGNALS[n % 4]))
     bad = [r.describe() for r in rounds if not r.ok]
@@ -87,7 +91,8 @@ def test_kill_during_a_manual_session_and_its_reset(worlds: dict[str, Scenario],
                                                     tmp_path: Path) -> None:
     """start, run and reset as separate commands, killed anywhere (reset included)."""
     scenario = worlds["manual"]
-    points = sample(git_log(scenario, tmp_path), 6, 30)
+    points = sample(git_log(scenario, tmp_path), WRITERS_EVERY,
+                    READERS_EVERY)
     rounds = [kill_round(scenario, n, MODES[i % 3], tmp_path) for i, n in enumerate(points)]
     bad = [r.describe() for r in rounds if not r.ok]
     assert not bad, "\n".join(bad)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers.histories import SMALL, check_script, side_history
 from helpers.worlds import SUBMODULE, World
-from torture import decorate, fingerprint, write_shim
+from torture import decorate, every, fingerprint, write_shim
 
 STATE = Path(".git/bisectkit")
 TARGET = ["--submodule", SUBMODULE, "--upstream", "upstream/main"]
@@ -143,7 +143,8 @@ def test_the_completing_mark_stopped_between_its_state_files_leaves_waiting_or_a
 
 
 def test_the_completing_mark_killed_at_each_git_command(fresh: Any, tmp_path: Path) -> None:
-    """Its git commands (the first checkout): a session every time; reset restores."""
+    """Its git commands (the first checkout), one in three (each one with
+    ``scripts/attacks.py --full``): a session every time; reset restores."""
     w = fresh()
     before = fingerprint(w)
     assert gbp(w, "start", *TARGET).returncode == 0
@@ -154,7 +155,7 @@ def test_the_completing_mark_killed_at_each_git_command(fresh: Any, tmp_path: Pa
     total = int((tmp_path / "shim" / "count").read_text())
     assert total >= 3
     modes = ("after", "during", "before", "signal")
-    for n in range(1, total + 1):
+    for n in sorted({*range(1, total + 1, every(3)), total}):  # 3: prime to the 4 modes
         shutil.rmtree(w.superproject)
         shutil.copytree(saved, w.superproject, symlinks=True)
         gbp(w, "good", w.sha(0), env=shimmed(tmp_path, n, modes[n % len(modes)]))
@@ -166,7 +167,8 @@ def test_the_completing_mark_killed_at_each_git_command(fresh: Any, tmp_path: Pa
 
 def test_reset_to_a_commit_killed_anywhere_keeps_the_users_branches(
         fresh: Any, tmp_path: Path) -> None:
-    """``reset side`` killed at each git command (restore, then the checkout): the branches
+    """``reset side`` killed at each git command (restore, then the checkout; one in three,
+    each one with ``scripts/attacks.py --full``): the branches
     are never touched, and ``reset side`` again ends on side with everything restored (or,
     killed once the session was over, says there is nothing to end)."""
     w = fresh(integrate=True)
@@ -190,7 +192,7 @@ def test_reset_to_a_commit_killed_anywhere_keeps_the_users_branches(
     on_side = fingerprint(w)
     assert on_side["super branch"] == "refs/heads/side"
     modes = ("after", "during", "before", "signal")
-    for n in range(1, total + 1):
+    for n in sorted({*range(1, total + 1, every(3)), total}):  # 3: prime to the 4 modes
         w.git(sp, "checkout", "-q", "main")
         assert fingerprint(w) == before
         assert gbp(w, *start).returncode == 0
@@ -211,7 +213,8 @@ def test_reset_to_a_commit_killed_anywhere_keeps_the_users_branches(
 def test_all_parents_run_with_a_skip_range_killed_then_continued(
         fresh: Any, tmp_path: Path) -> None:
     """A manual ``--all-parents`` session (descends into a merge) with ``skip A..B``, killed
-    at every ninth git command; the same commands again (no reset) give the same answer, and
+    at every 13th git command (each one with ``scripts/attacks.py --full``); the same commands
+    again (no reset) give the same answer, and
     reset restores everything."""
     w = fresh(spec=SMALL)
     c = side_history(w, w.superproject, bug_on="s2")
@@ -228,7 +231,7 @@ def test_all_parents_run_with_a_skip_range_killed_then_continued(
     assert answer in r.stdout.splitlines()
     total = int((tmp_path / "shim" / "count").read_text())
     modes = ("after", "during", "before", "signal")
-    for n in range(1, total + 1, 9):  # 9: prime to the 4 modes
+    for n in range(1, total + 1, every(13)):  # 13: prime to the 4 modes
         shutil.rmtree(w.superproject)
         shutil.copytree(saved, w.superproject, symlinks=True)
         env = shimmed(tmp_path, n, modes[n % 4], signal.SIGQUIT)

@@ -77,28 +77,98 @@ def test_every_subcommand_has_a_description_and_an_example(git_mode: bool) -> No
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built for real from a copy of the checkout."""
-    where = tmp_path_factory.mktemp("wheel")
-    src = where / "src"
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the checkout to build and install from (a build writes into its tree)."""
+    src = tmp_path_factory.mktemp("source") / "bisectkit"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
         ".git", "*.egg-info", "build", "dist", "__pycache__", ".*_cache", ".benchmarks"))
-    # setuptools < 70.1 builds wheels only with the 'wheel' package (in bisectkit[test]);
-    # without it, let pip fetch the build requirements instead.
-    isolation = ["--no-build-isolation"] if _has_bdist_wheel() else []
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation,
-                           "-w", str(where / "dist"), str(src)],
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built for real from a copy of the checkout."""
+    dist = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                           *_build_isolation(), "-w", str(dist), str(source)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    (built,) = (where / "dist").glob("bisectkit-*.whl")
+    (built,) = dist.glob("bisectkit-*.whl")
     return built
 
 
-def _has_bdist_wheel() -> bool:
+def _build_isolation() -> list[str]:
+    """Build with this environment's setuptools (bisectkit[test] has it, and 'wheel': setuptools
+    < 70.1 builds wheels only with it); without them, let pip fetch the build requirements."""
+    if importlib.util.find_spec("setuptools") is None:
+        return []
     import setuptools
 
     major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
-    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+    if (major, minor) < (64, 0):  # no PEP 660 (pip install -e) before 64
+        return []
+    has_bdist_wheel = (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+    return ["--no-build-isolation"] if has_bdist_wheel else []
+
+
+def _venv(where: Path) -> Path:
+    """A fresh virtual environment of this Python, to install bisectkit into, that sees the
+    packages of the environment running the tests (pygit2, ...) behind its own.
+
+    Not --system-site-packages: that exposes the *base* interpreter's site-packages, and when
+    the tests run from a virtual environment (the README's set-up) the base has no pygit2.
+    One .pth line per site directory of this environment instead: plain path lines, so the
+    .pth files in them (an editable bisectkit's finder) are not run, and the venv's own
+    bisectkit comes first. pip installs with --ignore-installed, so it never uninstalls the
+    bisectkit it sees through them."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; "
+                              "print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    outer = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")
+             and Path(p).is_dir() and Path(p) != Path(purelib)]
+    Path(purelib, "_the_tests_environment.pth").write_text("\n".join(outer) + "\n",
+                                                          encoding="utf-8")
+    return python
+
+
+def _install(python: Path, *what: str) -> None:
+    isolation = _build_isolation()  # an isolated build fetches its requirements
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                           "--ignore-installed", *isolation,
+                           *(["--no-index"] if isolation else []), *what],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _in_venv_env(tmp_path: Path, venv: Path) -> dict[str, str]:
+    """The venv's bin first on PATH, as activating it does, and its own bisectkit (the
+    PYTHONPATH of a worktree's test run left out)."""
+    env = _man_env(tmp_path, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _git_help_shows_the_pages(env: dict[str, str], cwd: Path) -> None:
+    """'git bisect-patched --help' (git runs 'man git-bisect-patched') and 'man bisectkit'."""
+    shown = subprocess.run(["git", "bisect-patched", "--help"], capture_output=True, text=True,
+                           env=env, stdin=subprocess.DEVNULL, cwd=cwd, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("GIT-BISECT-PATCHED(1)")
+    assert "EXIT STATUS" in shown.stdout
+    shown = subprocess.run(["man", "bisectkit"], capture_output=True, text=True, env=env,
+                           stdin=subprocess.DEVNULL, cwd=cwd, timeout=60)
+    assert (shown.returncode, shown.stdout.split()[:1]) == (0, ["BISECTKIT(1)"]), shown.stderr
+
+
+def test_the_wheel_ships_every_module(wheel: Path) -> None:
+    """pyproject.toml lists the packages one by one: a new one left out breaks every import
+    of it from a wheel install (an editable install, running from the checkout, works)."""
+    with zipfile.ZipFile(wheel) as whl:
+        shipped = set(whl.namelist())
+    modules = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "bisectkit").rglob("*.py"))]
+    assert [m for m in modules if m not in shipped] == []
 
 
 @needs_man
@@ -134,20 +204,13 @@ def test_git_bisect_patched_help_opens_the_page_installed_from_the_wheel(
     """git turns 'git bisect-patched --help' into 'man git-bisect-patched'; man finds the page
     in <venv>/share/man because <venv>/bin is on PATH."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
-                    str(venv)], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
-                    "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
-                   capture_output=True)
+    python = _venv(venv)
+    _install(python, str(wheel))
     assert sorted(p.name for p in (venv / manpage.MAN_DIR).iterdir()) == PAGES
-    env = _man_env(tmp_path, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    shown = subprocess.run(["git", "bisect-patched", "--help"], capture_output=True, text=True,
-                           env=env, stdin=subprocess.DEVNULL, cwd=tmp_path, timeout=60)
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.startswith("GIT-BISECT-PATCHED(1)")
-    assert "EXIT STATUS" in shown.stdout
+    env = _in_venv_env(tmp_path, venv)
+    _git_help_shows_the_pages(env, tmp_path)
     # Run directly in a terminal, the installed bisectkit opens the page installed with it.
-    found = subprocess.run([str(venv / "bin" / "python"), "-c",
+    found = subprocess.run([str(python), "-c",
                             "from bisectkit.commands.manpage import manual_page as m; "
                             "print(m('git-bisect-patched'))"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
@@ -155,14 +218,36 @@ def test_git_bisect_patched_help_opens_the_page_installed_from_the_wheel(
 
 
 @needs_man
-def test_an_editable_install_links_the_pages_where_man_finds_them(tmp_path: Path) -> None:
-    """pip install -e installs no data files: --install links them into the prefix."""
-    prefix = tmp_path / "prefix"
-    (prefix / "bin").mkdir(parents=True)
+def test_git_bisect_patched_help_opens_the_page_after_an_editable_install(
+        source: Path, tmp_path: Path) -> None:
+    """The README's 'pip install -e .' installs the pages too (setuptools alone leaves data
+    files out of editable installs: build_backend/bisectkit_build.py adds them)."""
+    venv = tmp_path / "venv"
+    python = _venv(venv)
+    _install(python, "-e", str(source))
+    assert sorted(p.name for p in (venv / manpage.MAN_DIR).iterdir()) == PAGES
+    env = _in_venv_env(tmp_path, venv)
+    _git_help_shows_the_pages(env, tmp_path)
+    # The editable bisectkit runs from the checkout, whose pages are the current ones.
+    found = subprocess.run([str(python), "-c",
+                            "from bisectkit.commands.manpage import manual_page as m; "
+                            "print(m('git-bisect-patched'))"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+    assert found.stdout.strip() == str(source / manpage.MAN_DIR / "git-bisect-patched.1")
+
+
+@needs_man
+def test_install_links_the_pages_where_man_finds_them_through_pyenvs_shims(
+        tmp_path: Path) -> None:
+    """pyenv runs programs through <root>/shims, so man never searches the version's prefix:
+    --install "$(pyenv root)" links the pages into <root>/share/man, which man finds from
+    <root>/shims on PATH."""
+    root = tmp_path / "pyenv"
+    (root / "shims").mkdir(parents=True)
     done = subprocess.run([sys.executable, "-m", "bisectkit.commands.manpage", "--install",
-                           str(prefix)], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == [str(prefix / manpage.MAN_DIR / n) for n in manpage.PAGES]
-    env = _man_env(tmp_path, PATH=f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+                           str(root)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [str(root / manpage.MAN_DIR / n) for n in manpage.PAGES]
+    env = _man_env(tmp_path, PATH=f"{root / 'shims'}{os.pathsep}{os.environ['PATH']}")
     where = subprocess.run(["man", "-w", "git-bisect-patched"], capture_output=True, text=True,
                            env=env)
     assert where.returncode == 0

@@ -10,8 +10,9 @@ Everything a page says about the commands comes from
     python3 -m bisectkit.commands.manpage --write
 
 ``git bisect-patched --help`` never reaches bisectkit: git runs ``man
-git-bisect-patched``, which finds the page installed with the wheel
-(``<prefix>/share/man/man1``, found from ``<prefix>/bin`` on PATH). Run directly,
+git-bisect-patched``, which finds the page installed with the package, editable or not
+(``<prefix>/share/man/man1``, found from ``<prefix>/bin`` on PATH;
+``build_backend/bisectkit_build.py`` puts the pages in editable wheels). Run directly,
 ``--help`` opens the same page in a terminal and prints argparse's help otherwise
 (a pipe, CI), so it never waits for a pager nobody reads.
 """
@@ -199,13 +200,13 @@ def show_manual(parser: argparse.ArgumentParser, out: TextIO) -> int:
 
 
 def manual_page(page: str) -> Path | None:
-    """The page ``page`` that belongs to this bisectkit: installed with it (a wheel puts
-    data files under the install scheme's data path), else the checkout's copy (an editable
-    install installs no data files)."""
+    """The page ``page`` that belongs to this bisectkit: the checkout's copy when it runs
+    from one (an editable install: that copy is current, the one installed beside it is a
+    snapshot), else the one installed with it (under the install scheme's data path)."""
     name = f"{page}.1"
     data = [sysconfig.get_path("data"),
             sysconfig.get_path("data", sysconfig.get_preferred_scheme("user"))]
-    for directory in [*(Path(d) / MAN_DIR for d in data if d), SOURCE_DIR]:
+    for directory in [SOURCE_DIR, *(Path(d) / MAN_DIR for d in data if d)]:
         if (directory / name).is_file():
             return directory / name
     return None
@@ -241,17 +242,19 @@ def write(directory: Path = SOURCE_DIR) -> list[Path]:
 
 
 def install(prefix: Path) -> list[Path]:
-    """Link the checkout's pages into ``prefix``/share/man/man1, where man looks for the
-    programs in ``prefix``/bin: an editable install (``pip install -e``) installs no data
-    files. Links, so a regenerated page is seen at once."""
+    """Link this bisectkit's pages (:func:`manual_page`) into ``prefix``/share/man/man1,
+    where man looks for the programs in ``prefix``/bin (or ``prefix``/shims): for a Python
+    whose install prefix man does not search, such as pyenv's. Links, so a regenerated page
+    is seen at once."""
     target = prefix / MAN_DIR
     target.mkdir(parents=True, exist_ok=True)
     linked = []
     for name in PAGES:
+        page = manual_page(name.removesuffix(".1")) or SOURCE_DIR / name
         link = target / name
         if link.is_symlink() or link.exists():
             link.unlink()
-        link.symlink_to(SOURCE_DIR / name)
+        link.symlink_to(page)
         linked.append(link)
     return linked
 
@@ -265,7 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     what.add_argument("--check", action="store_true", help="exit 1 if a page is out of date")
     what.add_argument("--install", nargs="?", const=sys.prefix, metavar="PREFIX",
                       help=f"link the pages into PREFIX/{MAN_DIR} (default PREFIX: "
-                           f"{sys.prefix}), for an editable install")
+                           f"{sys.prefix}), for a Python whose prefix man does not "
+                           f"search (pyenv: PREFIX $(pyenv root))")
     what.add_argument("--print", choices=sorted(PAGES), metavar="PAGE",
                       help="print a page's roff source")
     ap.add_argument("--dir", type=Path, default=SOURCE_DIR,
