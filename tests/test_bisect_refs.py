@@ -10,6 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+from helpers.states import full_state, killed_at
 from helpers.worlds import SUBMODULE, World, git_cli
 
 GOOD_IF = "device .* not found"
@@ -167,3 +169,19 @@ def test_the_next_mark_after_a_kill_mid_write_publishes_again(world: World):
     assert f"{ref} {world.sha(190)}" in bisect_refs(world, sub)
     ok(world, "reset")
     assert bisect_refs(world, sub) == []
+
+
+@pytest.mark.parametrize("mode", ["after", "during"])
+def test_a_mark_killed_at_its_publication_is_reset_to_nothing(world: World, tmp_path: Path,
+                                                              mode: str):
+    """``good`` SIGKILLed at its first ``update-ref`` in the submodule, ``--stdin`` (the
+    publication) included, after it or while it runs: reset leaves every repository as
+    before and no ``refs/bisect/*``."""
+    before = full_state(world)
+    ok(world, "start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
+       world.sha(300), world.sha(0))
+    killed_at(world, tmp_path, "update-ref", mode, "good", only_in=world.submodule,
+              publishing=True)
+    ok(world, "reset")
+    assert bisect_refs(world, world.submodule) == []
+    assert full_state(world) == before

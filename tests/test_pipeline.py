@@ -218,10 +218,21 @@ def _skip(reason: str, environment: str | None = None) -> StepRecord:
 
 def test_skips_in_a_row_for_the_same_reason_stop_at_the_limit() -> None:
     breaker = SkipBreaker(0, 3)
-    for reason in ("build failed (exit 2)", "build failed (exit 1)"):
+    for reason in ("timed out after 1 s", "timed out after 2 s"):
         breaker.tested(_skip(reason))
-    with pytest.raises(Aborted, match=r"3 steps in a row were skipped \(build failed\)"):
+    with pytest.raises(Aborted, match=r"3 steps in a row were skipped \(timed out\)"):
+        breaker.tested(_skip("timed out after 1 s"))
+
+
+def test_failed_builds_never_stop_a_run() -> None:
+    """A broken upstream range around the midpoint is walked one neighbour at a time."""
+    breaker = SkipBreaker(0, 3)
+    for _ in range(20):
         breaker.tested(_skip("build failed (exit 2)"))
+    breaker.tested(_skip("exit 125"))
+    breaker.tested(_skip("build failed (exit 2)"))  # ends the exit-125 streak
+    breaker.tested(_skip("exit 125"))
+    breaker.tested(_skip("exit 125"))
 
 
 def test_another_reason_or_a_verdict_starts_the_count_again() -> None:

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.lines import flat
 from helpers.worlds import SUBMODULE, World, cli, snapshot
 
 from bisectkit.plugin import hookspecs
@@ -69,9 +70,10 @@ def test_discovery_order_and_origins(world: World, tmp_path: Path):
                                       "step-log", "markdown-report", "chrome-trace",
                                       "json-result", "ep", "a", "b", "c"]
     assert "from:  entry point (ep-plugin)" in r.stdout
-    assert f"from:  -p ({a})" in r.stdout
-    assert f"from:  BISECTKIT_PLUGINS ({b})" in r.stdout
-    assert f"from:  git config bisectkit.plugins ({c})" in r.stdout
+    # A long path breaks its line: read the lines joined.
+    assert flat(f"from:  -p ({a})") in flat(r.stdout)
+    assert flat(f"from:  BISECTKIT_PLUGINS ({b})") in flat(r.stdout)
+    assert flat(f"from:  git config bisectkit.plugins ({c})") in flat(r.stdout)
     assert "hooks: bisectkit_step_start" in r.stdout
 
     blocked = cli(world, "plugins", "-p", "no:ep", "-p", "no:step-log", "-p", "no:b",

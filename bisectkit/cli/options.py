@@ -77,8 +77,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-skips", type=whole_number(0), default=DEFAULT_MAX_SKIPS,
                    metavar="N",
                    help="stop (exit 3) after N consecutive tested steps skipped for the same "
-                        "reason (exit 125, build failed...); a patch conflict or a cached "
-                        f"verdict does not count (default {DEFAULT_MAX_SKIPS}; 0: never stop)")
+                        "reason (exit 125, a timeout...); a failed build, a patch conflict or "
+                        "a cached verdict does not count "
+                        f"(default {DEFAULT_MAX_SKIPS}; 0: never stop)")
     g.add_argument("--check-stack", action="store_true",
                    help="once found, test the first bad commit without the patch stack (one "
                         "more build) and print the --stack command if the stack is implicated")

@@ -6,13 +6,17 @@ are recorded: with ``--jobs``, the order they finish):
 - ``--max-env-skips`` (default 3): skips the machine decided (``environment``: a
   timeout, a command that cannot run, a driver missing): the next ones would fail
   the same;
-- ``--max-skips`` (default 10): skips for the same reason, of any kind (``exit 125``,
-  ``build failed``, ``timed out``...): a repro that always exits 125 would otherwise
-  build every candidate for an answer that can only be "inconclusive".
+- ``--max-skips`` (default 10): skips the repro decided for the same reason (``exit
+  125``, ``timed out``, an output rule...): a repro that always exits 125 would
+  otherwise build every candidate for an answer that can only be "inconclusive".
 
 Steps decided without a build never count and never break a streak: a local patch
 that conflicts (a long range where it does not apply is the history, not a broken
-repro, and costs nothing) and a verdict from the cache.
+repro, and costs nothing) and a verdict from the cache. A failed build ends a streak
+and starts none: a range where upstream's build is broken is history too, and the
+search walks through it one neighbour at a time (the midpoint's nearest untested
+candidate, as git), so 20 broken upstream commits around the midpoint give 10 build
+failures in a row in a bisection that still finds its answer.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ class SkipBreaker:
         if self.max_env_skips and self._machine >= self.max_env_skips:
             raise MachineSkips(self._machine, record.reason)
         kind = skip_kind(record.reason)
+        if kind == "build failed":
+            self._same, self._kind = 0, None
+            return
         self._same = self._same + 1 if kind == self._kind else 1
         self._kind = kind
         if self.max_skips and self._same >= self.max_skips:

@@ -31,9 +31,13 @@ def full_state(world: World) -> dict[str, str]:
 #: (its parent) with SIGKILL: just "after" that git, "during" it (git goes on and
 #: finishes in its own session, as a real checkout does), or with the git itself
 #: "holding" a lock file (it takes the file, as git does, and dies too: the whole
-#: process tree killed at once, by the OOM killer or a CI time limit).
+#: process tree killed at once, by the OOM killer or a CI time limit). ``update-ref
+#: --stdin``, the publication of ``refs/bisect/*`` beside every move, is let through
+#: unless asked for: the kill lands on the git that moves what the test names.
 KILL_AT = GIT_SUBCOMMAND_SH + """\
+stdin=; for a in "$@"; do [ "$a" = --stdin ] && stdin=1; done
 if [ "$sub" = "{subcommand}" ] && [ ! -e "{fired}" ] && \\
+   {{ [ -z "$stdin" ] || [ -n "{publishing}" ]; }} && \\
    {{ [ -z "{only_in}" ] || [ "$(pwd -P)" = "{only_in}" ]; }}; then
   : > "{fired}"
   case "{mode}" in
@@ -49,14 +53,15 @@ exec "{git}" "$@"
 
 
 def killed_at(world: World, tmp_path: Path, subcommand: str, mode: str, *args: str,
-              exe: str = "git-bisect-patched", only_in: Path | None = None) -> None:
+              exe: str = "git-bisect-patched", only_in: Path | None = None,
+              publishing: bool = False) -> None:
     """Run ``exe args``, SIGKILLed at its first ``git subcommand`` (run in ``only_in``, if
-    given; ``mode``: see :data:`KILL_AT`)."""
+    given; ``publishing``: ``update-ref --stdin`` too; ``mode``: see :data:`KILL_AT`)."""
     shim = tmp_path / f"shim-{subcommand}-{mode}".replace("/", "%")
     shim.mkdir()
     write_script(shim / "git", KILL_AT.format(
         subcommand=subcommand, mode=mode, git=shutil.which("git"), fired=shim / "fired",
-        only_in=only_in.resolve() if only_in else ""))
+        only_in=only_in.resolve() if only_in else "", publishing="1" if publishing else ""))
     env = dict(world.env, PATH=f"{shim}{os.pathsep}{world.env['PATH']}")
     path = shutil.which(exe)
     assert path is not None, exe
