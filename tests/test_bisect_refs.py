@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.sessions import plain_git_bisect
 from helpers.states import full_state, killed_at
 from helpers.worlds import SUBMODULE, World, git_cli
 
@@ -30,16 +31,6 @@ def bisect_refs(world: World, repo: Path) -> list[str]:
 
 def log_bisect(world: World, repo: Path) -> list[str]:
     return world.git(repo, "log", "--bisect", "--format=%H").splitlines()
-
-
-def plain_git_bisect(world: World, tmp_path: Path, *marks: tuple[str, str]) -> Path:
-    """A clone of upstream where plain ``git bisect`` made ``marks`` (bad 300, good 0)."""
-    clone = tmp_path / "plain"
-    world.git(tmp_path, "clone", "-q", "--no-checkout", str(world.upstream), str(clone))
-    world.git(clone, "bisect", "start", "--no-checkout", world.sha(300), world.sha(0))
-    for word, sha in marks:
-        world.git(clone, "bisect", word, sha)
-    return clone
 
 
 def test_git_log_bisect_sees_the_submodule_session_as_git_bisect_would(

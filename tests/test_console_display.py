@@ -20,6 +20,7 @@ import pexpect
 import pytest
 from helpers.advance import BASE, advance, spec, with_smoke
 from helpers.histories import SMALL
+from helpers.sessions import pty_run
 from helpers.worlds import SUBMODULE, World, cli, git_cli
 from rich.console import Console as RichConsole
 
@@ -162,28 +163,12 @@ def test_git_bisect_patched_run_abort_counts_the_step(world: World) -> None:
     assert git_cli(world, "reset").returncode == 0
 
 
-def _pty_run(world: World, *args: str) -> tuple[str, int | None]:
-    exe = shutil.which("bisectkit")
-    argv: list[str] = [exe] if exe else [sys.executable, "-m", "bisectkit"]
-    child = pexpect.spawn(argv[0], [*argv[1:], *args], cwd=str(world.superproject),
-                          env=dict(world.env), encoding="utf-8", dimensions=(40, 80),
-                          timeout=120)
-    out: list[str] = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            out.append(child.read_nonblocking(65536, timeout=0.5))
-        except pexpect.TIMEOUT:
-            continue
-        except pexpect.EOF:
-            break
-    child.close()
-    return "".join(out), child.exitstatus
+
 
 
 def test_the_panel_shows_on_an_80_column_terminal(world: World) -> None:
-    text, code = _pty_run(world, *_run_args(world), "--build", "./build.sh && sleep 0.4",
-                          "--good-if", GOOD_IF, "--", "./repro.sh")
+    text, code = pty_run(world, 80, *_run_args(world), "--build", "./build.sh && sleep 0.4",
+                          "--good-if", GOOD_IF, "--", "./repro.sh", timeout=120)
     assert code == 0, text
     plain = re.sub(r"\x1b\[[0-9;?]*[@-~]", "", text)
     assert re.search(r"step \d of ~\d+  \d+ left  elapsed \d:\d\d  ETA", plain), plain

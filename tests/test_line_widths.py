@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
-import sys
-import time
 from pathlib import Path
 
-import pexpect
 import pytest
 from helpers.advance import BASE, advance, spec, with_smoke
 from helpers.lines import flat
+from helpers.sessions import pty_run
 from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli
 from rich.cells import cell_len
 from rich.console import Console as RichConsole
@@ -141,25 +138,7 @@ def test_advance_fits(world_factory, tmp_path: Path, width: int, monkeypatch):
     assert too_wide(r.stdout + r.stderr, width) == [], r.stdout
 
 
-def pty_run(world: World, width: int, *args: str,
-            cwd: Path | None = None) -> tuple[str, int | None]:
-    """``bisectkit ARGS`` on a terminal ``width`` columns wide: all it drew, its status."""
-    exe = shutil.which("bisectkit")
-    argv = [exe] if exe else [sys.executable, "-m", "bisectkit"]
-    child = pexpect.spawn(argv[0], [*argv[1:], *args], cwd=str(cwd or world.superproject),
-                          env=dict(world.env, COLUMNS=str(width)), encoding="utf-8",
-                          dimensions=(40, width), timeout=60)
-    out: list[str] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            out.append(child.read_nonblocking(65536, timeout=0.5))
-        except pexpect.TIMEOUT:
-            continue
-        except pexpect.EOF:
-            break
-    child.close()
-    return "".join(out), child.exitstatus
+
 
 
 def screen_lines(text: str) -> list[str]:

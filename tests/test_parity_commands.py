@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pexpect
+from helpers.sessions import plain_git_bisect
 from helpers.worlds import SUBMODULE, World, git_cli, snapshot
 
 GOOD_IF = "device .* not found"
@@ -334,16 +335,6 @@ def test_view_and_skip_range_in_stack_and_advance_sessions(world: World):
     ok(world, "good", world.sha(350))
     assert [r[0] for r in view_rows(world)][-1] == world.sha(351)[:12]
     assert git_cli(world, "reset").returncode == 0
-
-
-def plain_git_bisect(world: World, tmp_path: Path, *marks: tuple[str, str]) -> Path:
-    """A clone of upstream where plain ``git bisect`` made ``marks`` (bad 300, good 0)."""
-    clone = tmp_path / "plain"
-    world.git(tmp_path, "clone", "-q", "--no-checkout", str(world.upstream), str(clone))
-    world.git(clone, "bisect", "start", "--no-checkout", world.sha(300), world.sha(0))
-    for word, sha in marks:
-        world.git(clone, "bisect", word, sha)
-    return clone
 
 
 def test_view_with_git_log_options_shows_what_git_bisect_visualize_shows(

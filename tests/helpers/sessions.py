@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pexpect
 
 from helpers.worlds import SUBMODULE, World, snapshot
 
@@ -72,3 +75,35 @@ def spawn(world: World, exe: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([path, *args], cwd=world.superproject, env=world.env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def plain_git_bisect(world: World, tmp_path: Path, *marks: tuple[str, str]) -> Path:
+    """A clone of upstream where plain ``git bisect`` made ``marks`` (bad 300, good 0)."""
+    clone = tmp_path / "plain"
+    world.git(tmp_path, "clone", "-q", "--no-checkout", str(world.upstream), str(clone))
+    world.git(clone, "bisect", "start", "--no-checkout", world.sha(300), world.sha(0))
+    for word, sha in marks:
+        world.git(clone, "bisect", word, sha)
+    return clone
+
+
+def pty_run(world: World, width: int, *args: str, cwd: Path | None = None,
+            timeout: float = 60) -> tuple[str, int | None]:
+    """``bisectkit ARGS`` on a terminal ``width`` columns wide (``$COLUMNS`` too): all it
+    drew, and its exit status."""
+    exe = shutil.which("bisectkit")
+    argv = [exe] if exe else [sys.executable, "-m", "bisectkit"]
+    child = pexpect.spawn(argv[0], [*argv[1:], *args], cwd=str(cwd or world.superproject),
+                          env=dict(world.env, COLUMNS=str(width)), encoding="utf-8",
+                          dimensions=(40, width), timeout=timeout)
+    out: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            out.append(child.read_nonblocking(65536, timeout=0.5))
+        except pexpect.TIMEOUT:
+            continue
+        except pexpect.EOF:
+            break
+    child.close()
+    return "".join(out), child.exitstatus
