@@ -210,11 +210,17 @@ def test_git_bisect_patched_help_opens_the_page_installed_from_the_wheel(
     env = _in_venv_env(tmp_path, venv)
     _git_help_shows_the_pages(env, tmp_path)
     # Run directly in a terminal, the installed bisectkit opens the page installed with it.
+    assert _page_found(python, env, tmp_path) == \
+        str(venv / manpage.MAN_DIR / "git-bisect-patched.1")
+
+
+def _page_found(python: Path, env: dict[str, str], cwd: Path) -> str:
+    """The page ``git-bisect-patched --help`` run directly opens, as that install finds it."""
     found = subprocess.run([str(python), "-c",
                             "from bisectkit.commands.manpage import manual_page as m; "
                             "print(m('git-bisect-patched'))"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
-    assert found.stdout.strip() == str(venv / manpage.MAN_DIR / "git-bisect-patched.1")
+                           capture_output=True, text=True, env=env, cwd=cwd, check=True)
+    return found.stdout.strip()
 
 
 @needs_man
@@ -229,11 +235,8 @@ def test_git_bisect_patched_help_opens_the_page_after_an_editable_install(
     env = _in_venv_env(tmp_path, venv)
     _git_help_shows_the_pages(env, tmp_path)
     # The editable bisectkit runs from the checkout, whose pages are the current ones.
-    found = subprocess.run([str(python), "-c",
-                            "from bisectkit.commands.manpage import manual_page as m; "
-                            "print(m('git-bisect-patched'))"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
-    assert found.stdout.strip() == str(source / manpage.MAN_DIR / "git-bisect-patched.1")
+    assert _page_found(python, env, tmp_path) == \
+        str(source / manpage.MAN_DIR / "git-bisect-patched.1")
 
 
 @needs_man
