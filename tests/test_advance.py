@@ -291,8 +291,10 @@ def test_apply_writes_nothing_when_the_user_moved_something_during_the_search(
     old = w.git(repo, "rev-parse", "HEAD")
     pin = w.stack[-2]  # the fork without its last patch: a commit the submodule has
     # Once, during the first build (deterministic): what a user may do while it searches.
+    # mkdir, not a test then touch: with --jobs 2 the first two builds start together, and
+    # the second of two interferences would fail its build (nothing left to commit).
     mark = tmp_path / "interfered"
-    build = (f"sh build.sh && if [ ! -e {mark} ]; then touch {mark} && "
+    build = (f"sh build.sh && if mkdir {mark} 2>/dev/null; then "
              f"{interference.format(pin=pin, root=w.superproject)}; fi")
     jobs = ["--jobs", "2"] if where == "." else []
     r, data = advance(w, tmp_path, *jobs, "--apply", "--branch", "sm-next", build=build)

@@ -188,8 +188,9 @@ class Run:
 
 def _kill_my_worker(marker: Path) -> str:
     """A build that, the first time, kills the Dask worker running it (its parent: the
-    worker spawns ``/bin/sh -c BUILD``) and waits to die with it."""
-    return f"if [ ! -e {marker} ]; then touch {marker}; kill -9 $PPID; sleep 30; fi; ./build.sh"
+    worker spawns ``/bin/sh -c BUILD``) and waits to die with it. (mkdir: once even when
+    two builds start together.)"""
+    return f"if mkdir {marker} 2>/dev/null; then kill -9 $PPID; sleep 30; fi; ./build.sh"
 
 
 def _ran_again_on_wb(world: World, run: Run, out: str, step: int,
@@ -364,8 +365,8 @@ def test_a_worker_lost_while_it_makes_its_workspace(world: World, tmp_path: Path
                           check=True).stdout.strip()
     marker = tmp_path / "killed"
     git = shim / "git"
-    git.write_text(f"#!/bin/sh\ncase \" $* \" in *' clone '*) if [ ! -e {marker} ]; then "
-                   f"touch {marker}; kill -9 $PPID; sleep 5; fi;; "
+    git.write_text(f"#!/bin/sh\ncase \" $* \" in *' clone '*) if mkdir {marker} 2>/dev/null; then "
+                   f"kill -9 $PPID; sleep 5; fi;; "
                    f"esac\nexec {real} \"$@\"\n", encoding="utf-8")
     git.chmod(0o755)
     cluster.scheduler()

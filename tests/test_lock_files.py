@@ -28,6 +28,7 @@ from helpers.sessions import assert_refused, run_argv, start_argv, wait_for
 from helpers.states import full_state, killed_at, state_dir
 from helpers.worlds import World, cli, git_cli, snapshot
 
+from bisectkit.errors import BadInput
 from bisectkit.model import HeadState
 from bisectkit.safety import gitlocks, journal, processes
 from bisectkit.safety.journalrecords import Git, Move, Side
@@ -201,6 +202,23 @@ def test_only_a_lock_newer_than_the_move_of_dead_recorded_gits_is_ours(tmp_path:
     branch_lock.write_text("", encoding="utf-8")
     assert not gitlocks._left_by(branch_lock, after)
 
+
+def test_free_lock_files_are_seen_without_a_pause(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each step checks git's lock files before it publishes ``refs/bisect/*``: when none
+    is there the check goes on at once (a pause before the first look cost every step of
+    every run 50 ms); one that is there is waited for, then named."""
+    pauses: list[float] = []
+    monkeypatch.setattr(gitlocks.time, "sleep", pauses.append)
+    lock = tmp_path / "HEAD.lock"
+    gitlocks.unjournaled_free([], [lock, tmp_path / "packed-refs.lock"])
+    assert pauses == []
+    lock.write_text("", encoding="utf-8")
+    monkeypatch.setattr(gitlocks, "BRIEF_LOCK_WAIT_S", 0.05)
+    monkeypatch.setattr(gitlocks, "gits_working_in", lambda where: [])
+    with pytest.raises(BadInput, match=f"{lock} exists: another git is running there"):
+        gitlocks.unjournaled_free([], [lock])
+    assert pauses
 
 def test_reset_run_through_git_removes_a_lock_a_killed_git_left_in_the_superproject(
         integrate_world: World, tmp_path: Path) -> None:
