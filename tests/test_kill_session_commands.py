@@ -155,7 +155,7 @@ def test_the_completing_mark_killed_at_each_git_command(fresh: Any, tmp_path: Pa
     total = int((tmp_path / "shim" / "count").read_text())
     assert total >= 3
     modes = ("after", "during", "before", "signal")
-    for n in sorted({*range(1, total + 1, every(5)), total}):  # 5: prime to the 4 modes
+    for n in sorted({*range(1, total + 1, every(3)), total}):  # 3: prime to the 4 modes
         shutil.rmtree(w.superproject)
         shutil.copytree(saved, w.superproject, symlinks=True)
         gbp(w, "good", w.sha(0), env=shimmed(tmp_path, n, modes[n % len(modes)]))
@@ -192,7 +192,7 @@ def test_reset_to_a_commit_killed_anywhere_keeps_the_users_branches(
     on_side = fingerprint(w)
     assert on_side["super branch"] == "refs/heads/side"
     modes = ("after", "during", "before", "signal")
-    for n in sorted({*range(1, total + 1, every(5)), total}):  # 5: prime to the 4 modes
+    for n in sorted({*range(1, total + 1, every(3)), total}):  # 3: prime to the 4 modes
         w.git(sp, "checkout", "-q", "main")
         assert fingerprint(w) == before
         assert gbp(w, *start).returncode == 0
@@ -231,7 +231,7 @@ def test_all_parents_run_with_a_skip_range_killed_then_continued(
     assert answer in r.stdout.splitlines()
     total = int((tmp_path / "shim" / "count").read_text())
     modes = ("after", "during", "before", "signal")
-    for n in range(1, total + 1, every(17)):  # 17: prime to the 4 modes
+    for n in range(1, total + 1, every(13)):  # 13: prime to the 4 modes
         shutil.rmtree(w.superproject)
         shutil.copytree(saved, w.superproject, symlinks=True)
         env = shimmed(tmp_path, n, modes[n % 4], signal.SIGQUIT)

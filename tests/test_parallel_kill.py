@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers.sessions import run_argv
 from helpers.worlds import SUBMODULE, World, cli
-from torture import Scenario, every, git_commands, parallel_round, scenarios, with_jobs
+from torture import Scenario, git_commands, parallel_round, scenarios, with_jobs
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,7 @@ def test_kill_a_parallel_run(worlds: dict[str, Scenario], name: str, tmp_path: P
         parallel_round(scenario, 7, "signal", tmp_path, signal.SIGINT),
         parallel_round(scenario, total // 3, "after", tmp_path, no_reset=True),
     ]
-    # Spread points: a third apart under the full torture, one (a third in) in the suite.
-    for i, n in enumerate(range(total // 3, total, total // 3 * every(2))):
+    for i, n in enumerate(range(total // 3, total, total // 3)):
         rounds.append(parallel_round(scenario, n, ("during", "signal")[i % 2], tmp_path,
                                      signal.SIGINT))
     bad = [r.describe() for r in rounds if not r.ok]
