@@ -30,9 +30,12 @@ from bisectkit.safety import orphans
 from bisectkit.safety.processes import alive, process_start
 
 #: A build that leaves a process behind in a session of its own, appending to a file in
-#: the submodule's work tree every 50 ms; then it waits to be killed.
+#: the submodule's work tree every 50 ms; then it waits to be killed. (Its pid file is
+#: renamed into place: with --jobs 2 two builds write it, and a reader must never find
+#: it empty.)
 LEAVES_A_WRITER = """\
-setsid sh -c 'echo $$ > "{pid}"; while :; do echo late >> "{late}"; sleep 0.05; done' &
+setsid sh -c 'echo $$ > "{pid}.$$"; mv "{pid}.$$" "{pid}"
+  while :; do echo late >> "{late}"; sleep 0.05; done' &
 while [ ! -s "{pid}" ]; do sleep 0.01; done
 touch "{marker}"
 sleep 60
