@@ -163,9 +163,6 @@ def test_git_bisect_patched_run_abort_counts_the_step(world: World) -> None:
     assert git_cli(world, "reset").returncode == 0
 
 
-
-
-
 def test_the_panel_shows_on_an_80_column_terminal(world: World) -> None:
     text, code = pty_run(world, 80, *_run_args(world), "--build", "./build.sh && sleep 0.4",
                           "--good-if", GOOD_IF, "--", "./repro.sh", timeout=120)

@@ -91,8 +91,7 @@ def test_kill_during_a_manual_session_and_its_reset(worlds: dict[str, Scenario],
                                                     tmp_path: Path) -> None:
     """start, run and reset as separate commands, killed anywhere (reset included)."""
     scenario = worlds["manual"]
-    points = sample(git_log(scenario, tmp_path), WRITERS_EVERY,
-                    READERS_EVERY)
+    points = sample(git_log(scenario, tmp_path), WRITERS_EVERY, READERS_EVERY)
     rounds = [kill_round(scenario, n, MODES[i % 3], tmp_path) for i, n in enumerate(points)]
     bad = [r.describe() for r in rounds if not r.ok]
     assert not bad, "\n".join(bad)

@@ -138,9 +138,6 @@ def test_advance_fits(world_factory, tmp_path: Path, width: int, monkeypatch):
     assert too_wide(r.stdout + r.stderr, width) == [], r.stdout
 
 
-
-
-
 def screen_lines(text: str) -> list[str]:
     """What a terminal shows as separate lines: a cursor move or line erase starts a new
     one, like a line feed or a carriage return."""
