@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds used by ``bisectkit advance`` (far end, gallop, bisect) against ``--linear``.
+"""Builds used by ``bisectkit advance`` (far end, pin-biased splits) against ``--linear``.
 
 A world whose pin is 400 affecting upstream commits behind upstream's head
 (upstream 500 commits, merge-base 100, the usual patch stack: a revert, a
@@ -11,6 +11,13 @@ process run, and must name the same first bad commit (exit 1 otherwise).
 
     python3 scripts/bench_advance.py [--distances 3,75,390] [--sleep 0]
 
+Two bounds per row: the gallop's 2·ceil(log2(d+1)) + 2 (``near``), which
+advance keeps up to the least excess E the other one leaves room for
+(``near+E``; E = 1 for this range, see :mod:`bisectkit.engine.search`), and
+the bisection's ceil(log2(N+1)) + 1 for the N candidates (``bisect``), which
+advance never exceeds: a row over it says ``OVER BISECTION`` and the exit
+status is 1, as for a wrong answer.
+
 ``--sleep S`` makes the build sleep S seconds, so the wall times show what
 the builds cost; the build counts do not depend on it.
 """
@@ -19,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import subprocess
 import tempfile
@@ -63,15 +69,41 @@ def measure(template: Path, env: dict[str, str], where: Path, build: str,
     return json.loads(out.read_text(encoding="utf-8")), wall
 
 
+def ceil_log2(x: int) -> int:
+    """ceil(log2(x)) for x >= 1, in integers."""
+    return (x - 1).bit_length()
+
+
+def near_bound(d: int) -> int:
+    """A gallop's builds for a first failure d ahead: 2·ceil(log2(d+1)) + 2."""
+    return 2 * ceil_log2(d + 1) + 2
+
+
+def bisection_bound(n: int) -> int:
+    """A bisection's builds for n candidates once the far end is bad: ceil(log2(n+1)) + 1."""
+    return ceil_log2(n + 1) + 1
+
+
+def least_excess(n: int) -> int:
+    """The least E for which the depths min(bisect, near(b+1) + E), one less at b = 0, and
+    1 for "none bad" fit one search tree (Kraft), as bisectkit.engine.search computes it;
+    written out here so that the benchmark also runs against older code."""
+    cap, excess = bisection_bound(n), 0
+    while sum(2.0 ** -(min(cap, near_bound(b + 1) + excess) - (b == 0))
+              for b in range(n)) > 0.5:
+        excess += 1
+    return excess
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--distances", default="3,75,390")
     parser.add_argument("--sleep", type=float, default=0.0)
     args = parser.parse_args(argv)
     build = f"sleep {args.sleep:g}; sh build.sh" if args.sleep else "sh build.sh"
-    #: (distance, {mode: (builds, wall seconds, right answer)}, the builds bound)
+    #: (distance, {mode: (builds, wall seconds, right answer)}, candidates)
     rows: list[tuple[int, dict[str, tuple[int, float, bool]], int]] = []
-    wrong = 0
+    wrong = over = 0
     with tempfile.TemporaryDirectory(prefix="bench-advance-") as tmp:
         for d in (int(x) for x in args.distances.split(",")):
             template, env, shas = world(Path(tmp) / f"world-{d}", d)
@@ -82,16 +114,21 @@ def main(argv: list[str] | None = None) -> int:
                 ok = data["first_bad"] == shas[BASE + d] and data["to"] == shas[BASE + d - 1]
                 wrong += not ok
                 results[name] = (data["builds"], wall, ok)
-            bound = 2 * math.ceil(math.log2(d + 1)) + 2
-            rows.append((d, results, bound))
-    print(f"{'d':>4} | {'advance builds':>14} | {'--linear builds':>15} | {'ratio':>6} | "
-          f"{'bound':>5} | {'advance s':>9} | {'--linear s':>10}")
-    for d, res, bound in rows:
+                n = data["range_size"]
+            rows.append((d, results, n))
+    print(f"{'d':>4} | {'N':>4} | {'advance builds':>14} | {'--linear builds':>15} | "
+          f"{'ratio':>6} | {'near':>4} | {'near+E':>6} | {'bisect':>6} | {'advance s':>9} | "
+          f"{'--linear s':>10}")
+    for d, res, n in rows:
         (gb, gw, gok), (lb, lw, lok) = res["advance"], res["advance --linear"]
-        flag = "" if gok and lok else "  WRONG ANSWER"
-        print(f"{d:>4} | {gb:>14} | {lb:>15} | {gb / lb:>6.3f} | {bound:>5} | {gw:>9.1f} | "
-              f"{lw:>10.1f}{flag}")
-    return 1 if wrong else 0
+        cap = bisection_bound(n)
+        flags = ("" if gok and lok else "  WRONG ANSWER") + ("  OVER BISECTION" if gb > cap
+                                                            else "")
+        over += gb > cap
+        print(f"{d:>4} | {n:>4} | {gb:>14} | {lb:>15} | {gb / lb:>6.3f} | {near_bound(d):>4} | "
+              f"{min(cap, near_bound(d) + least_excess(n)):>6} | {cap:>6} | {gw:>9.1f} | "
+              f"{lw:>10.1f}{flags}")
+    return 1 if wrong or over else 0
 
 
 if __name__ == "__main__":

@@ -19,6 +19,6 @@ def apply_request(args: Namespace) -> ApplyRequest | None:
             raise BadInput("--branch and --step-commits go with --apply")
         return None
     if args.step_commits and not args.linear:
-        raise BadInput("--step-commits goes with --linear (a gallop does not test every "
-                       "commit it crosses)")
+        raise BadInput("--step-commits goes with --linear (without it the search does not test "
+                       "every commit it crosses)")
     return ApplyRequest(args.branch or "", bool(args.step_commits))

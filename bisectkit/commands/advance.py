@@ -276,9 +276,10 @@ COMMAND = Command(
     synopsis="bisectkit advance [options] [--] SMOKETEST [ARGS...]",
     description="Test the affecting upstream commits after the pin's merge-base (the "
                 "patch stack replayed at each, as a bisect does): the far end first, then "
-                "a gallop from the pin and a bisection, about 2*log2(d) builds when the "
-                "first failure is d commits ahead. Prints the last good commit and the "
-                "first bad one; --apply moves the pin there.",
+                "splits biased toward the pin: about 2*log2(d) builds when the first "
+                "failure is d commits ahead, never more than a bisection of the range "
+                "(log2(N)+1 for N commits). Prints the last good commit and the first bad "
+                "one; --apply moves the pin there.",
     examples=(f"advance {about.EXAMPLE_BUILD} -- ./smoketest.sh",
               f"advance --apply {about.EXAMPLE_BUILD} -- ./smoketest.sh"),
     arguments=_arguments, handler=_handle, runs=True)

@@ -68,7 +68,7 @@ class StackRequest:
 class AdvanceRequest:
     """Find how far a patched submodule's pin can move toward upstream (``advance``): the
     affecting upstream commits after the merge-base up to ``to`` (None: the upstream's
-    head), the stack replayed at each; a gallop, or each in order (``linear``)."""
+    head), the stack replayed at each; a pin-biased search, or each in order (``linear``)."""
 
     submodule: str
     upstream: str | None = None

@@ -3,7 +3,7 @@
 The candidates are the affecting upstream commits after the submodule's
 merge-base up to ``--to`` (the upstream's head by default), materialised like
 a submodule bisect's (the stack replayed by the same rules). The range is
-*open*: no end is known bad. The session's search is a gallop or a walk
+*open*: no end is known bad. The session's search is a pin-biased split or a walk
 (:mod:`bisectkit.engine.search`), and a candidate the pin cannot move to counts as
 bad: its smoketest fails, its build fails, or its patch stack conflicts. A
 skip (exit 125, a machine problem, a timeout) says nothing about the commit.
@@ -101,7 +101,7 @@ class AdvanceStrategy(SubmoduleStrategy):
         stack = p.stack
         where = f" touching {' '.join(s.pathspec)}" if s.pathspec else ""
         how = ("each in order (--linear)" if p.search == "linear" else
-               "the far end first, then a gallop from the pin")
+               "the far end first, then splits biased toward the pin")
         lines = [
             f"advancing submodule {self.path}",
             f"  from merge-base {short(stack['merge_base'])} (patched HEAD {short(stack['head'])}) "
@@ -159,7 +159,8 @@ TO = Option("--to", metavar="REV", type=argtypes.nonempty,
             help="advance: the farthest upstream commit to consider (default: the upstream's "
                  "head)")
 LINEAR = Option("--linear", help="advance: test every affecting commit in order and stop at "
-                                 "the first failure, instead of the far end first and a gallop")
+                                 "the first failure, instead of the far end first and a "
+                                 "search biased toward the pin")
 
 
 def request(given: Given) -> AdvanceRequest:

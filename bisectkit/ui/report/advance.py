@@ -31,7 +31,8 @@ def render_advance_markdown(result: Result, commit_url: str | None = None,
     """The whole report as Markdown (see :func:`bisectkit.ui.report.render_markdown`)."""
     links = Links(result, commit_url, fork_url)
     out = [f"### bisectkit advance: {md_text(headline(result))}", ""]
-    search = "each commit in order" if result.get("search") == "linear" else "a gallop"
+    search = "each commit in order" if result.get("search") == "linear" else \
+        "a search biased toward the pin (the far end first)"
     out += [f"**Searched:** the {result.get('range_size')} affecting upstream commits after "
             f"the merge-base {links.md(str(result.get('from', '')))} up to "
             f"`{result.get('to_ref')}` {links.md(str(result.get('target', '')))}, by {search}: "
