@@ -14,13 +14,15 @@ time, and their ratio:
 - ``git bisect-patched status`` and ``git bisect-patched good`` in a session of it (the
   session is put back from a copy before each ``good``, outside the timed part).
 
-Both trees are byte-compiled first, as an install leaves them.
+Both trees are byte-compiled first, as an install leaves them; ``--source`` runs copies
+of them that have no bytecode, with ``PYTHONDONTWRITEBYTECODE=1``, so that every process
+compiles what it imports (a checkout whose environment sets it, as the test runs here).
 
 The processes run from the world, never from a source tree (``python3 -m`` would put
 the working directory first on ``sys.path``), and the console scripts are called by
 their real path (a pyenv shim would add its own start-up to both sides).
 
-    python3 scripts/bench_startup.py --old /tmp/old-checkout --new . [--runs 20]
+    python3 scripts/bench_startup.py --old /tmp/old-checkout --new . [--runs 20] [--source]
 """
 
 from __future__ import annotations
@@ -56,9 +58,20 @@ def _compiled(tree: Path) -> None:
                        check=True, capture_output=True)
 
 
-def _env(world: World, tree: Path, bin_dir: str) -> dict[str, str]:
+def _uncompiled(tree: Path, dest: Path) -> Path:
+    """A copy of the tree's modules without their bytecode."""
+    for package in ("bisectkit", "plugins"):
+        shutil.copytree(tree / package, dest / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def _env(world: World, tree: Path, bin_dir: str, source: bool) -> dict[str, str]:
     env = dict(world.env, PYTHONPATH=str(tree.resolve()))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if source:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     return env
 
@@ -94,14 +107,20 @@ def main() -> int:
     parser.add_argument("--old", type=Path, required=True, help="a checkout of the old code")
     parser.add_argument("--new", type=Path, default=Path("."), help="the new code's checkout")
     parser.add_argument("--runs", type=int, default=20, help="runs of each command per tree")
+    parser.add_argument("--source", action="store_true",
+                        help="no bytecode: every process compiles what it imports")
     opts = parser.parse_args()
     bin_dir = _bin_dir()
     trees = {"old": opts.old, "new": opts.new}
-    for tree in trees.values():
-        _compiled(tree)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        for name, tree in trees.items():
+            if opts.source:
+                trees[name] = _uncompiled(tree, Path(tmp) / f"{name}-source")
+            else:
+                _compiled(tree)
         worlds = {name: build_world(Path(tmp) / name) for name in trees}
-        envs = {name: _env(worlds[name], tree, bin_dir) for name, tree in trees.items()}
+        envs = {name: _env(worlds[name], tree, bin_dir, opts.source)
+                for name, tree in trees.items()}
         for name in trees:
             _session(worlds[name], envs[name])
         copies = {name: Path(tmp) / f"{name}-session" for name in trees}

@@ -6,8 +6,7 @@ what the program's ``-h`` and an unknown command's refusal show) and by the modu
 that declares the rest, a :class:`~bisectkit.commands.command.Command` (its
 description, its arguments, its handler). A process imports only the module of the
 command it runs: every ``good``, ``bad`` or ``status`` of a session is a new process,
-and importing every command (and all they import) would cost each of them as much
-again as its work.
+which would otherwise pay at every step for importing every command and all they import.
 
 A new command is a module beside this one that declares its ``Command``, and its line
 below.
@@ -109,16 +108,15 @@ def build_parser(git_mode: bool = False, pm: pluggy.PluginManager | None = None,
     """
     prog = GIT_PROG if git_mode else "bisectkit"
     parser, subcommands = program(prog)
-    for listed in GIT if git_mode else BISECTKIT:
-        sub = subcommands.add_parser(listed.name, aliases=list(listed.aliases),
-                                     help=listed.help)
-        subcommands.defer(sub, functools.partial(_complete, listed, prog, pm))
+    for entry in GIT if git_mode else BISECTKIT:
+        sub = subcommands.add_parser(entry.name, aliases=list(entry.aliases), help=entry.help)
+        subcommands.defer(sub, functools.partial(_complete, entry, prog, pm))
     if not lazy:
         subcommands.complete_all()
     return parser
 
 
-def _complete(listed: Entry, prog: str, pm: pluggy.PluginManager | None,
+def _complete(entry: Entry, prog: str, pm: pluggy.PluginManager | None,
               p: argparse.ArgumentParser) -> None:
-    listed.command().complete(p, prog, pm)
+    entry.command().complete(p, prog, pm)
 
