@@ -26,11 +26,9 @@ import pluggy
 from bisectkit import safetext
 from bisectkit.cli import about, parallelopts, requests
 from bisectkit.cli.options import plugin_option, repro_warning
-from bisectkit.commands import visualize
+from bisectkit.commands import registry
 from bisectkit.commands.command import chosen
 from bisectkit.commands.context import Context
-from bisectkit.commands.help import cmd_help
-from bisectkit.commands.manpage import show_manual
 from bisectkit.commands.registry import build_parser
 from bisectkit.commands.state import session_terms
 from bisectkit.errors import BadInput, BisectkitError, ExitCode
@@ -85,9 +83,11 @@ def _run(argv: list[str], git_mode: bool, prog: str, console: Console) -> int:
     try:
         with signals.as_interrupt():
             if argv[:1] == ["--help"]:  # the manual; -h stays argparse's help
-                return show_manual(build_parser(git_mode), sys.stdout)
+                from bisectkit.commands.manpage import show_manual
+                return show_manual(build_parser(git_mode, lazy=True), sys.stdout)
             if not argv:  # what to type, as 'git bisect' alone says (errors are one line)
-                cmd_help(build_parser(git_mode), None, sys.stderr)
+                from bisectkit.commands.help import cmd_help
+                cmd_help(build_parser(git_mode, lazy=True), None, sys.stderr)
                 return ExitCode.USAGE
             ctx, args = _prepare(argv, git_mode, console)
             return chosen(args).handler(ctx, args)
@@ -185,10 +185,11 @@ def _prepare(argv: list[str], git_mode: bool,
         sp, outside = None, exc  # said by the commands that need a repository
     from_config = sp.config_get_all("bisectkit.plugins") if sp else []
     # visualize's git log options are git's (-p is git log's patch, not a plugin).
-    own = visualize.split_argv(argv)[0] if _visualizes(argv) else argv
+    own = _split_visualize(argv)[0] if _visualizes(argv) else argv
     req = plugins.request(plugins.scan_argv(own), dict(os.environ), from_config)
     pm, origins = plugins.make_plugin_manager(_builtins(console, sp), req, dict(os.environ))
-    parser = build_parser(git_mode, pm)
+    # Only the parser of the command run is completed: only its module is imported.
+    parser = build_parser(git_mode, pm, lazy=True)
     if git_mode and sp is not None:
         argv = _term_as_mark(parser, argv, SessionStore(sp.git_dir))
     args = _parse(parser, argv, lambda name: pm.has_plugin(name) or pm.is_blocked(name))
@@ -249,7 +250,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str],
         argv, pathspec = argv[:cut], argv[cut + 1:]
     log_args: list[str] = []
     if _visualizes(argv):
-        argv, log_args = visualize.split_argv(argv)  # git log's options, in their order
+        argv, log_args = _split_visualize(argv)  # git log's options, in their order
     args, extras = parser.parse_known_args(argv)
     if log_args:
         args.log_args = log_args
@@ -267,7 +268,14 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str],
 
 def _visualizes(argv: list[str]) -> bool:
     """Is the command line ``visualize``'s (whose other words are git log's)?"""
-    return argv[:1] != [] and argv[0] in (visualize.COMMAND.name, *visualize.COMMAND.aliases)
+    return argv[:1] != [] and argv[0] in (registry.VISUALIZE.name, *registry.VISUALIZE.aliases)
+
+
+def _split_visualize(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``visualize``'s command line as (bisectkit's words, git log's words)."""
+    from bisectkit.commands import visualize  # its module, only for its command line
+
+    return visualize.split_argv(argv)
 
 
 def _run_options(args: argparse.Namespace, sp: Repo | None, pm: pluggy.PluginManager,

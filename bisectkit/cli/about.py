@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import re
 import textwrap
-from collections.abc import Iterable, Iterator
-from typing import NoReturn
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from bisectkit.model import GIT_PROG
 
@@ -44,10 +44,59 @@ def shell_lines(command: str, width: int) -> list[str]:
     return [line + " \\" for line in lines[:-1]] + lines[-1:]
 
 
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsers = argparse._SubParsersAction
+
+
+class Subcommands(_SubParsers):
+    """A program's subcommands, whose parsers are completed when first used.
+
+    Each subcommand's parser is added with its name, aliases and one-line help (all the
+    program's ``-h`` and an unknown command's refusal show) and, :meth:`defer`, what
+    completes it (its arguments, words and defaults: its module's to add). The one the
+    command line chooses is completed before it parses the rest; :func:`commands` and
+    :func:`subcommand` complete those they return. A process that runs one command
+    builds (and imports) only that command's parser.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: What completes each parser not yet complete, by ``id`` of the parser.
+        self._pending: dict[int, Callable[[argparse.ArgumentParser], None]] = {}
+
+    def defer(self, parser: argparse.ArgumentParser,
+              complete: Callable[[argparse.ArgumentParser], None]) -> None:
+        """Complete ``parser`` (one of these subcommands') with ``complete`` when it is used."""
+        self._pending[id(parser)] = complete
+
+    def complete(self, name: str) -> argparse.ArgumentParser:
+        """The parser of subcommand ``name`` (a name or an alias), complete."""
+        parser: argparse.ArgumentParser = self.choices[name]
+        complete = self._pending.pop(id(parser), None)
+        if complete is not None:
+            complete(parser)
+        return parser
+
+    def complete_all(self) -> None:
+        """Complete every subcommand's parser."""
+        for name in list(self.choices):
+            self.complete(name)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+        if isinstance(values, list) and values and values[0] in self.choices:
+            self.complete(values[0])  # an unknown name: argparse's refusal, unchanged
+        super().__call__(parser, namespace, values, option_string)
+
+
 def subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    """The parser of subcommand ``name`` of ``parser`` (``parser`` itself if none)."""
+    """The parser of subcommand ``name`` of ``parser``, complete (``parser`` itself if none)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            if isinstance(action, Subcommands):
+                return action.complete(name)
             found: argparse.ArgumentParser = action.choices[name]
             return found
     return parser
@@ -60,8 +109,8 @@ Listed = tuple[str, str, argparse.ArgumentParser]
 
 
 def commands(parser: argparse.ArgumentParser) -> Iterator[Listed]:
-    """(name, one-line help, parser) of every subcommand, in the parser's order; an alias
-    (``view`` for ``visualize``) is named in its command's help, not listed again."""
+    """(name, one-line help, parser) of every subcommand, each complete, in the parser's order;
+    an alias (``view`` for ``visualize``) is named in its command's help, not listed again."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {a.dest: a.help or "" for a in action._choices_actions}
@@ -69,6 +118,8 @@ def commands(parser: argparse.ArgumentParser) -> Iterator[Listed]:
             for name, sub in action.choices.items():
                 if id(sub) not in seen:
                     seen.add(id(sub))
+                    if isinstance(action, Subcommands):
+                        sub = action.complete(name)
                     yield name, helps.get(name, ""), sub
 
 

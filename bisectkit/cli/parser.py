@@ -17,10 +17,10 @@ from bisectkit.cli.targets import Option, add_options
 from bisectkit.model import ON_CONFLICT, VERSION
 
 
-def program(prog: str) -> tuple[argparse.ArgumentParser,
-                                argparse._SubParsersAction[argparse.ArgumentParser]]:
+def program(prog: str) -> tuple[argparse.ArgumentParser, about.Subcommands]:
     """The root parser of ``prog`` (``bisectkit`` or ``git bisect-patched``): its
-    description, ``--version``, and the subcommands its commands are added to."""
+    description, ``--version``, and the subcommands its commands are added to (each
+    completed when used: :class:`~bisectkit.cli.about.Subcommands`)."""
     # Declared as the base class: add_subparsers() would otherwise be typed by about.Parser.
     parser: argparse.ArgumentParser = about.Parser(
         prog=prog,
@@ -32,7 +32,10 @@ def program(prog: str) -> tuple[argparse.ArgumentParser,
                f"{prog.replace(' ', '-')} (or '{prog} --help' in a terminal).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
-    return parser, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                        action=about.Subcommands)
+    assert isinstance(subcommands, about.Subcommands)
+    return parser, subcommands
 
 
 def add_target_options(p: argparse.ArgumentParser, owned: Sequence[Option]) -> None:

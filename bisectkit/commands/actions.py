@@ -125,7 +125,7 @@ def run_actions(ctx: Context, args: argparse.Namespace) -> int:
 
 #: ``bisectkit actions``.
 COMMAND = Command(
-    "actions", help="find the first compiler action (pass, pattern) that turns the output bad",
+    "actions",
     description="Bisect inside one compiler run: the first LLVM pass execution (OptBisect), "
                 "MLIR action (debug counter) or LLVM debug-counter query after which the "
                 "repro's output turns bad. The repro puts $BISECTKIT_ACTIONS, unquoted, on "

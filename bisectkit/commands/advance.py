@@ -268,7 +268,6 @@ def _handle(ctx: Context, args: argparse.Namespace) -> int:
 #: ``bisectkit advance``.
 COMMAND = Command(
     "advance",
-    help="find how far the submodule's pin can move toward upstream (and move it)",
     usage="bisectkit advance [--submodule PATH] [--upstream REF] [--to REV] [--linear] "
           "[--deepen] "
           "[--pathspec PREFIX]... [--apply [--branch NAME] [--step-commits]] "

@@ -19,7 +19,6 @@ from bisectkit.model import Config, RunOptions
 from bisectkit.pipeline import outputs
 from bisectkit.pipeline.bisection import Bisection
 from bisectkit.pipeline.lifecycle import Run
-from bisectkit.pipeline.parallel.loop import check_workspaces
 from bisectkit.plugin.facade import Hooks
 from bisectkit.store.session import Session, SessionStore
 from bisectkit.ui.console import Console
@@ -90,6 +89,10 @@ class Context:
         """Refuse, before anything is printed or moves, a run on workspaces (``--jobs``,
         ``--scheduler``) that cannot run there (exit 2)."""
         if self.options.parallel.enabled:
+            # Imported here: a process that runs no workspaces (every 'good', 'bad' or
+            # 'status' of a session) need not load them (and asyncio with them).
+            from bisectkit.pipeline.parallel.loop import check_workspaces
+
             check_workspaces(self.hooks, self.options, sp)
 
     def reader(self, sp: Repo, store: SessionStore) -> Bisection:

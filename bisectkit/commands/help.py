@@ -49,7 +49,7 @@ def _handle(ctx: Context, args: argparse.Namespace) -> int:
 
 #: ``help``, in both programs.
 COMMAND = Command(
-    "help", help="print the usage of every command, or the help of one",
+    "help",
     description="Print the usage and summary of every command, as 'git bisect help' does; "
                 "with COMMAND, that command's help (-h).",
     examples=("help", "help run"),

@@ -65,7 +65,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
 
 #: ``git bisect-patched log``.
 COMMAND = Command(
-    "log", help="print a log that 'replay' (or, with --git, 'git bisect replay') accepts",
+    "log",
     description="Print the session as a log: its start line and every mark, in order; "
                 "'replay' starts over from it. The plain log cannot be replayed by git (its "
                 "start line says --submodule/--integrate, which git bisect has no words "

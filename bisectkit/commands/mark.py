@@ -19,6 +19,7 @@ from bisectkit.cli.options import add_force_ignored
 from bisectkit.commands import answer, waiting
 from bisectkit.commands.command import Command
 from bisectkit.commands.context import Context
+from bisectkit.commands.registry import MARKS
 from bisectkit.commands.starting import new_session, start_session
 from bisectkit.commands.state import Idle, Started, WaitingForEnds, session_state
 from bisectkit.engine import Next
@@ -30,15 +31,6 @@ from bisectkit.pipeline.lifecycle import Run
 from bisectkit.safety import journal as journal_mod
 from bisectkit.store.session import Session, no_session
 from bisectkit.store.waitstate import Waiting
-
-#: The one-line help of each mark (the description repeats what follows the colon).
-MARKS = {
-    "good": "mark good: the repro passes there (the old side)",
-    "bad": "mark bad: the regression is there (the new side)",
-    "skip": "mark skip: it cannot be tested; a neighbour is tested instead",
-    "old": "mark old: the side before the change (--term-old WORD: also WORD)",
-    "new": "mark new: the side after the change (--term-new WORD: also WORD)",
-}
 
 
 def mark(ctx: Context, args: argparse.Namespace) -> int:
@@ -199,6 +191,6 @@ def _examples(word: str) -> tuple[str, ...]:
 
 
 #: ``good``, ``bad``, ``skip``, ``old``, ``new``: one command each, the same handler.
-COMMANDS = tuple(Command(word, help=MARKS[word], description=_description(word),
+COMMANDS = tuple(Command(word, description=_description(word),
                          examples=_examples(word), arguments=_arguments, handler=mark)
                  for word in (*VERDICTS, "old", "new"))

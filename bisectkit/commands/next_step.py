@@ -28,7 +28,7 @@ def next_candidate(ctx: Context, args: argparse.Namespace) -> int:
 
 #: ``git bisect-patched next``.
 COMMAND = Command(
-    "next", help="check out the candidate to test now (again)",
+    "next",
     description="Check out the candidate the session tests now, with the local patch stack "
                 "applied, as 'git bisect next' does: after a tree under test was moved by "
                 "hand, or to see the answer again once it is found.",

@@ -28,7 +28,7 @@ def list_plugins(ctx: Context, args: argparse.Namespace) -> int:
 
 #: ``bisectkit plugins``.
 COMMAND = Command(
-    "plugins", help="list loaded plugins, their origin and hooks",
+    "plugins",
     description="List the loaded plugins (built-in, bundled, installed or given with -p): "
                 "where each comes from and the hooks it implements.",
     examples=("plugins -p flaky",),

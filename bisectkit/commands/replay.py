@@ -141,7 +141,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
 
 #: ``git bisect-patched replay``.
 COMMAND = Command(
-    "replay", help="start over from a log (bisect-patched's or git bisect's)",
+    "replay",
     usage=f"{GIT_PROG} replay [START OPTIONS] FILE",
     description="Start over from a log written by 'log' (or .git/bisectkit/last-log) or by "
                 "'git bisect log': end the session in progress, start with the log's start "

@@ -93,7 +93,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
 
 #: ``git bisect-patched reset``.
 COMMAND = Command(
-    "reset", help="restore every HEAD and end the session (then check out COMMIT)",
+    "reset",
     description="Restore every HEAD, index and work tree to where the session found them and "
                 "end the session (from the journal, even after a crash). With COMMIT, then "
                 "check it out in the superproject, like 'git bisect reset <commit>' (a branch "

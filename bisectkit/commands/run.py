@@ -100,7 +100,7 @@ def run_session(ctx: Context, args: argparse.Namespace) -> int:
 
 #: ``bisectkit run``.
 BISECTKIT = Command(
-    "run", help="start, run, report and reset in one go",
+    "run",
     description="Bisect in one go: start a session, build and test candidates until the first "
                 "bad commit is found, report it and restore every HEAD.",
     examples=(f"run --submodule third_party/llvm-project --good v1.0 --bad HEAD "
@@ -109,7 +109,7 @@ BISECTKIT = Command(
 
 #: ``git bisect-patched run``.
 GIT = Command(
-    "run", help="build and test candidates automatically until done",
+    "run",
     description="Build and test candidates one after the other (or --jobs at once) until the "
                 "first bad commit is found; the session is kept ('reset' ends it).",
     examples=(f"run {about.EXAMPLE_BUILD} -- ./repro.sh",),

@@ -33,7 +33,7 @@ def show_step(ctx: Context, args: argparse.Namespace) -> int:
 
 #: ``show-step``, in both programs.
 COMMAND = Command(
-    "show-step", help="print the kept build and repro output of step N",
+    "show-step",
     description="Print the kept build and repro output of step N of the session in progress, "
                 "or of the last one.",
     examples=("show-step 3",),

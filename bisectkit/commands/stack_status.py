@@ -41,7 +41,7 @@ def show_stack_status(ctx: Context, args: argparse.Namespace) -> int:
 
 #: ``bisectkit status``.
 COMMAND = Command(
-    "status", help="show a patched submodule against its upstream",
+    "status",
     usage="bisectkit status [--submodule PATH] [--upstream REF] [--json] [--limit N] "
           "[-- PATHSPEC...]",
     synopsis="bisectkit status [options] [-- PATHSPEC...]",

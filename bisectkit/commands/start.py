@@ -63,7 +63,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
 
 #: ``git bisect-patched start``.
 COMMAND = Command(
-    "start", help="start a session and check out the first candidate",
+    "start",
     usage=f"{GIT_PROG} start ([--submodule PATH] [--upstream REF] | --integrate "
           "[--submodule PATH]...) [--first-parent | --all-parents] "
           "[--on-conflict skip|drop] [--find-fix] [--term-new WORD] [--term-old WORD] "

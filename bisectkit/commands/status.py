@@ -73,7 +73,7 @@ def _session_status(ctx: Context, b: Bisection) -> int:
 
 #: ``git bisect-patched status``.
 COMMAND = Command(
-    "status", help="show the session",
+    "status",
     description="Show the session: the range, the verdicts so far, the candidates left and the "
                 "one under test.",
     examples=("status",), handler=status)

@@ -52,7 +52,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
 
 #: ``git bisect-patched terms``.
 COMMAND = Command(
-    "terms", help="print the words for the old and new states",
+    "terms",
     description="Print the session's terms, as 'git bisect terms' does; with an option, just "
                 "the one word.",
     examples=("terms", "terms --term-bad"),

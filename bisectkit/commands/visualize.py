@@ -158,8 +158,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
 
 #: ``git bisect-patched visualize`` (``view``).
 COMMAND = Command(
-    "visualize", aliases=("view",),
-    help="list the candidates left and their verdicts (alias: view)",
+    "visualize",
     description="Show the candidates still in play, as 'git bisect visualize' does: those "
                 "after the newest good one up to the oldest bad one. With git log options, "
                 "'git log' shows exactly those (paged and coloured as git does); with none, "

@@ -65,7 +65,7 @@ def _arguments(p: argparse.ArgumentParser, pm: pluggy.PluginManager | None) -> N
 
 #: ``bisectkit workspaces``.
 COMMAND = Command(
-    "workspaces", help="list the workspaces of --jobs (or remove them)",
+    "workspaces",
     description="List the workspaces kept for --jobs and --scheduler (a clone per job, "
                 "reused so builds stay warm), or remove the unused ones with --prune.",
     examples=("workspaces --prune",),
