@@ -34,12 +34,18 @@ keyed by commits, files, the bug's commit, ``--commit-graph`` and a hash of
 the generator's source (bench.py's ``Shape``, ``fast_import_stream``,
 ``build_world`` and this script's additions); ``COMPLETE.json`` is written
 last (after a sync) and checked at load (the commit list, the packs' sizes);
-an entry without it is rebuilt. A cached world is never run in: every trial
-runs in a ``cp -a`` copy (the cheapest independent copy measured: about 7 s
-for the superproject with its 150,000-file submodule, the same for the
-upstream clone), whose indexes are then refreshed (the copy's inode and ctime
-differ, as a user's checkout's do not) and synced, all outside the timed
-sections.
+an entry without it is rebuilt. A cached world is never run in: each tool
+runs in its own copy of it (the superproject, or the upstream clone), made
+once per world with ``cp -a`` and put back before every trial, outside the
+timed sections: its git dir replaced by the cache's (packs hardlinked: git
+writes new packs, never into one), the indexes refreshed (a user's checkout
+has a fresh index) and every HEAD, index entry and file, ignored ones too,
+checked against the cache (``git status --ignored``; a copy that differs is
+copied again), then ``sync``. On this 2-core machine a ``cp -a`` of 150,000
+files took 7 s idle and 75-150 s while other work ran; putting back takes a
+few seconds. A trial therefore starts from the state a fresh copy has, and
+what a tool leaves behind (a verdict cache, a commit-graph) never reaches
+the next trial.
 
 What is measured:
 - each phase is one process: wall time from spawn to reap (``os.wait4``);
@@ -100,6 +106,19 @@ from worldgen import SUBMODULE, git, hermetic_env
 GIT_MAIN = "import sys; from bisectkit.app import git_main; sys.exit(git_main())"
 BUG_BELOW_PIN = 30
 GIT = "git bisect"
+# Runs a phase's command and writes its wall time, peak RSS and CPU time. A process forked
+# from this benchmark (hundreds of MB: the commit list) would start with that RSS as its
+# ru_maxrss; this small interpreter's (about 8 MB) is the floor instead.
+RUSAGE = """import os, sys, time
+t = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - t
+with open(sys.argv[1], "w") as f:
+    f.write(f"{wall} {ru.ru_maxrss} {ru.ru_utime + ru.ru_stime}")
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 # The step scripts: LOG is replaced by the trial's log file.
 BUILD_SH = """#!/bin/bash
 t0=$EPOCHREALTIME
@@ -268,6 +287,7 @@ class Trial:
     range: int
     repeat: int
     copy_s: float = 0.0
+    copy: str = ""
     phases: dict[str, Phase] = field(default_factory=dict)
     step_s: float = 0.0
     steps: int = 0
@@ -303,17 +323,21 @@ class Trial:
 
 
 def run_phase(argv: Sequence[str], cwd: Path, env: dict[str, str], out: Path) -> Phase:
-    """Run one phase's process; its wall time and its rusage from ``os.wait4``."""
+    """Run one phase's process under RUSAGE: its wall time and its rusage."""
+    res = out.with_suffix(".rusage")
     with open(out, "ab") as f:
         f.write(f"$ {shlex.join(argv)}\n".encode())
         f.flush()
-        t = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=f,
-                                stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return Phase(wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, proc.returncode)
+        rc = subprocess.run([sys.executable, "-I", "-S", "-c", RUSAGE, str(res), *argv],
+                            cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=f,
+                            stderr=subprocess.STDOUT).returncode
+    try:
+        wall, rss, cpu = res.read_text().split()
+    except (OSError, ValueError):  # the command could not be started
+        return Phase(float("nan"), 0, 0.0, rc)
+    finally:
+        res.unlink(missing_ok=True)
+    return Phase(float(wall), int(rss), float(cpu), rc)
 
 
 def step_time(log: Path) -> tuple[float, int]:
@@ -338,15 +362,67 @@ def scripts(tdir: Path) -> dict[str, Path]:
     return out
 
 
-def fresh_copy(src: Path, dest: Path, env: dict[str, str], repos: Sequence[Path]) -> float:
-    """``cp -a`` of ``src``, indexes refreshed and everything synced; the seconds it took."""
-    t = time.perf_counter()
-    subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
-    for repo in repos:
-        subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo, env=env,
-                       capture_output=True)
-    os.sync()
-    return time.perf_counter() - t
+@dataclass
+class Checkout:
+    """A copy of one of the cached world's checkouts (the superproject, or the upstream
+    clone), made once and put back in the cached state before every trial."""
+
+    src: Path
+    dest: Path
+    heads: dict[str, str]  # repository (relative to the checkout) -> its HEAD in the cache
+
+    @classmethod
+    def of(cls, src: Path, dest: Path, repos: Sequence[str]) -> Checkout:
+        env = hermetic_env(dest.parent / "home")
+        return cls(src, dest, {r: git(env, src / r, "rev-parse", "HEAD") for r in repos})
+
+    def ready(self) -> tuple[float, str]:
+        """Make the copy equal to the cache; (seconds, 'restored' or 'copied')."""
+        t = time.perf_counter()
+        env = hermetic_env(self.dest.parent / "home")
+        how = "restored"
+        if not (self.dest.exists() and self._put_back(env)):
+            how = "copied"
+            shutil.rmtree(self.dest, ignore_errors=True)
+            subprocess.run(["cp", "-a", str(self.src), str(self.dest)], check=True)
+            if not self._refreshed_and_clean(env):
+                raise RuntimeError(f"a copy of {self.src} differs from it")
+        # What the copy wrote must not be flushed during a timed section.
+        os.sync()
+        return time.perf_counter() - t, how
+
+    def _put_back(self, env: dict[str, str]) -> bool:
+        """The git dir from the cache (packs hardlinked: git never writes into a pack), the
+        work tree checked against it; False when the work tree is not the cached one."""
+        try:
+            shutil.rmtree(self.dest / ".git")
+            shutil.copytree(self.src / ".git", self.dest / ".git", symlinks=True,
+                            copy_function=_link_packs)
+        except OSError:
+            return False
+        return self._refreshed_and_clean(env)
+
+    def _refreshed_and_clean(self, env: dict[str, str]) -> bool:
+        """Refresh the indexes (the copy's inodes and ctimes are not the cache's: a user's
+        checkout has a fresh index) and check HEADs, index and every file, ignored ones too."""
+        for rel, head in self.heads.items():
+            repo = self.dest / rel
+            subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo, env=env,
+                           capture_output=True)
+            status = subprocess.run(["git", "status", "--porcelain", "--ignored",
+                                     "--untracked-files=all", "--ignore-submodules=all"],
+                                    cwd=repo, env=env, capture_output=True, text=True)
+            if (status.returncode != 0 or status.stdout
+                    or git(env, repo, "rev-parse", "HEAD") != head):
+                return False
+        return True
+
+
+def _link_packs(src: str, dest: str) -> None:
+    if f"{os.sep}objects{os.sep}pack{os.sep}" in src:
+        os.link(src, dest)
+    else:
+        shutil.copy2(src, dest)
 
 
 def _clean(env: dict[str, str], repo: Path, head: str) -> bool:
@@ -378,13 +454,13 @@ def _tail(path: Path) -> str:
 
 
 def trial_bisectkit(w: ScaleWorld, v: Variant, good: str, bad: str, t: Trial,
-                    tdir: Path) -> Trial:
-    """bisectkit's manual flow on a fresh copy of the superproject."""
+                    tdir: Path, co: Checkout) -> Trial:
+    """bisectkit's manual flow in the copy of the superproject."""
     env = hermetic_env(tdir / "home")
     env.update(v.env)
-    sup = tdir / "superproject"
+    sup = co.dest
     sub = sup / SUBMODULE
-    t.copy_s = fresh_copy(w.superproject, sup, env, (sup, sub))
+    t.copy_s, t.copy = co.ready()
     sh, out, result = scripts(tdir), tdir / "bisectkit.out", tdir / "result.json"
     phases = (("start", ["start", "--submodule", SUBMODULE, "--upstream", "upstream/main",
                          bad, good]),
@@ -409,11 +485,12 @@ def trial_bisectkit(w: ScaleWorld, v: Variant, good: str, bad: str, t: Trial,
     return t
 
 
-def trial_git(w: ScaleWorld, good: str, bad: str, t: Trial, tdir: Path) -> Trial:
-    """Plain ``git bisect`` start / run / reset on a fresh copy of the upstream clone."""
+def trial_git(w: ScaleWorld, good: str, bad: str, t: Trial, tdir: Path,
+              co: Checkout) -> Trial:
+    """Plain ``git bisect`` start / run / reset in the copy of the upstream clone."""
     env = hermetic_env(tdir / "home")
-    plain = tdir / "plain"
-    t.copy_s = fresh_copy(w.plain, plain, env, (plain,))
+    plain = co.dest
+    t.copy_s, t.copy = co.ready()
     step, out = scripts(tdir)["step"], tdir / "git.out"
     t.phases["start"] = run_phase(["git", "bisect", "start", bad, good], plain, env, out)
     t.phases["run"] = run_phase(["git", "bisect", "run", str(step)], plain, env, out)
@@ -531,7 +608,7 @@ def progress(t: Trial) -> None:
         status += f" (answer {t.answer[:12] or 'none'}, expected {t.expected[:12]})"
     print(f"  [{t.world} range {t.range} #{t.repeat}] {t.tool}: {phases}; steps "
           f"{t.step_s:.2f} s ({t.steps}); orchestration {t.orchestration_s:.2f} s; peak RSS "
-          f"{t.peak_rss_mb:.0f} MB (start {t.start_rss_mb:.0f}); copy {t.copy_s:.1f} s; "
+          f"{t.peak_rss_mb:.0f} MB (start {t.start_rss_mb:.0f}); {t.copy} in {t.copy_s:.1f} s; "
           f"{status}", flush=True)
     if t.error:
         print("    " + t.error.replace("\n", "\n    "), flush=True)
@@ -541,9 +618,14 @@ def progress(t: Trial) -> None:
 
 
 @contextmanager
-def trial_dir(cache: Path) -> Iterator[Path]:
-    """A scratch folder next to the cache (same file system: cp stays a local copy)."""
-    path = Path(tempfile.mkdtemp(prefix="run-", dir=cache))
+def scratch(cache: Path, prefix: str) -> Iterator[Path]:
+    """A folder in the cache (the same file system: copies and links stay local), removed
+    afterwards; a killed benchmark's folders are removed by the next one."""
+    for old in cache.glob("scratch-*"):
+        pid = int(old.name.split("-")[1])
+        if not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    path = Path(tempfile.mkdtemp(prefix=f"scratch-{os.getpid()}-{prefix}-", dir=cache))
     try:
         yield path
     finally:
@@ -553,6 +635,14 @@ def trial_dir(cache: Path) -> Iterator[Path]:
 def bench_world(w: ScaleWorld, args: argparse.Namespace,
                 variants: Sequence[Variant]) -> list[Trial]:
     """Every range of one world, ``--repeat`` times, the tools interleaved."""
+    with scratch(args.cache, "copies") as copies:
+        sup = Checkout.of(w.superproject, copies / "superproject", (".", SUBMODULE))
+        plain = Checkout.of(w.plain, copies / "plain", (".",))
+        return _bench_ranges(w, args, variants, sup, plain)
+
+
+def _bench_ranges(w: ScaleWorld, args: argparse.Namespace, variants: Sequence[Variant],
+                  sup: Checkout, plain: Checkout) -> list[Trial]:
     trials = []
     for rng in args.ranges:
         good, bad = place(w.shape, rng, args.placement)
@@ -562,11 +652,11 @@ def bench_world(w: ScaleWorld, args: argparse.Namespace,
             for tool in [*variants, None]:
                 label = tool.label if tool else GIT
                 t = Trial(label, w.name, rng, i, expected=w.shas[w.shape.bug])
-                with trial_dir(args.cache) as tdir:
+                with scratch(args.cache, "trial") as tdir:
                     if tool:
-                        trial_bisectkit(w, tool, w.shas[good], w.shas[bad], t, tdir)
+                        trial_bisectkit(w, tool, w.shas[good], w.shas[bad], t, tdir, sup)
                     else:
-                        trial_git(w, w.shas[good], w.shas[bad], t, tdir)
+                        trial_git(w, w.shas[good], w.shas[bad], t, tdir, plain)
                 progress(t)
                 trials.append(t)
     return trials
