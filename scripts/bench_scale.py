@@ -107,7 +107,7 @@ GIT_MAIN = "import sys; from bisectkit.app import git_main; sys.exit(git_main())
 BUG_BELOW_PIN = 30
 GIT = "git bisect"
 # Runs a phase's command and writes its wall time, peak RSS and CPU time. A process forked
-# from this benchmark (hundreds of MB: the commit list) would start with that RSS as its
+# from this benchmark (hundreds of MB once it has built a world) would start with that RSS as its
 # ru_maxrss; this small interpreter's (about 8 MB) is the floor instead.
 RUSAGE = """import os, sys, time
 t = time.perf_counter()
@@ -295,6 +295,8 @@ class Trial:
     expected: str = ""
     files: list[int] = field(default_factory=list)
     true_diff: list[int] = field(default_factory=list)
+    # bisectkit's own figure per step: replaying the stack and checking out.
+    prepare_s: list[float] = field(default_factory=list)
     restored: bool = True
     error: str = ""
 
@@ -478,6 +480,7 @@ def trial_bisectkit(w: ScaleWorld, v: Variant, good: str, bad: str, t: Trial,
         data = json.loads(result.read_text())
         t.answer = data.get("first_bad") or ""
         t.files = [s.get("files_written") or 0 for s in data["steps"]]
+        t.prepare_s = [s.get("prepare_s") or 0.0 for s in data["steps"]]
         bw = bench.World(tdir, env, w.upstream, sup, w.shas, w.merge_base, w.patched_head,
                          tdir)
         t.true_diff = true_diff(bw, data["steps"])
@@ -604,6 +607,8 @@ def table(trials: Sequence[Trial], variants: Sequence[Variant], stat: Stat,
 def progress(t: Trial) -> None:
     phases = ", ".join(f"{k} {p.wall_s:.2f} s" for k, p in t.phases.items())
     status = "ok" if t.ok else f"FAILED {t.error.splitlines()[0] if t.error else ''}"
+    if t.prepare_s:
+        status += f"; its prepare_s per step: {' '.join(f'{x:.2f}' for x in t.prepare_s)}"
     if t.answer != t.expected:
         status += f" (answer {t.answer[:12] or 'none'}, expected {t.expected[:12]})"
     print(f"  [{t.world} range {t.range} #{t.repeat}] {t.tool}: {phases}; steps "
