@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.states import full_state, killed_at
 from helpers.worlds import SUBMODULE, World, git_cli
 
 from bisectkit.git.repo import Repo
@@ -129,3 +130,25 @@ def test_no_commit_graph_where_the_config_says_no(world: World, key: str):
     assert r.returncode == 0, r.stderr
     assert session(world)["ancestry"]["first"][world.sha(120)] == 19  # answered all the same
     assert not (world.superproject / GRAPH).exists()
+
+
+@pytest.mark.parametrize("mode", ["during", "holding-objects/info/commit-graph.lock"])
+def test_killed_while_git_writes_the_commit_graph(world: World, tmp_path: Path, mode: str):
+    """SIGKILL while git writes the commit-graph at start: git finishes the file (it runs in
+    its own session), or a git killed too leaves its lock file, which bisectkit leaves
+    alone: the next start goes on without the file, and its answers are the same."""
+    before = full_state(world)
+    killed_at(world, tmp_path, "commit-graph", mode, "start", "--submodule", SUBMODULE,
+              "--upstream", "upstream/main", world.sha(300), world.sha(100))
+    assert git_cli(world, "reset").returncode == 0
+    assert full_state(world) == before
+    graph = world.superproject / GRAPH
+    lock = graph.with_name("commit-graph.lock")
+    assert graph.is_file() != lock.exists()
+    if graph.is_file():
+        assert world.git(world.submodule, "commit-graph", "verify") == ""
+    assert start(world).returncode == 0
+    assert session(world)["ancestry"]["first"][world.sha(120)] == 19
+    assert graph.is_file() != lock.exists()  # a lock somebody left is never removed
+    assert git_cli(world, "reset").returncode == 0
+    assert full_state(world) == before
