@@ -65,7 +65,11 @@ class History:
 
 def test_matches_are_the_first_the_whole_walk_met(world: World, tmp_path: Path):
     h = History(world, tmp_path / "r")
-    base = h.commit("base", f="a\n", g="a\n", q="a\n", other="0\n")
+    base = h.commit("base", f="a\n", g="a\n", q="a\n", e="a\n", other="0\n")
+    h.git("checkout", "-q", "-b", "early", base)
+    h.commit("E on a branch merged first", e="b\n")
+    h.git("checkout", "-q", "main")
+    merged_first = h.merge("early")  # its first parent is the range's bottom
     x = h.commit("X", f="b\n")
     h.commit("unrelated", other="1\n")
     h.commit("revert X", f="a\n")
@@ -84,13 +88,14 @@ def test_matches_are_the_first_the_whole_walk_met(world: World, tmp_path: Path):
     h.git("checkout", "-q", "-b", "local", base)
     ours = [h.commit("backport of X", f="b\n"), h.commit("backport of P", g="b\n"),
             h.commit("backport of Q", q="b\n"), h.commit("only ours", other="ours\n"),
-            h.commit("empty")]
+            h.commit("empty"), h.commit("backport of E", e="b\n")]
     repo = Repo(h.root)
     found = same_patch_upstream(repo, ours, (tip,), base)
     assert found == oracle(repo, ours, (tip,), base)
     assert found[ours[0]] == reland and found[ours[0]] != x
     assert found[ours[1]] == brought and found[ours[1]] != side
     assert ours[2] in found and ours[3] not in found and ours[4] not in found
+    assert found[ours[5]] == merged_first
 
 
 def test_a_relanded_change_is_matched_to_the_reland(world_factory, tmp_path: Path):
@@ -137,3 +142,25 @@ def test_a_first_parent_line_dated_before_what_it_hides(world: World, tmp_path: 
     h.when = 1_000_000_000
     patches = [h.commit(f"patch {n}", g=f"{n}\n") for n in range(3)]
     assert Repo(h.root).first_parent_range(patches[-1], [base]) == patches
+
+
+def test_a_merge_whose_first_parent_lies_below_the_range(world: World, tmp_path: Path):
+    """The merge brought the change onto a line that forked below the range's bottom: its
+    first-parent diff is the patch, and the walk meets it before the commit it merged
+    (git's own path-limited walk leaves such a merge out: it compares it only with the
+    parent inside the range, which has the same file)."""
+    h = History(world, tmp_path / "below")
+    p1 = h.commit("p1", e="a\n", g="a\n")
+    h.git("checkout", "-q", "-b", "rel", p1)
+    base = h.commit("the range's bottom, on rel", g="r\n")
+    h.git("checkout", "-q", "-b", "side", p1)
+    h.commit("S", e="b\n")
+    h.git("checkout", "-q", "main")
+    brought = h.merge("side")  # first parent p1: below base
+    h.merge("rel")
+    tip = h.commit("tip", g="t\n")
+    h.git("checkout", "-q", "-b", "local", base)
+    ours = [h.commit("backport of S", e="b\n")]
+    repo = Repo(h.root)
+    found = same_patch_upstream(repo, ours, (tip,), base)
+    assert found == oracle(repo, ours, (tip,), base) == {ours[0]: brought}

@@ -40,6 +40,11 @@ from bisectkit.errors import GitFailure
 
 #: What precedes every graph question's subcommand (see the module docstring).
 _NO_REPLACE = "--no-replace-objects"
+#: A walk reads commits and trees from all over the pack: git maps it in 1 GiB windows
+#: by default and keeps every page it touched resident, so the pack counted whole in
+#: its memory (430 of the 600 MB a commit-graph write of 550,000 commits took). Small
+#: windows, 64 MiB at most mapped: the same time, half the peak.
+_WINDOWS = ("-c", "core.packedGitWindowSize=4m", "-c", "core.packedGitLimit=64m")
 #: git's words for a boolean config value that is off.
 _FALSE = frozenset({"false", "no", "off", "0"})
 #: How deep git follows ``objects/info/alternates`` (its own limit).
@@ -87,15 +92,15 @@ class Graph:
             return
         self._ensured = True
         if self.wanted() and not self.has_file():
-            gitcli.run(self.workdir, _NO_REPLACE, "commit-graph", "write", "--reachable",
-                       "--no-progress")
+            gitcli.run(self.workdir, *_WINDOWS, _NO_REPLACE, "commit-graph", "write",
+                       "--reachable", "--no-progress")
 
     # -- questions ----------------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Is ``ancestor`` reachable from ``descendant`` (or the same commit)?"""
         self.ensure()
-        proc = gitcli.run(self.workdir, _NO_REPLACE, "merge-base", "--is-ancestor",
-                          ancestor, descendant)
+        proc = gitcli.run(self.workdir, *_WINDOWS, _NO_REPLACE, "merge-base",
+                          "--is-ancestor", ancestor, descendant)
         if proc.returncode in (0, 1):
             return proc.returncode == 0
         raise _failed(f"git merge-base --is-ancestor {ancestor} {descendant}", proc)
@@ -103,29 +108,39 @@ class Graph:
     def merge_bases(self, a: str, b: str) -> list[str]:
         """Every best common ancestor of ``a`` and ``b`` (none: no shared history)."""
         self.ensure()
-        proc = gitcli.run(self.workdir, _NO_REPLACE, "merge-base", "--all", a, b)
+        proc = gitcli.run(self.workdir, *_WINDOWS, _NO_REPLACE, "merge-base", "--all", a, b)
         if proc.returncode in (0, 1):  # 1: none
             return proc.stdout.split()
         raise _failed(f"git merge-base --all {a} {b}", proc)
 
     def walk(self, tips: Sequence[str], hide: Sequence[str],
              paths: Sequence[str] | None = None) -> Iterator[str]:
-        """The commits reachable from ``tips`` and from none of ``hide``, streamed (git's
-        order); with ``paths``, only those that change one of them against some parent
-        (``--full-history``: side branches too; merges included), a superset of those that
-        change them against their first parent."""
+        """The commits reachable from ``tips`` and from none of ``hide``, streamed in no set
+        order; with ``paths``, a superset of those that change one of them against their
+        first parent: every commit with one parent (or none) that changes them, on side
+        branches too (``--full-history``), then every merge of the range. Merges come from
+        a walk of their own (git's, alongside): which merges a path-limited walk shows
+        depends on how they compare with their parents *in the range* (one whose first
+        parent lies below it can be left out although its first-parent diff is exactly
+        the paths'); the caller compares each with its first parent."""
         self.ensure()
-        limited = ["--full-history"] if paths is not None else []
-        args = [_NO_REPLACE, "--literal-pathspecs", "rev-list", *limited, *tips,
-                *(f"^{h}" for h in hide)]
-        feed = b""
-        if paths is not None and any("\n" in p for p in paths):
-            args += ["--", *paths]  # os.fsencode'd as argv: any bytes but NUL
-        elif paths is not None:  # many paths would not fit on a command line: on stdin
-            args.append("--stdin")
-            feed = b"--\n" + b"".join(os.fsencode(p) + b"\n" for p in paths)
-        yield from _lines(self.workdir, args, feed)
-
+        span = [*tips, *(f"^{h}" for h in hide)]
+        if paths is None:
+            yield from _Stream(self.workdir, ["rev-list", *span]).lines()
+            return
+        merges = _Stream(self.workdir, ["rev-list", "--min-parents=2", *span])
+        try:
+            if any("\n" in p for p in paths):  # os.fsencode'd as argv: any bytes but NUL
+                changing = _Stream(self.workdir, ["rev-list", "--full-history", "--no-merges",
+                                                  *span, "--", *paths])
+            else:  # many paths would not fit on a command line: on stdin
+                changing = _Stream(self.workdir, ["rev-list", "--full-history", "--no-merges",
+                                                  *span, "--stdin"],
+                                   b"--\n" + b"".join(os.fsencode(p) + b"\n" for p in paths))
+            yield from changing.lines()
+            yield from merges.lines()
+        finally:
+            merges.close()
 
     def first_parents(self, tip: str, hide: Sequence[str]) -> Iterator[tuple[str, bool]]:
         """The first-parent line from ``tip`` back to (excluding) anything reachable from
@@ -136,36 +151,53 @@ class Graph:
         hidden commit newer than the line goes down until the dates are older: 2 s for a
         3-patch stack at llvm-project's size when its commits are dated before upstream's)."""
         self.ensure()
-        args = [_NO_REPLACE, "rev-list", "--topo-order", "--first-parent", "--parents", tip,
+        args = ["rev-list", "--topo-order", "--first-parent", "--parents", tip,
                 *(f"^{h}" for h in hide)]
-        for line in _lines(self.workdir, args, b""):
+        for line in _Stream(self.workdir, args).lines():
             sha, *parents = line.split()
             yield sha, bool(parents)
 
 
-def _lines(cwd: Path, args: list[str], feed: bytes) -> Iterator[str]:
-    """``git args...``'s stdout, line by line as it comes (``feed`` on its stdin)."""
-    with subprocess.Popen(gitcli.argv(*args), cwd=cwd, env=gitcli.git_env(),
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, start_new_session=True) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+class _Stream:
+    """A git command started now (graph settings, paths taken literally; ``feed`` on its
+    stdin), its output read line by line as it comes (:meth:`lines`)."""
+
+    def __init__(self, cwd: Path, args: list[str], feed: bytes = b"") -> None:
+        self.args = args
+        self.proc = subprocess.Popen(
+            gitcli.argv(*_WINDOWS, _NO_REPLACE, "--literal-pathspecs", *args), cwd=cwd,
+            env=gitcli.git_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True)
+        assert self.proc.stdin is not None
         try:
-            try:
-                proc.stdin.write(feed)  # git reads all of it before it walks
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass  # git stopped already: its words are on stderr
+            self.proc.stdin.write(feed)  # git reads all of it before it walks
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass  # git stopped already: its words are on stderr
+
+    def lines(self) -> Iterator[str]:
+        """Each line of the output; :class:`GitFailure` when git fails."""
+        proc = self.proc
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
             for line in proc.stdout:
                 yield line.decode("ascii").strip()
             err = proc.stderr.read()
             code = proc.wait()
         finally:
-            if proc.poll() is None:
-                proc.kill()  # the caller stopped reading: git would wait on its pipe
-    if code != 0:
-        detail = " ".join(os.fsdecode(err).split()) or f"exit {code}"
-        shown = " ".join(a for a in args if a != _NO_REPLACE)
-        raise GitFailure(f"git {shown[:200]}: {detail}")
+            self.close()
+        if code != 0:
+            detail = " ".join(os.fsdecode(err).split()) or f"exit {code}"
+            raise GitFailure(f"git {' '.join(self.args)[:200]}: {detail}")
+
+    def close(self) -> None:
+        """Stop git if it still runs (its reader gone, it would wait on its pipe)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _failed(what: str, proc: subprocess.CompletedProcess[str]) -> GitFailure:
