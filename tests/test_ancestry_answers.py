@@ -20,6 +20,7 @@ from helpers.states import full_state, killed_at
 from helpers.worlds import SUBMODULE, World, git_cli
 
 from bisectkit.git.repo import Repo
+from bisectkit.store import sessionshape
 from bisectkit.strategies.common import LineAncestry, line_key
 
 SESSION = Path(".git/bisectkit/session.json")
@@ -152,3 +153,36 @@ def test_killed_while_git_writes_the_commit_graph(world: World, tmp_path: Path, 
     assert graph.is_file() != lock.exists()  # a lock somebody left is never removed
     assert git_cli(world, "reset").returncode == 0
     assert full_state(world) == before
+
+
+def test_a_damaged_record_of_answers_is_asked_again(world: World):
+    assert start(world).returncode == 0
+    data = session(world)
+    data["ancestry"] = {"line": 3, "first": {world.sha(120): "nineteen"}}
+    (world.superproject / SESSION).write_text(json.dumps(data))
+    assert git_cli(world, "bad").returncode == 0
+    assert session(world)["ancestry"]["first"][world.sha(120)] == 19
+    assert revert_action(world)["action"] == "applied"
+
+
+@pytest.mark.parametrize("value", [None, [], {"line": 1}, {"first": {"x": 1}},
+                                   {"first": {"a" * 40: True}}, {"pairs": {"a b": 1}}])
+def test_answers_of_the_wrong_shape_are_none(value: object):
+    assert sessionshape.ancestry(value) == {}
+    good = {"line": "d", "first": {"a" * 40: 0}, "pairs": {"a b": False}}
+    assert sessionshape.ancestry(good) == good
+
+
+def test_where_a_commit_graph_is_found_and_wanted(world: World, tmp_path: Path):
+    sub = Repo(world.submodule)
+    assert not sub.graph.has_file() and sub.graph.wanted()
+    borrower = tmp_path / "borrower"  # objects borrowed (a --jobs workspace's way)
+    world.git(tmp_path, "clone", "-q", "--shared", "--no-checkout", str(world.submodule),
+              str(borrower))
+    world.git(world.submodule, "commit-graph", "write", "--reachable")
+    assert sub.graph.has_file() and Repo(borrower).graph.has_file()
+    world.git(world.submodule, "config", "gc.writeCommitGraph", "no")
+    assert not Repo(world.submodule).graph.wanted()
+    shallow = tmp_path / "shallow"
+    world.git(tmp_path, "clone", "-q", "--depth", "3", f"file://{world.upstream}", str(shallow))
+    assert not Repo(shallow).graph.wanted()
