@@ -12,7 +12,7 @@ The commit-graph is git's own cache of the commit graph
 gc`` writes it, so does ``git fetch`` with ``fetch.writeCommitGraph``. Where a
 repository has none, :meth:`Graph.ensure` has git write one (``git commit-graph write
 --reachable``: git writes it under a lock file and renames it into place, so a kill
-leaves the old state or the new one), as ``git gc`` would, once: about 5 s for
+leaves the old state or the new one), as ``git gc`` would, once: 3-5 s for
 550,000 commits, then every later question and session reads it. It writes nothing
 where git would not use or want one: a shallow clone (git ignores the file there),
 ``core.commitGraph=false`` or ``gc.writeCommitGraph=false``. A commit-graph that
