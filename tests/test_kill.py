@@ -29,7 +29,8 @@ MODES = ("after", "during", "before", "signal")
 #: of each kind (every one under torture.FULL_ENV: scripts/attacks.py --full).
 WRITERS_EVERY, READERS_EVERY = every(12), every(60)
 #: git commands that only read (a kill there leaves what the git before it left).
-READERS = frozenset({"status", "ls-files", "cat-file", "rev-parse", "ls-tree"})
+READERS = frozenset({"status", "ls-files", "cat-file", "rev-parse", "ls-tree", "merge-base",
+                     "rev-list"})
 
 
 def sample(log: list[str], writers_every: int, readers_every: int) -> list[int]:

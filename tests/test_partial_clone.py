@@ -105,6 +105,12 @@ def test_git_bisect_patched_start_then_run(partial_world: Copy, tmp_path: Path):
                 w.sha(300), w.sha(0))
     assert r.returncode == 0, r.stderr
     assert "patch-stack analysis: fetched" in r.stdout
+    # start had git write a commit-graph (it reads commits only): the repository is whole
+    # by git's own checks, which fetch nothing.
+    for check in (["commit-graph", "verify"], ["fsck", "--connectivity-only"]):
+        assert subprocess.run(["git", *check], cwd=w.submodule, env=w.env,
+                              capture_output=True).returncode == 0, check
+    assert (w.superproject / ".git/modules" / SUBMODULE / "objects/info/commit-graph").is_file()
     r = git_cli(w, "run", "--build", "./build.sh", "--good-if", GOOD_IF, "./repro.sh")
     assert r.returncode == 0, r.stderr + r.stdout
     assert f"{w.sha(200)} is the first bad commit" in r.stdout

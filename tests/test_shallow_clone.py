@@ -90,6 +90,9 @@ def test_boundary_below_everything_needed_fetches_nothing(world: World):
     found(w, r, 200)
     assert "deepened" not in r.stdout
     assert (w.superproject / SHALLOW).read_text() == boundary
+    # git neither writes nor reads a commit-graph in a shallow clone: none is written.
+    info = w.superproject / SHALLOW.parent / "objects/info"
+    assert not (info / "commit-graph").exists() and not (info / "commit-graphs").exists()
     assert snapshot(w) == before
     status = cli(w, "status", "--upstream", "upstream/main")
     assert ("shape: shallow (history stops at 1 commit, oldest 2026-01-01); older bisects "

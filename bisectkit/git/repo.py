@@ -14,7 +14,9 @@ of it, each a plain class in a module of its own, built by ``Repo.__init__``:
 - ``Repo.merger`` (:mod:`bisectkit.git.merge`): patches replayed onto trees in
   memory, and commits created without moving a ref;
 - ``Repo.promisor`` and ``Repo.shallow`` (:mod:`bisectkit.git.shapes`): what a
-  partial clone lacks, and the graph answers a shallow clone leaves open.
+  partial clone lacks, and the graph answers a shallow clone leaves open;
+- ``Repo.graph`` (:mod:`bisectkit.git.graph`): ancestry, merge-bases and range walks
+  asked of the git CLI, which reads git's commit-graph (libgit2 does not).
 
 Beside them, :mod:`bisectkit.git.cli` is the git CLI (for what it does better
 than libgit2) and :mod:`bisectkit.git.objects` typed lookups of pygit2 objects.
@@ -35,6 +37,7 @@ import bisectkit.git.cli as gitcli
 import bisectkit.git.objects as gitobjects
 from bisectkit.errors import BadInput
 from bisectkit.git.checkout import WorkTree
+from bisectkit.git.graph import Graph
 from bisectkit.git.merge import Merger
 from bisectkit.git.objects import GITLINK_MODE, entry_id
 from bisectkit.git.refs import Refs
@@ -55,6 +58,8 @@ class Repo:
     refs: Refs
     #: The in-memory merge engine on this repository's objects.
     merger: Merger
+    #: Ancestry, merge-bases and range walks, asked of the git CLI (the commit-graph).
+    graph: Graph
     _repo: pygit2.Repository
     _ancestry: dict[tuple[str, str], bool]
 
@@ -72,6 +77,7 @@ class Repo:
         self.promisor = Prefetcher(self.workdir, self.git_dir, lambda: [
             Promisor(*r) for r in gitobjects.promisor_remotes(self._repo)],
             lambda oids: gitobjects.missing(self._repo, oids))
+        self.graph = Graph(self.workdir, self.git_dir, self.config_get)
         self._open(repo)
         #: The shallow boundary (empty for a complete clone) and the checks that keep
         #: answers given on the truncated graph exact. It asks through lambdas: ``reopen``
@@ -194,7 +200,7 @@ class Repo:
             return gitobjects.diff(commit.parents[0].tree, commit.tree)
         return commit.tree.diff_to_tree(swap=True)
 
-    # -- ancestry ---------------------------------------------------------
+    # -- ancestry (asked of the git CLI, which reads the commit-graph: Repo.graph) -----
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """``ancestor`` is ``descendant`` or reachable from it (ShallowCut: unknown here)."""
         if self._reaches(ancestor, descendant):
@@ -208,13 +214,21 @@ class Repo:
         key = (ancestor, descendant)
         hit = self._ancestry.get(key)
         if hit is None:
-            hit = self._repo.descendant_of(descendant, ancestor)
+            hit = self.graph.is_ancestor(ancestor, descendant)
             self._ancestry[key] = hit
         return hit
 
     def merge_base(self, a: str, b: str) -> Sha | None:
-        """The best common ancestor of commits ``a`` and ``b`` (``None``: no shared history)."""
-        base = Sha(found) if (found := self._repo.merge_base(a, b)) is not None else None
+        """The best common ancestor of commits ``a`` and ``b`` (``None``: no shared history).
+
+        git finds them (on its commit-graph); where there are several (criss-cross
+        merges), the one libgit2 picks, as bisectkit always took.
+        """
+        bases = self.graph.merge_bases(a, b)
+        if len(bases) > 1:
+            found = self._repo.merge_base(a, b)
+            bases = [str(found)] if found is not None else []
+        base = Sha(bases[0]) if bases else None
         self.shallow.check_merge_base(a, b, base)
         return base
 
@@ -225,27 +239,27 @@ class Repo:
 
         Oldest first. With ``paths``, only commits that change one of those
         path prefixes compared with their first parent are kept; the tip is
-        kept regardless when ``keep_tip`` (a bisect's known-bad end).
+        kept regardless when ``keep_tip`` (a bisect's known-bad end). The line is
+        walked by git (:meth:`Graph.first_parents`: on the commit-graph, bounded by
+        the line); the list is as long as it.
         """
-        walker = self._repo.walk(tip, SortMode.TOPOLOGICAL)
-        walker.simplify_first_parent()
-        for h in hide:
-            walker.hide(h)
         shas: list[str] = []
-        last: pygit2.Commit | None = None
-        for commit in walker:
-            last = commit
-            is_kept_tip = keep_tip and str(commit.id) == tip
-            if paths and not is_kept_tip and not self._touches(commit, paths):
+        last: tuple[str, bool] | None = None
+        for sha, has_parent in self.graph.first_parents(tip, hide):
+            last = (sha, has_parent)
+            is_kept_tip = keep_tip and sha == tip
+            if paths and not is_kept_tip and not self._touches(self._commit(sha), paths):
                 continue
-            shas.append(str(commit.id))
+            shas.append(sha)
         if last is not None:
-            self.shallow.check_line(tip, str(last.id), hide, not last.parent_ids)
+            self.shallow.check_line(tip, last[0], hide, not last[1])
         shas.reverse()
         return shas
 
     def iter_range(self, tips: Iterable[str], hide: Iterable[str]) -> Iterator[str]:
-        """Every commit (full graph) reachable from ``tips`` and not from ``hide``."""
+        """Every commit (full graph) reachable from ``tips`` and not from ``hide``, in
+        libgit2's topological order (children before parents). It holds the whole range:
+        :meth:`range_commits` streams it."""
         tips, hide = list(tips), list(hide)
         self.shallow.check_range(tips, hide)
         walker = self._repo.walk(None, SortMode.TOPOLOGICAL)
@@ -255,6 +269,14 @@ class Repo:
             walker.hide(h)
         for commit in walker:
             yield str(commit.id)
+
+    def range_commits(self, tips: Sequence[str], hide: Sequence[str],
+                      paths: Sequence[str] | None = None) -> Iterator[str]:
+        """The commits reachable from ``tips`` and not from ``hide``, streamed in no set
+        order; with ``paths``, a superset of those that change one of them against their
+        first parent (a path-limited walk in git, on its commit-graph)."""
+        self.shallow.check_range(tips, hide)
+        return self.graph.walk(tips, hide, paths)
 
     def fetch_commit(self, sha: str) -> bool:
         """Fetch ``sha`` here (:func:`~.shapes.shallow.fetch_commit`); True once it is."""

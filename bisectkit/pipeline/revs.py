@@ -107,9 +107,17 @@ def in_range(strategy: Strategy, candidates: Sequence[str], rev: str) -> tuple[l
         tips, hide = [left, right], [base] if base is not None else []
     else:
         tips, hide = [right], [left]
-    inside = set(repo.iter_range(tips, hide))
-    found = [c for c in candidates if c in inside]
-    return found, len(inside) - len(found)
+    # Streamed, not held: a range may be of any size; what is kept is the candidates in it
+    # (proportional to the bisect range, as the candidate list itself).
+    wanted = set(candidates)
+    hits: set[str] = set()
+    total = 0
+    for sha in repo.range_commits(tips, hide):
+        total += 1
+        if sha in wanted:
+            hits.add(sha)
+    found = [c for c in candidates if c in hits]
+    return found, total - len(found)
 
 
 def _skippable(strategy: Strategy, session: Session, rev: str, known: Mapping[str, Verdict],

@@ -100,6 +100,12 @@ class Session:
     #: The last candidate announced (``[step N] testing C``) and its number N: its step
     #: keeps N whatever is recorded meanwhile (marks of other revisions, skip ranges).
     announced: tuple[str, int] | None = None
+    #: Ancestry answers about the bisected repository, asked once per session (start asks
+    #: those the patch-stack rules need; see strategies.common.LineAncestry): ``line``
+    #: (the digest of the candidate list the positions are about), ``first`` (target ->
+    #: position of the first candidate containing it), ``pairs`` ("A D" -> is A an
+    #: ancestor of D). A cache of facts about commits: one missing or damaged is asked again.
+    ancestry: dict[str, Any] = field(default_factory=dict)
 
     def params_as(self, kind: type[_P]) -> _P:
         """The parameters, as the ``kind`` of parameters its strategy keeps (a session file
@@ -156,6 +162,7 @@ class Session:
             "current_step": self.current_step,
             "announced": (None if self.announced is None else
                           {"commit": self.announced[0], "index": self.announced[1]}),
+            "ancestry": self.ancestry,
         }
 
     @classmethod
@@ -185,6 +192,7 @@ class Session:
             current=data.get("current"),
             current_step=dict(data.get("current_step", {})),
             announced=_announced(data.get("announced")),
+            ancestry=sessionshape.ancestry(data.get("ancestry")),
         )
 
 

@@ -58,3 +58,17 @@ def _announced(value: object) -> bool:
 def _commit(value: object) -> bool:
     """``value`` is one full commit id."""
     return isinstance(value, str) and _SHA.fullmatch(value) is not None
+
+
+def ancestry(value: object) -> dict[str, Any]:
+    """``session.json``'s ancestry answers as read back: kept when well formed, else none
+    (they are a cache: a session written before they were kept, or a damaged file, only
+    asks them again)."""
+    if not isinstance(value, dict):
+        return {}
+    first, pairs = value.get("first", {}), value.get("pairs", {})
+    whole = (isinstance(value.get("line", ""), str) and isinstance(first, dict)
+             and all(_commit(k) and type(v) is int and v >= 0 for k, v in first.items())
+             and isinstance(pairs, dict)
+             and all(isinstance(k, str) and type(v) is bool for k, v in pairs.items()))
+    return value if whole else {}

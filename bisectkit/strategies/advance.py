@@ -26,7 +26,13 @@ from bisectkit.patches.upstream import resolve_upstream
 from bisectkit.store.session import Session
 from bisectkit.strategies.base import Argv, Kind, new_session
 from bisectkit.strategies.cmdline import given_words
-from bisectkit.strategies.common import LineAncestry, ask_ahead, check_clean, guess_lines
+from bisectkit.strategies.common import (
+    LineAncestry,
+    ask_ahead,
+    check_clean,
+    contained_patch,
+    guess_lines,
+)
 from bisectkit.strategies.submodule import SubmoduleStrategy
 from bisectkit.text import plural
 
@@ -42,10 +48,11 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
     target = sub.resolve(req.to) if req.to is not None else up.sha
     stack = analyse(sub, sub.worktree.head_state().sha, up.sha, extra_upstream=(target,))
     base = stack.merge_base
-    for patch in stack.patches:
-        if sub.is_ancestor(patch.sha, target):
-            raise BadInput(f"--to '{req.to}' contains local patch {short(patch.sha)} "
-                           f"({patch.subject}); give an upstream commit")
+    patch = contained_patch(sub, stack, target)
+    if patch is not None:
+        raise BadInput(f"--to '{req.to}' contains local patch {short(patch.sha)} "
+                       f"({patch.subject}); give an upstream commit")
+    known: dict[str, Any] = {}
     if sub.is_ancestor(target, base):
         candidates: list[str] = []  # already there: up to date
     elif not sub.is_ancestor(base, target):
@@ -59,10 +66,10 @@ def start(superproject: Repo, req: AdvanceRequest) -> Session:
             raise BadInput(f"no upstream commit between the merge-base {short(base)} and "
                            f"{short(target)} changes {' '.join(req.pathspec)} (--pathspec): "
                            "nothing to test")
-        ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
+        ask_ahead(sub, stack, LineAncestry(sub, candidates, known).first_containing)
     return new_session(
         superproject, bad=target, good=[base], candidates=candidates, moves=[path],
-        pathspec=req.pathspec, terms=req.terms,
+        pathspec=req.pathspec, terms=req.terms, ancestry=known,
         params=AdvanceParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
                              upstream_guessed=up.guessed, stack=stack.to_json(),
                              on_conflict=req.on_conflict,

@@ -199,14 +199,16 @@ class Strategy(ABC):
 
 def new_session(superproject: Repo, *, bad: str, good: list[str],
                 candidates: list[str], moves: Sequence[str], params: Params,
-                terms: Terms, pathspec: Sequence[str] = ()) -> Session:
+                terms: Terms, pathspec: Sequence[str] = (),
+                ancestry: dict[str, Any] | None = None) -> Session:
     """A new session of the strategy ``params`` belong to that may move ``moves``
     (submodule paths) and the superproject: their HEADs now are what a reset restores. The
-    command line is the caller's (it words the request), so ``start_argv`` starts empty."""
+    command line is the caller's (it words the request), so ``start_argv`` starts empty.
+    ``ancestry``: the ancestry answers start asked (kept for the session's commands)."""
     return Session(strategy=params.strategy, root=str(superproject.workdir), bad=bad, good=good,
                    pathspec=list(pathspec), candidates=candidates,
                    orig=head_states(superproject, moves), params=params, start_argv=[],
-                   terms=terms)
+                   terms=terms, ancestry=ancestry or {})
 
 
 def head_states(superproject: Repo, paths: Sequence[str]) -> dict[str, HeadState]:

@@ -8,6 +8,7 @@ strategies that replay a submodule's patch stack (:class:`PatchedSubmodule`).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +19,7 @@ from bisectkit.git.repo import Repo, open_submodule
 from bisectkit.git.shapes.base import Fetched
 from bisectkit.model import SUPERPROJECT, CommitInfo, Upstream, short
 from bisectkit.model.params import PatchedParams
-from bisectkit.patches.stack import Stack, analyse, targets
+from bisectkit.patches.stack import Patch, Stack, analyse, targets
 from bisectkit.safety.undertest import Held, as_found
 from bisectkit.safety.worktree import Mover
 from bisectkit.store.session import Session
@@ -122,13 +123,56 @@ def guess_lines(params: PatchedParams) -> list[str]:
     return [f"  {note}"] if note else []
 
 
+def contained_patch(repo: Repo, stack: Stack, rev: str) -> Patch | None:
+    """The oldest local patch that upstream revision ``rev`` contains, if any (a range
+    that holds our own patches is refused). One question, whatever the stack's size: the
+    patches are one first-parent line, the oldest an ancestor of all the others, so ``rev``
+    contains one of them only if it contains the oldest."""
+    if stack.patches and repo.is_ancestor(stack.patches[0].sha, rev):
+        return stack.patches[0]
+    return None
+
+
 def ask_ahead(repo: Repo, stack: Stack, ask: Callable[[str], object]) -> None:
-    """Ask now the ancestry questions the drop rules will ask about the candidates
-    (``ask(target)``) when ``repo`` is a shallow clone: one its boundary leaves open raises
-    ShallowCut at start, before anything moves, never halfway through a bisection."""
-    if repo.shallow.active:
-        for _, target in targets(stack.patches):
+    """Ask now, at start, the ancestry questions the drop rules will ask about the
+    candidates (``ask(target)``, for each target here): their answers go into the session,
+    so that no later command of it asks them again, and in a shallow clone one its
+    boundary leaves open raises ShallowCut before anything moves, never halfway through a
+    bisection. A target this repository lacks is never asked about (the rules drop or
+    keep its patch without it)."""
+    for _, target in targets(stack.patches):
+        if repo.try_resolve(target) is not None:
             ask(target)
+
+
+def line_key(candidates: Sequence[str]) -> str:
+    """What the answers about a candidate line are kept under: a digest of the whole list,
+    so that another list (``--all-parents`` descending into a merge, a new start) never
+    reads an answer given about positions in this one."""
+    return hashlib.sha256("\n".join(candidates).encode("ascii")).hexdigest()
+
+
+class KnownAncestry:
+    """"Is A an ancestor of D?" asked once per session: the answers go into ``memo`` (the
+    session's ``ancestry``, saved with it), so that the ``good``, ``bad``, ``run`` and
+    ``status`` processes of a session read them instead of asking git again.
+
+    Safe to keep: an answer is about two commits, which never change (``refs/replace``
+    is not read), and a shallow clone's "no" is kept only once certain (an uncertain one
+    raises, and is not kept); a fetch that deepens it only adds what was unknown.
+    """
+
+    def __init__(self, repo: Repo, memo: dict[str, Any]) -> None:
+        self.repo = repo
+        self._pairs: dict[str, bool] = memo.setdefault("pairs", {})
+
+    def __call__(self, ancestor: str, descendant: str) -> bool:
+        key = f"{ancestor} {descendant}"
+        hit = self._pairs.get(key)
+        if hit is None:
+            hit = self.repo.is_ancestor(ancestor, descendant)
+            self._pairs[key] = hit
+        return hit
 
 
 class LineAncestry:
@@ -138,26 +182,34 @@ class LineAncestry:
     monotonic in C's position: it is enough to know, once per U, the first
     candidate that contains it. A U on the line is its own answer; a U
     outside the range costs one or two graph queries; only a U on a side
-    branch merged inside the range needs a binary search. On a history the
-    size of llvm-project each graph query can take tens of milliseconds.
+    branch merged inside the range needs a binary search. The answers are
+    kept in ``memo`` (the session's ``ancestry``) under the line's
+    :func:`line_key`: asked at start, read by every later command of the session.
     """
 
-    def __init__(self, repo: Repo, candidates: Sequence[str]) -> None:
+    def __init__(self, repo: Repo, candidates: Sequence[str],
+                 memo: dict[str, Any] | None = None) -> None:
         self.repo = repo
         self.candidates = candidates
         self.pos = {c: i for i, c in enumerate(candidates)}
-        self._first: dict[str, int] = {}
+        memo = {} if memo is None else memo
+        key = line_key(candidates)
+        if memo.get("line") != key:
+            memo["line"], memo["first"] = key, {}
+        self._first: dict[str, int] = memo["first"]
+        #: Commits off the line (a good end, a commit between two candidates).
+        self.off_line = KnownAncestry(repo, memo)
 
     def __call__(self, ancestor: str, commit: str) -> bool:
         i = self.pos.get(commit)
         if i is None:
-            return self.repo.is_ancestor(ancestor, commit)
+            return self.off_line(ancestor, commit)
         return i >= self.first_containing(ancestor)
 
     def first_containing(self, ancestor: str) -> int:
         """Index of the first candidate that has ``ancestor`` (``len`` if none has)."""
         first = self._first.get(ancestor)
-        if first is None:
+        if first is None or not 0 <= first <= len(self.candidates):
             first = self._search(ancestor)
             self._first[ancestor] = first
         return first

@@ -33,10 +33,12 @@ from bisectkit.strategies.cmdline import (
     selects_another,
 )
 from bisectkit.strategies.common import (
+    KnownAncestry,
     PatchedSubmodule,
     analysed,
     ask_ahead,
     check_clean,
+    contained_patch,
     fetch_lines,
     guess_lines,
     step_env,
@@ -54,15 +56,17 @@ def start(superproject: Repo, req: StackRequest) -> Session:
     if not stack.patches:
         raise BadInput(f"submodule {path} has no local patches on top of {up.ref}: "
                        "there is no stack to bisect")
-    for patch in stack.patches:
-        if sub.is_ancestor(patch.sha, at):
-            raise BadInput(f"--at '{req.at}' contains local patch {short(patch.sha)}; pass an "
-                           "upstream commit (e.g. the first bad one a submodule bisect found)")
-    ask_ahead(sub, stack, lambda target: sub.is_ancestor(target, at))
+    patch = contained_patch(sub, stack, at)
+    if patch is not None:
+        raise BadInput(f"--at '{req.at}' contains local patch {short(patch.sha)}; pass an "
+                       "upstream commit (e.g. the first bad one a submodule bisect found)")
+    known: dict[str, Any] = {}
+    in_at = KnownAncestry(sub, known)
+    ask_ahead(sub, stack, lambda target: in_at(target, at))
     patches = [p.sha for p in stack.patches]
     return new_session(
         superproject, bad=patches[-1], good=[at], candidates=patches, moves=[path],
-        terms=req.terms,
+        terms=req.terms, ancestry=known,
         params=StackParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
                            upstream_guessed=up.guessed, stack=stack.to_json(), at=at,
                            analysis_fetched=fetched))
@@ -83,6 +87,8 @@ class StackStrategy(PatchedSubmodule):
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
         self.at = session.params_as(StackParams).at
+        #: "Is the target in --at?", answered at start (the session keeps it).
+        self.known = KnownAncestry(self.sub, session.ancestry)
 
     def target_argv(self) -> list[str]:
         return ["--submodule", self.path, "--upstream", self.params.upstream_ref, "--stack",
@@ -99,7 +105,7 @@ class StackStrategy(PatchedSubmodule):
         shas = [p.sha for p in self.stack.patches]
         k = shas.index(candidate) + 1 if candidate in shas else 0
         prefix = Stack(self.stack.head, self.stack.merge_base, self.stack.patches[:k])
-        replayed = replay(self.sub, prefix, self.at)
+        replayed = replay(self.sub, prefix, self.at, self.known)
         details: StepDetails = {"patches": [a.to_json() for a in replayed.actions]}
         if replayed.conflict is not None:
             return Prepared(candidate, (), details, skip_reason=conflict_reason(replayed.conflict))

@@ -79,7 +79,7 @@ class StopsApplying:
     def _clean_good_end(self, index: int, first_conflict: str) -> str | None:
         """A good end, older than ``first_conflict``, where patch ``index`` applies cleanly."""
         for good in self.session.good:
-            if (self.sub.is_ancestor(good, first_conflict)
+            if (self.ancestry(good, first_conflict)
                     and self._conflicts_at(self._prefix(index), good) is False):
                 return good
         return None

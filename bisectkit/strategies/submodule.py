@@ -29,6 +29,7 @@ from bisectkit.strategies.common import (
     ask_ahead,
     candidates_touching,
     check_clean,
+    contained_patch,
     fetch_lines,
     guess_lines,
     step_env,
@@ -46,17 +47,18 @@ def start(superproject: Repo, req: SubmoduleRequest) -> Session:
     up = resolve_upstream(superproject, path, sub, req.upstream, contains=(bad,))
     sub_head = sub.worktree.head_state()
     stack, fetched = analysed(sub, sub_head.sha, up.sha, (bad,))
-    for patch in stack.patches:
-        if sub.is_ancestor(patch.sha, bad):
-            raise BadInput(f"{req.terms.new} revision '{req.bad}' contains local patch "
-                           f"{short(patch.sha)} ({patch.subject}); pass upstream commits, e.g. "
-                           f"the merge-base {short(stack.merge_base)}")
+    patch = contained_patch(sub, stack, bad)
+    if patch is not None:
+        raise BadInput(f"{req.terms.new} revision '{req.bad}' contains local patch "
+                       f"{short(patch.sha)} ({patch.subject}); pass upstream commits, e.g. "
+                       f"the merge-base {short(stack.merge_base)}")
     candidates = candidates_touching(sub, bad, goods, req.pathspec, f"submodule {path}")
+    known: dict[str, Any] = {}
     if candidates:
-        ask_ahead(sub, stack, LineAncestry(sub, candidates).first_containing)
+        ask_ahead(sub, stack, LineAncestry(sub, candidates, known).first_containing)
     return new_session(
         superproject, bad=bad, good=goods, candidates=candidates, moves=[path],
-        pathspec=req.pathspec, terms=req.terms,
+        pathspec=req.pathspec, terms=req.terms, ancestry=known,
         # on_conflict decides what is tested at a candidate, so it belongs to the
         # session: later good/bad/run commands and the log's replay use it too.
         params=SubmoduleParams(submodule=path, upstream_ref=up.ref, upstream=up.sha,
@@ -81,7 +83,7 @@ class SubmoduleStrategy(PatchedSubmodule):
 
     def __init__(self, superproject: Repo, session: Session, mover: Mover | None = None) -> None:
         super().__init__(superproject, session, mover)
-        self.ancestry = LineAncestry(self.sub, session.candidates)
+        self.ancestry = LineAncestry(self.sub, session.candidates, session.ancestry)
         # Checked when the session was read (model.params): "skip" or "drop".
         self.on_conflict: OnConflict = self.params.on_conflict
         # stops_applying() per number of steps it was computed from.
@@ -94,7 +96,8 @@ class SubmoduleStrategy(PatchedSubmodule):
 
     def candidates_changed(self) -> None:
         # Both rest on candidate positions (the line, the stops found along it).
-        self.ancestry = LineAncestry(self.sub, self.session.candidates)
+        self.ancestry = LineAncestry(self.sub, self.session.candidates,
+                                     self.session.ancestry)
         self._stops = None
 
     def prepare(self, candidate: str) -> Prepared:
