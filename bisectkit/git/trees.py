@@ -16,6 +16,7 @@ from pygit2.enums import DeltaStatus
 
 import bisectkit.git.objects as gitobjects
 from bisectkit.git.objects import GITLINK_MODE
+from bisectkit.git.treediff import tree_diff
 
 
 @dataclass(frozen=True)
@@ -44,14 +45,13 @@ class Trees:
         paths: set[str] = set()
         modified: list[str] = []
         added: list[str] = []
-        diff = gitobjects.diff(self._tree(old), self._tree(new))
-        for delta in diff.deltas:
-            paths.add(delta.old_file.path)
-            paths.add(delta.new_file.path)
+        for delta in tree_diff(self._repo, self._tree(old), self._tree(new)):
+            paths.add(delta.path)
             if delta.status == DeltaStatus.MODIFIED:
-                modified.append(delta.new_file.path)
-            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
-                added.append(delta.new_file.path)
+                modified.append(delta.path)
+            elif delta.status == DeltaStatus.ADDED and delta.new and \
+                    delta.new[1] != GITLINK_MODE:
+                added.append(delta.path)
         return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
 
     def changed_blobs(self, old: str | None, new: str,
@@ -60,8 +60,10 @@ class Trees:
         empty tree) at paths ``wanted`` keeps: what a checkout from one to the other writes."""
         if old == new:
             return set()
-        before = self._tree(old) if old else gitobjects.empty_tree(self._repo)
-        return gitobjects.diff_blobs(before, self._tree(new), old_side=False, wanted=wanted)
+        before = self._tree(old) if old else None
+        return {str(d.new[0]) for d in tree_diff(self._repo, before, self._tree(new))
+                if d.new is not None and d.new[1] != GITLINK_MODE and
+                (wanted is None or wanted(d.path))}
 
     def tracks(self, tree: str, path: str) -> bool:
         """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""
