@@ -15,10 +15,12 @@ from typing import Union
 
 import pygit2
 import pytest
-from pygit2.enums import DeltaStatus, FileMode
+from pygit2.enums import DeltaStatus, FileMode, ObjectType
 
+import bisectkit.git.trees as trees
 from bisectkit.git.objects import promised_objects
-from bisectkit.git.treediff import Delta, tree_diff
+from bisectkit.git.treediff import Delta, TooManyDeltas, tree_diff
+from bisectkit.git.trees import TreeDiff, Trees
 
 FILE, EXEC, LINK, GITLINK = 0o100644, 0o100755, 0o120000, 0o160000
 #: A tree as nested dicts: name -> (id, mode) for a leaf, a dict for a directory.
@@ -46,8 +48,8 @@ def oracle(old: pygit2.Tree, new: pygit2.Tree) -> list[Delta]:
     """libgit2's deltas, as :class:`Delta` values."""
     found = []
     for d in old.diff_to_tree(new).deltas:
-        was = None if d.status == DeltaStatus.ADDED else (d.old_file.id, d.old_file.mode)
-        now = None if d.status == DeltaStatus.DELETED else (d.new_file.id, d.new_file.mode)
+        was = None if d.status == DeltaStatus.ADDED else (d.old_file.mode, d.old_file.id.raw)
+        now = None if d.status == DeltaStatus.DELETED else (d.new_file.mode, d.new_file.id.raw)
         found.append(Delta(d.status, d.new_file.path, was, now))
     return found
 
@@ -103,6 +105,29 @@ def test_random_tree_pairs_give_libgit2s_deltas(repo: pygit2.Repository, seed: i
         assert tree_diff(repo, new, old) == oracle(new, old)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_a_big_diff_asks_libgit2_for_the_same_answer(repo: pygit2.Repository, seed: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``WALK_LIMIT`` changed paths, diff_trees and changed_blobs take libgit2's
+    answer: the same."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(10):
+        spec = random_spec(rng, repo)
+        pairs.append((write(repo, spec), write(repo, mutate(rng, repo, spec))))
+    def answers() -> list[tuple[TreeDiff, set[str]]]:
+        return [(Trees(repo).diff_trees(str(a.id), str(b.id)),
+                 Trees(repo).changed_blobs(str(a.id), str(b.id))) for a, b in pairs]
+
+    walked = answers()
+    monkeypatch.setattr(trees, "WALK_LIMIT", 0)
+    assert answers() == walked
+    for a, b in pairs:
+        if tree_diff(repo, a, b):
+            with pytest.raises(TooManyDeltas):
+                tree_diff(repo, a, b, limit=0)
+
+
 def test_kind_changes_are_a_deletion_and_an_addition(repo: pygit2.Repository) -> None:
     blob, other = repo.create_blob(b"x\n"), repo.create_blob(b"y\n")
     commit = pygit2.Oid(hex="1" * 40)
@@ -127,8 +152,8 @@ def test_a_subtree_both_sides_share_is_never_read(repo: pygit2.Repository) -> No
     with promised_objects():
         old = write(repo, {"big": {"shared": (absent, FileMode.TREE)}, "f": (blob, FILE)})
         new = write(repo, {"big": {"shared": (absent, FileMode.TREE)}, "f": (other, FILE)})
-    assert tree_diff(repo, old, new) == [
-        Delta(DeltaStatus.MODIFIED, "f", (blob, FILE), (other, FILE))]
+    assert [(d.status, d.path, d.old, d.new) for d in tree_diff(repo, old, new)] == [
+        (DeltaStatus.MODIFIED, "f", (blob, FILE), (other, FILE))]
     with pytest.raises((KeyError, pygit2.GitError)):
         oracle(old, new)
 
@@ -141,3 +166,23 @@ def test_the_empty_tree_and_identical_trees(repo: pygit2.Repository) -> None:
         (DeltaStatus.ADDED, "d/f"), (DeltaStatus.ADDED, "g")]
     assert [(d.status, d.path) for d in tree_diff(repo, tree, None)] == [
         (DeltaStatus.DELETED, "d/f"), (DeltaStatus.DELETED, "g")]
+
+
+def test_modes_are_compared_as_the_trees_hold_them(repo: pygit2.Repository) -> None:
+    """Old repositories hold ``100664`` files and ``040000`` directories: libgit2's diff
+    compares the modes as written (a ``100664`` file that became ``100644`` is modified),
+    and a directory whose mode is spelled otherwise holds the same files."""
+    blob = repo.create_blob(b"x\n")
+
+    def raw(*entries: tuple[bytes, bytes, pygit2.Oid]) -> pygit2.Tree:
+        body = b"".join(b"%s %s\0%s" % (mode, name, oid.raw) for mode, name, oid in entries)
+        found = repo.get(repo.odb.write(ObjectType.TREE, body))
+        assert isinstance(found, pygit2.Tree)
+        return found
+
+    inner = raw((b"100644", b"f", blob))
+    old = raw((b"040000", b"d", inner.id), (b"100664", b"g", blob))
+    new = raw((b"40000", b"d", inner.id), (b"100644", b"g", blob))
+    assert tree_diff(repo, old, new) == oracle(old, new)
+    assert [(d.status, d.path, d.old, d.new) for d in tree_diff(repo, old, new)] == [
+        (DeltaStatus.MODIFIED, "g", (blob, 0o100664), (blob, 0o100644))]

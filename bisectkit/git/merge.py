@@ -154,7 +154,7 @@ class Merger:
         touched = set(self._change(base, theirs).touched)
         promisor.ensure(_blobs_at((base, onto, theirs), touched))
         return promisor.retrying(lambda: self._repo.merge_trees(base, onto, theirs),
-                                 lambda: _rename_candidates(self._repo, base, onto, theirs))
+                                 lambda: _rename_candidates(base, onto, theirs))
 
     def _trivial(self, onto: pygit2.Tree, base: pygit2.Tree, theirs: pygit2.Tree) -> str | None:
         """:meth:`trivial_merge` on tree objects.
@@ -243,17 +243,15 @@ def _blobs_at(trees: tuple[pygit2.Tree, ...], paths: set[str]) -> set[str]:
     return found
 
 
-def _rename_candidates(repo: pygit2.Repository, base: pygit2.Tree, onto: pygit2.Tree,
-                       theirs: pygit2.Tree) -> set[str]:
+def _rename_candidates(base: pygit2.Tree, onto: pygit2.Tree, theirs: pygit2.Tree) -> set[str]:
     """Blobs libgit2's rename detection may compare: those added or deleted on either side."""
     found: set[str] = set()
     for side in (onto, theirs):
-        for delta in tree_diff(repo, base, side):
-            if delta.status == DeltaStatus.DELETED and delta.old is not None:
-                found.add(str(delta.old[0]))
-            elif delta.status == DeltaStatus.ADDED and delta.new is not None and \
-                    delta.new[1] != GITLINK_MODE:
-                found.add(str(delta.new[0]))
+        for delta in gitobjects.diff(base, side).deltas:
+            if delta.status == DeltaStatus.DELETED:
+                found.add(str(delta.old_file.id))
+            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
+                found.add(str(delta.new_file.id))
     return found
 
 
