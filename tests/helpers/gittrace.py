@@ -36,7 +36,8 @@ def git_processes(path: Path) -> list[GitProcess]:
         kind = event["event"]
         if kind == "start":
             proc.argv = _unpinned(event["argv"][1:])
-        elif kind == "def_repo" and "worktree" in event:
+        elif kind == "def_repo" and event.get("repo") == 1 and "worktree" in event:
+            # Repository 1 is the one it runs in (git status also opens submodules).
             proc.worktree = Path(event["worktree"]).resolve()
         elif kind == "region_enter" and event.get("label") == "do_write_index":
             proc.index_writes += 1
