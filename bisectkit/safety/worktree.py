@@ -84,6 +84,8 @@ class Mover:
             repo.worktree.point_head(new, self._message(f"checkout {sha}", head), watch)
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
+                # One index write (150,000 entries in llvm-project): no refresh first,
+                # _read_tree says why that is safe.
                 _read_tree(repo, base, target, diff.paths, watch)
                 freshen_mtimes(repo.workdir, before)
             self.journal.moved(n)
@@ -237,10 +239,13 @@ def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
     What it refuses needlessly is a file whose stat data changed but not its
     bytes (touched by a build, or by :func:`freshen_mtimes` after the last
     step): only then is the index refreshed (one more index write) and
-    read-tree run again. A file whose bytes are exactly the checkout of its
-    index entry (a CRLF file under `text eol=lf`, checked out in the second
-    its index was written, stays "modified" to git for good) loses nothing:
-    removed, and git writes the target's."""
+    read-tree run again. Each git is announced in the journal under the same
+    move, taking ``index.lock`` as before; a kill anywhere leaves what a kill
+    of the former refresh-then-read-tree could: an index whose stat data alone
+    changed, or a read-tree cut short. A file whose bytes are exactly the
+    checkout of its index entry (a CRLF file under `text eol=lf`, checked out
+    in the second its index was written, stays "modified" to git for good)
+    loses nothing: removed, and git writes the target's."""
     try:
         repo.worktree.read_tree(base, target, watch)
         return
