@@ -29,6 +29,7 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import bisectkit.git.cli as gitcli
 import bisectkit.git.files as gitfiles
 import bisectkit.git.shapes as shapes
 import bisectkit.safety.gitlocks as gitlocks
@@ -249,7 +250,9 @@ def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
     try:
         repo.worktree.read_tree(base, target, watch)
         return
-    except GitFailure:
+    except GitFailure as exc:
+        if gitcli.locked(str(exc)):
+            raise  # another git's lock, waited for already: a refresh would wait again
         repo.worktree.refresh_index(watch)
     try:
         repo.worktree.read_tree(base, target, watch)
