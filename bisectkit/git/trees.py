@@ -16,6 +16,7 @@ from pygit2.enums import DeltaStatus
 
 import bisectkit.git.objects as gitobjects
 from bisectkit.git.objects import GITLINK_MODE
+from bisectkit.git.treediff import TooManyDeltas, tree_diff
 
 
 @dataclass(frozen=True)
@@ -38,20 +39,28 @@ class Trees:
         self._repo = repo
 
     def diff_trees(self, old: str, new: str) -> TreeDiff:
-        """What changes between two trees: every path, those rewritten in place, those added."""
+        """What changes between two trees: every path, those rewritten in place, those added.
+
+        Read by going down only into the subtrees whose ids differ
+        (:mod:`bisectkit.git.treediff`), unless the diff is big (see :data:`WALK_LIMIT`).
+        """
         if old == new:
             return TreeDiff((), (), ())
+        before, after = self._tree(old), self._tree(new)
+        try:
+            deltas = tree_diff(self._repo, before, after, limit=WALK_LIMIT)
+        except TooManyDeltas:
+            return _whole_diff(before, after)
         paths: set[str] = set()
         modified: list[str] = []
         added: list[str] = []
-        diff = gitobjects.diff(self._tree(old), self._tree(new))
-        for delta in diff.deltas:
-            paths.add(delta.old_file.path)
-            paths.add(delta.new_file.path)
+        for delta in deltas:
+            paths.add(delta.path)
             if delta.status == DeltaStatus.MODIFIED:
-                modified.append(delta.new_file.path)
-            elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
-                added.append(delta.new_file.path)
+                modified.append(delta.path)
+            elif delta.status == DeltaStatus.ADDED and delta.new_side and \
+                    delta.new_side[0] != GITLINK_MODE:
+                added.append(delta.path)
         return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
 
     def changed_blobs(self, old: str | None, new: str,
@@ -61,7 +70,14 @@ class Trees:
         if old == new:
             return set()
         before = self._tree(old) if old else gitobjects.empty_tree(self._repo)
-        return gitobjects.diff_blobs(before, self._tree(new), old_side=False, wanted=wanted)
+        after = self._tree(new)
+        try:
+            deltas = tree_diff(self._repo, before, after, limit=WALK_LIMIT)
+        except TooManyDeltas:
+            return gitobjects.diff_blobs(before, after, old_side=False, wanted=wanted)
+        return {d.new_side[1].hex() for d in deltas
+                if d.new_side is not None and d.new_side[0] != GITLINK_MODE and
+                (wanted is None or wanted(d.path))}
 
     def tracks(self, tree: str, path: str) -> bool:
         """Does ``tree`` have an entry (file, link, directory or gitlink) at ``path``?"""
@@ -79,3 +95,25 @@ class Trees:
 
     def _tree(self, oid: str) -> pygit2.Tree:
         return gitobjects.tree(self._repo, oid)
+
+
+#: How many changed paths :meth:`Trees.diff_trees` finds going down only into the
+#: directories that differ before it asks libgit2 instead: a diff that big (the first
+#: checkout of a session, a restore) reads most directories anyway, which libgit2 does
+#: faster, and each path costs the walk twice what it costs read from libgit2's answer.
+WALK_LIMIT = 2000
+
+
+def _whole_diff(old: pygit2.Tree, new: pygit2.Tree) -> TreeDiff:
+    """:meth:`Trees.diff_trees` from libgit2's diff of the whole trees (the same answer)."""
+    paths: set[str] = set()
+    modified: list[str] = []
+    added: list[str] = []
+    for delta in gitobjects.diff(old, new).deltas:
+        paths.add(delta.old_file.path)
+        paths.add(delta.new_file.path)
+        if delta.status == DeltaStatus.MODIFIED:
+            modified.append(delta.new_file.path)
+        elif delta.status == DeltaStatus.ADDED and delta.new_file.mode != GITLINK_MODE:
+            added.append(delta.new_file.path)
+    return TreeDiff(tuple(sorted(paths)), tuple(modified), tuple(sorted(added)))
