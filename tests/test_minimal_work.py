@@ -8,7 +8,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from helpers.gittrace import git_processes, in_worktree, trace_env
 from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli
 
 from bisectkit.git.repo import Repo
@@ -41,48 +40,6 @@ def test_unchanged_files_keep_their_mtime_across_a_step(world: World):
             assert mtime == OLD, f"{f} was rewritten although it did not change"
     steps = json.loads((world.superproject / ".git/bisectkit/session.json").read_text())
     assert steps["current_step"]["files_written"] == len(changed)
-    assert git_cli(world, "reset").returncode == 0
-
-
-def test_a_step_checkout_writes_the_index_once(world: World, tmp_path: Path):
-    """Each index write rewrites every entry (150,000 of them in llvm-project): a step's
-    checkout writes it once, with the files (read-tree), and no refresh before it."""
-    assert git_cli(world, "start", "--submodule", SUBMODULE, world.sha(300),
-                   world.sha(0)).returncode == 0
-    first = world.git(world.submodule, "rev-parse", "HEAD")
-    trace = tmp_path / "trace2.json"
-    assert git_cli(world, "good", extra_env=trace_env(trace)).returncode == 0
-    assert world.git(world.submodule, "rev-parse", "HEAD") != first
-    gits = in_worktree(git_processes(trace), world.submodule)
-    writers = [p.argv[:3] for p in gits for _ in range(p.index_writes)]
-    assert writers == [["read-tree", "-m", "-u"]], [p.argv for p in gits]
-    assert git_cli(world, "reset").returncode == 0
-
-
-def test_a_file_touched_between_steps_is_no_local_edit(world: World, tmp_path: Path):
-    """read-tree without a refreshed index refuses a file whose stat data changed (a build
-    that touches sources, the mtime a same-second rewrite got): the index is refreshed then,
-    and the checkout goes on; an edit is still refused, and kept."""
-    assert git_cli(world, "start", "--submodule", SUBMODULE, world.sha(300),
-                   world.sha(0)).returncode == 0
-    first = world.git(world.submodule, "rev-parse", "HEAD")
-    for f in tracked_files(world):
-        os.utime(world.submodule / f, (OLD, OLD))
-    trace = tmp_path / "trace2.json"
-    assert git_cli(world, "good", extra_env=trace_env(trace)).returncode == 0
-    second = world.git(world.submodule, "rev-parse", "HEAD")
-    assert second != first
-    assert world.git(world.submodule, "status", "--porcelain") == ""
-    gits = in_worktree(git_processes(trace), world.submodule)
-    assert [p.argv[:3] for p in gits if p.index_writes] == \
-        [["update-index", "-q", "--refresh"], ["read-tree", "-m", "-u"]]
-    # An edit where the next checkout writes: refused by both read-trees, kept.
-    edited = "lib/file5.txt"  # changes between most candidates
-    (world.submodule / edited).write_text("my experiment\n", encoding="utf-8")
-    r = git_cli(world, "good")
-    assert r.returncode == 4 and "move local edits out of the way" in r.stderr, r.stderr
-    assert (world.submodule / edited).read_text(encoding="utf-8") == "my experiment\n"
-    world.git(world.submodule, "checkout", "--", edited)
     assert git_cli(world, "reset").returncode == 0
 
 

@@ -152,19 +152,16 @@ class WorkTree:
 
     # -- moving the work tree (journaled by bisectkit.safety.worktree) -------------------
     def refresh_index(self, watch: Watch | None = None) -> None:
-        """Refresh the index's stat data: a file whose stat data changed but not its bytes
-        (touched) looks modified to ``read-tree -m`` until then. Rewrites the whole index."""
+        """Refresh the index's stat data (racily-clean entries would look modified)."""
         gitcli.run(self.workdir, "update-index", "-q", "--refresh", watch=watch,
                    takes=(INDEX_LOCK,))
 
     def read_tree(self, base: str, target: str, watch: Watch | None = None) -> None:
         """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).
 
-        git writes exactly the changed paths and refuses to overwrite local
-        edits (or a file whose stat data changed since the index was written:
-        see :meth:`refresh_index`), and a refusal writes nothing. The entries
-        it writes get fresh stat data (libgit2's checkout was several times
-        slower on large trees).
+        git writes exactly the changed paths, refuses to overwrite local
+        edits, and leaves a fully refreshed index (libgit2's checkout was
+        several times slower on large trees).
         """
         gitcli.checked(self.workdir, f"cannot check out {short(target)} in {self.workdir}",
                        "read-tree", "-m", "-u", base, target, watch=watch, takes=(INDEX_LOCK,),

@@ -100,12 +100,6 @@ def shown(*args: str | Path) -> str:
     return shlex.join(["git", *map(str, args)])
 
 
-def locked(words: str) -> bool:
-    """Do git's ``words`` (its stderr, or a :class:`GitFailure` quoting them) say it failed
-    on a lock file that exists?"""
-    return _LOCKED.search(words) is not None
-
-
 def run(cwd: Path, *args: str, watch: Watch | None = None, takes: tuple[str, ...] = ()
         ) -> subprocess.CompletedProcess[str]:
     """Run ``git args...`` in ``cwd``; its exit status is the caller's to judge.
@@ -120,7 +114,7 @@ def run(cwd: Path, *args: str, watch: Watch | None = None, takes: tuple[str, ...
     pause = 0.05
     while True:
         proc = _once(cwd, args, watch, takes)
-        if proc.returncode == 0 or not locked(proc.stderr) or \
+        if proc.returncode == 0 or not _LOCKED.search(proc.stderr) or \
                 time.monotonic() + pause > deadline:
             return proc
         time.sleep(pause)

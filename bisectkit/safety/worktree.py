@@ -29,7 +29,6 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-import bisectkit.git.cli as gitcli
 import bisectkit.git.files as gitfiles
 import bisectkit.git.shapes as shapes
 import bisectkit.safety.gitlocks as gitlocks
@@ -85,8 +84,9 @@ class Mover:
             repo.worktree.point_head(new, self._message(f"checkout {sha}", head), watch)
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
-                # One index write (150,000 entries in llvm-project): no refresh first,
-                # _read_tree says why that is safe.
+                # Racily-clean index entries (file and index written in the same
+                # second) look modified to read-tree until the stat data is refreshed.
+                repo.worktree.refresh_index(watch)
                 _read_tree(repo, base, target, diff.paths, watch)
                 freshen_mtimes(repo.workdir, before)
             self.journal.moved(n)
@@ -229,31 +229,10 @@ class Mover:
 
 def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
                watch: Watch) -> None:
-    """Move index and files from ``base`` to ``target``, writing the index once.
-
-    git refuses to overwrite a file it calls modified, and a refusal writes
-    nothing (no file, no index: read-tree checks every path it moves before
-    it writes one). Before it writes a path it compares the file's stat data
-    with its index entry; a racily-clean entry (file written in the second
-    the index was) is compared by content. So an unrefreshed index makes
-    read-tree refuse more, never less: a local edit is refused either way.
-    What it refuses needlessly is a file whose stat data changed but not its
-    bytes (touched by a build, or by :func:`freshen_mtimes` after the last
-    step): only then is the index refreshed (one more index write) and
-    read-tree run again. Each git is announced in the journal under the same
-    move, taking ``index.lock`` as before; a kill anywhere leaves what a kill
-    of the former refresh-then-read-tree could: an index whose stat data alone
-    changed, or a read-tree cut short. A file whose bytes are exactly the
-    checkout of its index entry (a CRLF file under `text eol=lf`, checked out
-    in the second its index was written, stays "modified" to git for good)
-    loses nothing: removed, and git writes the target's."""
-    try:
-        repo.worktree.read_tree(base, target, watch)
-        return
-    except GitFailure as exc:
-        if gitcli.locked(str(exc)):
-            raise  # another git's lock, waited for already: a refresh would wait again
-        repo.worktree.refresh_index(watch)
+    """Move index and files from ``base`` to ``target``. git refuses to overwrite a file it
+    calls modified; one whose bytes are exactly the checkout of its index entry (a CRLF
+    file under `text eol=lf`, checked out in the second its index was written, stays
+    "modified" to git for good) loses nothing: removed, and git writes the target's."""
     try:
         repo.worktree.read_tree(base, target, watch)
     except GitFailure:
