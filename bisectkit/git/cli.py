@@ -44,9 +44,12 @@ class Watch(Protocol):
 #: exists.", "cannot lock ref 'HEAD': Unable to create '.../HEAD.lock': File exists.").
 _LOCKED = re.compile(r"\.lock'?: File exists")
 
-#: Variables that would point git at another repository than ``cwd``'s.
+#: Variables that would point git at another repository than ``cwd``'s, or cut its history.
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_COMMON_DIR", "GIT_PREFIX")
+                      "GIT_COMMON_DIR", "GIT_PREFIX",
+                      # These cut the history git sees where libgit2 and the shallow
+                      # boundary's checks (which read <git dir>/shallow) see no cut.
+                      "GIT_GRAFT_FILE", "GIT_SHALLOW_FILE")
 
 
 #: The settings every git command of bisectkit's depends on, pinned on its command line

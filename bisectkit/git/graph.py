@@ -101,7 +101,7 @@ class Graph:
         self.ensure()
         proc = gitcli.run(self.workdir, *_WINDOWS, _NO_REPLACE, "merge-base",
                           "--is-ancestor", ancestor, descendant)
-        if proc.returncode in (0, 1):
+        if proc.returncode == 0 or (proc.returncode == 1 and not _complained(proc.stderr)):
             return proc.returncode == 0
         raise _failed(f"git merge-base --is-ancestor {ancestor} {descendant}", proc)
 
@@ -109,8 +109,8 @@ class Graph:
         """Every best common ancestor of ``a`` and ``b`` (none: no shared history)."""
         self.ensure()
         proc = gitcli.run(self.workdir, *_WINDOWS, _NO_REPLACE, "merge-base", "--all", a, b)
-        if proc.returncode in (0, 1):  # 1: none
-            return proc.stdout.split()
+        if proc.returncode == 0 or (proc.returncode == 1 and not _complained(proc.stderr)):
+            return proc.stdout.split()  # exit 1, nothing said: no shared history
         raise _failed(f"git merge-base --all {a} {b}", proc)
 
     def walk(self, tips: Sequence[str], hide: Sequence[str],
@@ -130,7 +130,10 @@ class Graph:
             return
         merges = _Stream(self.workdir, ["rev-list", "--min-parents=2", *span])
         try:
-            if any("\n" in p for p in paths):  # os.fsencode'd as argv: any bytes but NUL
+            # git reads stdin by lines, dropping a "\r" before the line feed: a path with
+            # a line feed in it, or ending in "\r", goes on the command line (os.fsencode'd:
+            # any bytes but NUL).
+            if any("\n" in p or p.endswith("\r") for p in paths):
                 changing = _Stream(self.workdir, ["rev-list", "--full-history", "--no-merges",
                                                   *span, "--", *paths])
             else:  # many paths would not fit on a command line: on stdin
@@ -225,3 +228,11 @@ def _object_dirs(objects: Path, depth: int) -> Iterator[Path]:
         line = line.strip()
         if line and not line.startswith("#"):
             yield from _object_dirs((objects / line).resolve(), depth - 1)
+
+
+def _complained(stderr: str) -> bool:
+    """Did git say something went wrong? ``merge-base`` exits 1 for "no" (not an ancestor,
+    no common ancestor) and, before git 2.45, also when it could not read a commit on the
+    way ("error: Could not read ..."): that 1 is no answer. Hints and warnings (such as
+    the deprecation of grafts) are not complaints."""
+    return any(line.startswith(("error:", "fatal:")) for line in stderr.splitlines())

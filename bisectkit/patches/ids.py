@@ -13,7 +13,7 @@ one line of history (a change relanded after a revert is matched to the reland).
 
 Performance: only the commits that change the patches' paths (and the merges) are
 looked at, found by a path-limited walk in git (``git rev-list --full-history
---parents -- paths``, which reads the commit-graph, and its changed-path filters when
+-- paths``, which reads the commit-graph, and its changed-path filters when
 the file has them), not by a walk of the whole range in Python (110,000 upstream
 commits since the merge-base at llvm-project's size: 1.9 s there, 0.6 s in git). Held
 at once: the matches, not the range. Only when several commits match one patch and
