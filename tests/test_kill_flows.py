@@ -220,7 +220,10 @@ def test_an_apply_stopped_while_it_writes_never_stages_a_revert_of_the_pin(
 def test_ctrl_c_while_the_search_restores_stops_the_apply(fresh: Any, tmp_path: Path) -> None:
     w = fresh(bug_at=BASE + 3)
     _, log = run_shimmed(w, tmp_path, "count", 0, "none")
-    restore = next(i for i, line in enumerate(log, 1) if "read-tree --reset" in line)
+    # The restore's read-tree: the last before HEAD is put back ("bisectkit <id>: restore").
+    head_back = next(i for i, line in enumerate(log, 1) if ": restore " in line)
+    restore = max(i for i, line in enumerate(log[:head_back], 1)
+                  if line.split()[1:2] == ["read-tree"])
     w = fresh(bug_at=BASE + 3)
     before = pin_state(w)
     # Ctrl-C lands while the repositories are put back: nothing may be written after it.

@@ -8,7 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli
+from helpers.gittrace import git_processes, in_worktree, trace_env
+from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 from bisectkit.git.repo import Repo
 from bisectkit.safety.journal import Journal, Origin
@@ -41,6 +42,43 @@ def test_unchanged_files_keep_their_mtime_across_a_step(world: World):
     steps = json.loads((world.superproject / ".git/bisectkit/session.json").read_text())
     assert steps["current_step"]["files_written"] == len(changed)
     assert git_cli(world, "reset").returncode == 0
+
+
+def test_reset_looks_at_every_file_once_and_writes_only_what_differs(world: World,
+                                                                     tmp_path: Path):
+    """A session ends with every file as its last step left it (their stat data changed
+    meanwhile: the index must be refreshed): in the submodule, reset's gits that write
+    the index are one ``update-index --refresh`` (the one look at every file: it finds
+    nothing of the user's) and a two-tree ``read-tree -m -u`` from the step's tree to the
+    starting one, as a step's checkout, which writes only the paths that differ (a
+    ``read-tree --reset`` compared every file with the index once more). Files that do
+    not differ keep their mtime; everything is as before."""
+    before = snapshot(world)
+    assert git_cli(world, "start", "--submodule", SUBMODULE, world.sha(300),
+                   world.sha(0)).returncode == 0
+    assert git_cli(world, "good").returncode == 0
+    sub = world.submodule
+    step_tree, start_tree = (world.git(sub, "rev-parse", f"{c}^{{tree}}")
+                             for c in ("HEAD", before["sub_head"]))
+    changed = set(world.git(sub, "diff", "--name-only", "HEAD", before["sub_head"]).split())
+    assert changed
+    for f in tracked_files(world):
+        os.utime(sub / f, (OLD, OLD))
+    trace = tmp_path / "trace.json"
+    r = subprocess.run(["git", "bisect-patched", "reset"], cwd=world.superproject,
+                       env=dict(world.env, **trace_env(trace)), text=True,
+                       capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout + r.stderr
+    procs = in_worktree(git_processes(trace), sub)
+    writers = [p.argv for p in procs if p.index_writes]
+    assert writers == [["update-index", "--refresh"],
+                       ["read-tree", "-m", "-u", step_tree, start_tree]], writers
+    assert sum(p.index_writes for p in procs) == 2
+    assert not [p.argv for p in procs if "--reset" in p.argv]
+    for f in tracked_files(world):
+        rewritten = os.stat(sub / f).st_mtime != OLD
+        assert rewritten == (f in changed), f
+    assert snapshot(world) == before
 
 
 def test_same_size_rewrite_within_a_second_gets_a_later_second(tmp_path: Path, world: World):

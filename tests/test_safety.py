@@ -296,6 +296,58 @@ def test_user_edit_mid_session_is_never_overwritten(world: World) -> None:
     assert snapshot(world) == before
 
 
+def _moved_and_kept(world: World, orig: str) -> tuple[list[str], list[str]]:
+    """The submodule's tracked files the restore to ``orig`` rewrites, and those it keeps."""
+    moved = set(world.git(world.submodule, "diff", "--name-only", "HEAD", orig).split())
+    files = world.git(world.submodule, "ls-files").splitlines()
+    return sorted(moved), [f for f in files if f not in moved]
+
+
+@pytest.mark.parametrize("change", ["edit", "delete", "stage"])
+def test_reset_refuses_a_change_it_would_not_even_write_over(world: World, change: str) -> None:
+    """A change of the user's in a file the restore does not move (the candidate and the
+    starting commit hold the same): edited, deleted, or edited and staged. reset refuses
+    (exit 4, the session kept) and the change stays; undone, reset restores everything."""
+    before = snapshot(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    _, kept = _moved_and_kept(world, before["sub_head"])
+    path = world.submodule / kept[0]
+    if change == "delete":
+        path.unlink()
+    else:
+        path.write_text("my experiment\n", encoding="utf-8")
+    if change == "stage":
+        world.git(world.submodule, "add", kept[0])
+    proc = git_cli(world, "reset")
+    assert proc.returncode == 4, (proc.stdout, proc.stderr)
+    assert ("has staged changes" if change == "stage" else "has local changes") in proc.stderr
+    assert session_path(world).exists()
+    if change == "delete":
+        assert not path.exists()
+    else:
+        assert path.read_text(encoding="utf-8") == "my experiment\n"
+    world.git(world.submodule, "reset", "-q", "--", kept[0])
+    world.git(world.submodule, "checkout", "--", kept[0])
+    proc = git_cli(world, "reset")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert snapshot(world) == before
+
+
+def test_reset_writes_over_a_file_that_already_holds_the_starting_content(world: World) -> None:
+    """A file the restore moves, put back by hand as the starting commit has it (its index
+    entry still the candidate's): writing it again loses nothing, so reset restores."""
+    before = snapshot(world)
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    moved, _ = _moved_and_kept(world, before["sub_head"])
+    blob = subprocess.run(["git", "show", f"{before['sub_head']}:{moved[0]}"],
+                          cwd=world.submodule, env=world.env, capture_output=True, check=True)
+    (world.submodule / moved[0]).write_bytes(blob.stdout)
+    assert world.git(world.submodule, "status", "--porcelain") != ""
+    proc = git_cli(world, "reset")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert snapshot(world) == before
+
+
 def test_detached_submodule_is_restored_detached(world: World) -> None:
     """After ``git submodule update`` the submodule is usually detached: keep it so."""
     world.git(world.submodule, "checkout", "-q", "--detach")

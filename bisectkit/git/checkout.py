@@ -49,6 +49,9 @@ class WorkTree:
         #: where the git CLI runs.
         self._repo = repo
         self.workdir = workdir
+        #: Has :meth:`_index` read the index yet? (Every libgit2 call that reads it comes
+        #: after one: the first loads the whole file.)
+        self._index_loaded = False
 
     # -- what the work tree holds ------------------------------------------------
     def head_state(self) -> HeadState:
@@ -87,7 +90,11 @@ class WorkTree:
         """The index, (re)read; a sparse index (which libgit2 cannot read) is one line."""
         try:
             index: pygit2.Index = self._repo.index
-            index.read(force)
+            # The first access has libgit2 read the whole file: a forced read right after
+            # would parse it again (50 ms at 150,000 entries); a plain one checks that it
+            # is still the same file (git replaces the index: a new inode every write).
+            index.read(force and self._index_loaded)
+            self._index_loaded = True
         except pygit2.GitError as exc:
             if "'link'" in str(exc):  # core.splitIndex: bisectkit's own gits never write one
                 raise BadInput(f"{self.workdir} has a split index (core.splitIndex), which "
@@ -155,6 +162,22 @@ class WorkTree:
         """Refresh the index's stat data (racily-clean entries would look modified)."""
         gitcli.run(self.workdir, "update-index", "-q", "--refresh", watch=watch,
                    takes=(INDEX_LOCK,))
+
+    def refresh_all(self, watch: Watch | None = None, skip_gitlinks: bool = False) -> bool:
+        """Refresh the stat data of every index entry (racily-clean ones would look
+        modified); True when git found every file as the index has it (``skip_gitlinks``:
+        submodules not looked at): nothing in the work tree differs from the index.
+
+        git names each file that differs (a line ``PATH: needs update``, not quoted)
+        and exits 1; only "none" is taken from it: a path holding a newline cannot be
+        told from two. Entries marked skip-worktree or assume-unchanged are not looked
+        at (as ``git status`` does not). Without ``-q``, git also says when another git
+        holds ``index.lock``, so :func:`gitcli.run` waits for it.
+        """
+        proc = gitcli.run(self.workdir, "update-index",
+                          *(("--ignore-submodules",) if skip_gitlinks else ()), "--refresh",
+                          watch=watch, takes=(INDEX_LOCK,))
+        return proc.returncode == 0 and not proc.stdout and not proc.stderr
 
     def read_tree(self, base: str, target: str, watch: Watch | None = None) -> None:
         """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).

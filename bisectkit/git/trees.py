@@ -37,6 +37,9 @@ class Trees:
     def __init__(self, repo: pygit2.Repository) -> None:
         #: The libgit2 handle the trees are read from.
         self._repo = repo
+        #: The last diff asked for: a restore asks for the same one twice (checking what
+        #: it will write, then writing it), and trees never change.
+        self._last: tuple[str, str, TreeDiff] | None = None
 
     def diff_trees(self, old: str, new: str) -> TreeDiff:
         """What changes between two trees: every path, those rewritten in place, those added.
@@ -46,6 +49,13 @@ class Trees:
         """
         if old == new:
             return TreeDiff((), (), ())
+        if self._last is not None and self._last[:2] == (old, new):
+            return self._last[2]
+        diff = self._diff(old, new)
+        self._last = (old, new, diff)
+        return diff
+
+    def _diff(self, old: str, new: str) -> TreeDiff:
         before, after = self._tree(old), self._tree(new)
         try:
             deltas = tree_diff(self._repo, before, after, limit=WALK_LIMIT)

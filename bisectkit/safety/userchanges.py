@@ -26,7 +26,8 @@ from bisectkit.safety.journalrecords import Move
 
 
 def refuse(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
-                         died: bool, ignore: Iterable[str], lost: bool) -> TreeDiff | None:
+           died: bool, ignore: Iterable[str], lost: bool, clean: bool = False
+           ) -> TreeDiff | None:
     """Raise :class:`GitFailure` if index or files hold a change of the user's.
 
     ``trees``: what the index holds now, and the restore's target. Not the
@@ -37,7 +38,9 @@ def refuse(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
     (``died``), what that git could have left: nothing, or the beginning of
     one side. Anything else is the user's. ``lost``: the journal was lost,
     so a change left unexplained may still be bisectkit's: the line says how
-    to keep it either way. Returns ``pending``'s diff (``None`` without one).
+    to keep it either way. ``clean``: git has just found every file (not in ``ignore``)
+    as the index has it, so only the index and the files git does not look at are
+    checked. Returns ``pending``'s diff (``None`` without one).
     """
     index_tree, target = trees
     explained = {repo.worktree.head_tree(), target}
@@ -49,9 +52,9 @@ def refuse(key: str, repo: Repo, trees: tuple[str, str], pending: Move | None,
     moved = (repo.trees.diff_trees(pending.old.tree, pending.new.tree)
              if pending is not None else None)
     moving = set(moved.paths) if moved is not None else set()
-    edits = [p for p in repo.worktree.worktree_changes(ignore=set(ignore))
-             if not _explained(repo, p, (index_tree, target),
-                               pending if p in moving else None, died)]
+    changed = [] if clean else repo.worktree.worktree_changes(ignore=set(ignore))
+    edits = [p for p in changed if not _explained(repo, p, (index_tree, target),
+                                                  pending if p in moving else None, died)]
     if edits:
         more = f" and {len(edits) - 1} more" if len(edits) > 1 else ""
         raise GitFailure(_unexplained(key, repo, "has local changes",

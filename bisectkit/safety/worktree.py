@@ -106,11 +106,16 @@ class Mover:
         """
         with signals.held():
             died = gitlocks.settle(repo, pending, self._note)
-            self._refresh(key, repo, pending)
+            ignore = set(ignore)
+            # Every file as the index has it (the usual end of a session): nothing of the
+            # user's to look for, nothing half written to undo. Submodules are left out
+            # of git's look only where they are left out of the check.
+            skip = bool(ignore) and set(repo.worktree.gitlinks()) <= ignore
+            clean = self._refresh(key, repo, pending, skip_gitlinks=skip)
             index_tree = repo.worktree.index_tree()
             tree = repo.tree_of(target.sha)
             moved = userchanges.refuse(key, repo, (index_tree, tree), pending, died, ignore,
-                                       self.records_lost)
+                                       self.records_lost, clean=clean)
             if pending is not None and moved is not None:
                 self._remove_leftovers(repo, pending, moved.added, died)
             diff = repo.trees.diff_trees(index_tree, tree)
@@ -123,7 +128,12 @@ class Mover:
                                   Side(target, tree), gitlocks.free_since(repo))
             watch = self._watch(n)
             before = recently_written(repo.workdir, diff.modified)
-            repo.worktree.reset_tree(tree, watch)
+            if not clean:
+                repo.worktree.reset_tree(tree, watch)
+            elif diff.paths:
+                # Index and files are exactly index_tree: a step's two-tree move writes the
+                # paths that differ, where a reset would compare every file to the index.
+                _read_tree(repo, index_tree, tree, diff.paths, watch)
             freshen_mtimes(repo.workdir, before)
             repo.worktree.point_head(target, self._message("restore", None), watch)
             self.journal.moved(n)
@@ -131,8 +141,10 @@ class Mover:
                 self.journal.moved(pending.n)
         return writes.written(diff.paths)
 
-    def _refresh(self, key: str, repo: Repo, pending: Move | None) -> None:
-        """Refresh the index's stat data, journaled like every git that writes the index:
+    def _refresh(self, key: str, repo: Repo, pending: Move | None,
+                 skip_gitlinks: bool) -> bool:
+        """Refresh the index's stat data (:meth:`WorkTree.refresh_all`: True when every
+        file is as the index has it), journaled like every git that writes the index:
         killed holding ``index.lock``, it must leave a lock the next restore knows is its
         own. Its pid goes with the move a kill cut short (whose traces this restore
         undoes: that move must stay the pending one), else with a move that changes
@@ -140,12 +152,12 @@ class Mover:
         make staged changes look like a tree of bisectkit's to the next restore), read
         before any index (git, pinned, leaves a split index whole for libgit2)."""
         if pending is not None:
-            repo.worktree.refresh_index(self._watch(pending.n))
-            return
+            return repo.worktree.refresh_all(self._watch(pending.n), skip_gitlinks)
         here = Side(repo.worktree.head_state(), repo.worktree.head_tree())
         n = self.journal.move(key, here, here, gitlocks.free_since(repo))
-        repo.worktree.refresh_index(self._watch(n))
+        clean = repo.worktree.refresh_all(self._watch(n), skip_gitlinks)
         self.journal.moved(n)
+        return clean
 
     def _remove_leftovers(self, repo: Repo, pending: Move, added: Sequence[str],
                           died: bool) -> None:
