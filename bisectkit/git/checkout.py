@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,7 +159,8 @@ class WorkTree:
 
     # -- moving the work tree (journaled by bisectkit.safety.worktree) -------------------
     def refresh_index(self, watch: Watch | None = None) -> None:
-        """Refresh the index's stat data (racily-clean entries would look modified)."""
+        """Refresh the stat data of every index entry (a file whose stat data changed but
+        not its bytes looks modified until then); rewrites the whole index."""
         gitcli.run(self.workdir, "update-index", "-q", "--refresh", watch=watch,
                    takes=(INDEX_LOCK,))
 
@@ -179,12 +180,30 @@ class WorkTree:
                           watch=watch, takes=(INDEX_LOCK,))
         return proc.returncode == 0 and not proc.stdout and not proc.stderr
 
+    def refresh_stat(self, paths: Sequence[str] | None, watch: Watch | None = None) -> None:
+        """Refresh the stat data of the index entries at ``paths`` (None: of every entry),
+        taken literally (no wildcard, no ``:`` magic), so that a file whose stat data
+        changed but not its bytes does not look modified.
+
+        ``git add --refresh`` rewrites the index (150,000 entries in llvm-project) only
+        when an entry's stat data really changed, not for entries merely racily clean
+        (file and index written in the same second), which ``update-index --refresh``
+        rewrites the whole index for. Its exit status is not judged: where it refreshes
+        nothing (a path of ``paths`` no entry has: a deletion staged meanwhile) or skips
+        an entry (skip-worktree), read-tree compares the stale stat data, which makes it
+        refuse more, never less."""
+        spec = ["."] if paths is None else list(paths)
+        gitcli.run(self.workdir, "--literal-pathspecs", "add", "--refresh", "--", *spec,
+                   watch=watch, takes=(INDEX_LOCK,))
+
     def read_tree(self, base: str, target: str, watch: Watch | None = None) -> None:
         """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).
 
-        git writes exactly the changed paths, refuses to overwrite local
-        edits, and leaves a fully refreshed index (libgit2's checkout was
-        several times slower on large trees).
+        git writes exactly the changed paths and refuses to overwrite local
+        edits (or a file whose stat data changed since the index was written:
+        see :meth:`refresh_stat`), and a refusal writes nothing. The entries
+        it writes get fresh stat data (libgit2's checkout was several times
+        slower on large trees).
         """
         gitcli.checked(self.workdir, f"cannot check out {short(target)} in {self.workdir}",
                        "read-tree", "-m", "-u", base, target, watch=watch, takes=(INDEX_LOCK,),
