@@ -27,7 +27,8 @@ from bisectkit.git.cli import Watch
 from bisectkit.git.objects import GITLINK_MODE
 from bisectkit.model import HeadState, short
 
-#: The lock files the gits that move a checkout take (read-tree, update-index; HEAD's).
+#: The lock files the gits that move a checkout take (read-tree, add --refresh,
+#: update-index; HEAD's).
 INDEX_LOCK, HEAD_LOCK = "index.lock", "HEAD.lock"
 
 
@@ -72,6 +73,15 @@ class WorkTree:
         """Tracked paths whose work tree differs from the index (edits not staged)."""
         return self._changed(ignore, FileStatus.WT_MODIFIED | FileStatus.WT_DELETED |
                              FileStatus.WT_TYPECHANGE)
+
+    def stat_changes(self) -> list[str]:
+        """Tracked paths whose file git calls different from its index entry, as
+        ``read-tree -m`` does before it overwrites one: its stat data changed (the index is
+        not refreshed first), or, racily clean (file and index of one second), its
+        content (``git diff-files``; not the skip-worktree entries)."""
+        out = gitcli.read_bytes(self.workdir, f"cannot compare the files of {self.workdir}",
+                                "diff-files", "--name-only", "-z")
+        return sorted(os.fsdecode(p) for p in out.split(b"\0") if p)
 
     def _changed(self, ignore: Iterable[str], flags: int) -> list[str]:
         """Tracked paths (not in ``ignore``) whose status has any of ``flags``."""

@@ -270,12 +270,14 @@ def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
     """Move index and files from ``base`` to ``target``. git refuses to overwrite a file it
     calls modified; one whose bytes are exactly the checkout of its index entry (a CRLF
     file under `text eol=lf`, checked out in the second its index was written, stays
-    "modified" to git for good) loses nothing: removed, and git writes the target's."""
+    "modified" to git for good) loses nothing: removed, and git writes the target's. Which
+    files git calls modified is asked of git: libgit2, whose test for a racily clean entry
+    is not git's, calls such a file unchanged when no index write smudged its entry."""
     try:
         repo.worktree.read_tree(base, target, watch)
     except GitFailure:
         moving = set(paths)
-        same = [p for p in repo.worktree.worktree_changes() if p in moving and
+        same = [p for p in repo.worktree.stat_changes() if p in moving and
                 (e := repo.worktree.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
         if not same:
             raise
