@@ -13,7 +13,7 @@ from helpers.worlds import SUBMODULE, World, WorldSpec, cli, git_cli, snapshot
 
 from bisectkit.git.repo import Repo
 from bisectkit.safety.journal import Journal, Origin
-from bisectkit.safety.worktree import REFRESH_BY_NAME, Mover
+from bisectkit.safety.worktree import REFRESH_BY_NAME, Mover, _compared
 
 GOOD_IF = "device .* not found"
 OLD = 1_600_000_000  # 2020-09-13: far from any mtime a checkout could give
@@ -206,6 +206,40 @@ def test_a_checkout_of_many_files_refreshes_every_entry(world_factory, tmp_path:
     assert read_tree.argv[:2] == ["read-tree", "-m"]
     assert world.git(world.submodule, "status", "--porcelain") == ""
     assert git_cli(world, "reset").returncode == 0
+
+
+def test_the_refresh_names_the_paths_read_tree_compares(tmp_path: Path, world: World):
+    """Of a move's paths, those the base tree has (rewritten, removed, a file become a link,
+    a directory's files where the target has a file); not those only the target has (a
+    file, a submodule): read-tree only checks that nothing is there. None past
+    REFRESH_BY_NAME paths: every entry is refreshed then."""
+    repo = tmp_path / "r"
+    (repo / "d").mkdir(parents=True)
+    world.git(repo, "init", "-q")
+    for name in ("a.txt", "gone.txt", "link", "d/x.txt"):
+        (repo / name).write_text(name, encoding="utf-8")
+    world.git(repo, "add", "-A")
+    world.git(repo, "commit", "-q", "-m", "base")
+    (repo / "a.txt").write_text("rewritten", encoding="utf-8")
+    (repo / "new.txt").write_text("new", encoding="utf-8")
+    for name in ("gone.txt", "link", "d/x.txt"):
+        os.unlink(repo / name)
+    (repo / "d").rmdir()
+    (repo / "d").write_text("a file now", encoding="utf-8")
+    os.symlink("a.txt", repo / "link")
+    world.git(repo, "add", "-A")
+    base = world.git(repo, "rev-parse", "HEAD^{tree}")
+    world.git(repo, "update-index", "--add", "--cacheinfo",
+              f"160000,{world.git(repo, 'rev-parse', 'HEAD')},sub")
+    target = world.git(repo, "write-tree")
+    r = Repo(repo)
+    diff = r.trees.diff_trees(base, target)
+    assert {"new.txt", "sub", "d"} <= set(diff.paths)
+    assert sorted(_compared(r, base, diff) or []) == ["a.txt", "d/x.txt", "gone.txt", "link"]
+    for n in range(REFRESH_BY_NAME):
+        (repo / f"n{n}.txt").write_text("n", encoding="utf-8")
+    world.git(repo, "add", "-A")
+    assert _compared(r, base, r.trees.diff_trees(base, world.git(repo, "write-tree"))) is None
 
 
 def test_same_size_rewrite_within_a_second_gets_a_later_second(tmp_path: Path, world: World):

@@ -251,6 +251,7 @@ class Mover:
 #: against every path named (150,000 entries: about 1 ms a path), and refreshing every
 #: entry costs an lstat each (about 0.1 s): past this many, every entry is refreshed.
 REFRESH_BY_NAME = 32
+_TREE = 0o040000
 
 
 def _compared(repo: Repo, base: str, diff: TreeDiff) -> list[str] | None:
@@ -260,9 +261,10 @@ def _compared(repo: Repo, base: str, diff: TreeDiff) -> list[str] | None:
     None: too many to name (:data:`REFRESH_BY_NAME`), every entry then."""
     if len(diff.paths) > REFRESH_BY_NAME:
         return None
-    added = set(diff.added)
+    # Asked of base itself: diff.added holds a path typechanged (file to link) too, and
+    # diff.paths a directory the target has a file at (its files are among the paths).
     return [p for p in diff.paths
-            if p not in added and repo.trees.entry_at(base, p) is not None]
+            if (entry := repo.trees.entry_at(base, p)) is not None and entry[1] != _TREE]
 
 
 def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
