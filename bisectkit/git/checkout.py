@@ -168,12 +168,6 @@ class WorkTree:
         return path in self._index()
 
     # -- moving the work tree (journaled by bisectkit.safety.worktree) -------------------
-    def refresh_index(self, watch: Watch | None = None) -> None:
-        """Refresh the stat data of every index entry (a file whose stat data changed but
-        not its bytes looks modified until then); rewrites the whole index."""
-        gitcli.run(self.workdir, "update-index", "-q", "--refresh", watch=watch,
-                   takes=(INDEX_LOCK,))
-
     def refresh_all(self, watch: Watch | None = None, skip_gitlinks: bool = False) -> bool:
         """Refresh the stat data of every index entry (racily-clean ones would look
         modified); True when git found every file as the index has it (``skip_gitlinks``:
