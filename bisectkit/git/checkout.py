@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,8 @@ from bisectkit.git.cli import Watch
 from bisectkit.git.objects import GITLINK_MODE
 from bisectkit.model import HeadState, short
 
-#: The lock files the gits that move a checkout take (read-tree, update-index; HEAD's).
+#: The lock files the gits that move a checkout take (read-tree, add --refresh,
+#: update-index; HEAD's).
 INDEX_LOCK, HEAD_LOCK = "index.lock", "HEAD.lock"
 
 
@@ -72,6 +73,15 @@ class WorkTree:
         """Tracked paths whose work tree differs from the index (edits not staged)."""
         return self._changed(ignore, FileStatus.WT_MODIFIED | FileStatus.WT_DELETED |
                              FileStatus.WT_TYPECHANGE)
+
+    def stat_changes(self) -> list[str]:
+        """Tracked paths whose file git calls different from its index entry, as
+        ``read-tree -m`` does before it overwrites one: its stat data changed (the index is
+        not refreshed first), or, racily clean (file and index of one second), its
+        content (``git diff-files``; not the skip-worktree entries)."""
+        out = gitcli.read_bytes(self.workdir, f"cannot compare the files of {self.workdir}",
+                                "diff-files", "--name-only", "-z")
+        return sorted(os.fsdecode(p) for p in out.split(b"\0") if p)
 
     def _changed(self, ignore: Iterable[str], flags: int) -> list[str]:
         """Tracked paths (not in ``ignore``) whose status has any of ``flags``."""
@@ -158,11 +168,6 @@ class WorkTree:
         return path in self._index()
 
     # -- moving the work tree (journaled by bisectkit.safety.worktree) -------------------
-    def refresh_index(self, watch: Watch | None = None) -> None:
-        """Refresh the index's stat data (racily-clean entries would look modified)."""
-        gitcli.run(self.workdir, "update-index", "-q", "--refresh", watch=watch,
-                   takes=(INDEX_LOCK,))
-
     def refresh_all(self, watch: Watch | None = None, skip_gitlinks: bool = False) -> bool:
         """Refresh the stat data of every index entry (racily-clean ones would look
         modified); True when git found every file as the index has it (``skip_gitlinks``:
@@ -179,12 +184,30 @@ class WorkTree:
                           watch=watch, takes=(INDEX_LOCK,))
         return proc.returncode == 0 and not proc.stdout and not proc.stderr
 
+    def refresh_stat(self, paths: Sequence[str] | None, watch: Watch | None = None) -> None:
+        """Refresh the stat data of the index entries at ``paths`` (None: of every entry),
+        taken literally (no wildcard, no ``:`` magic), so that a file whose stat data
+        changed but not its bytes does not look modified.
+
+        ``git add --refresh`` rewrites the index (150,000 entries in llvm-project) only
+        when an entry's stat data really changed, not for entries merely racily clean
+        (file and index written in the same second), which ``update-index --refresh``
+        rewrites the whole index for. Its exit status is not judged: where it refreshes
+        nothing (a path of ``paths`` no entry has: a deletion staged meanwhile) or skips
+        an entry (skip-worktree), read-tree compares the stale stat data, which makes it
+        refuse more, never less."""
+        spec = ["."] if paths is None else list(paths)
+        gitcli.run(self.workdir, "--literal-pathspecs", "add", "--refresh", "--", *spec,
+                   watch=watch, takes=(INDEX_LOCK,))
+
     def read_tree(self, base: str, target: str, watch: Watch | None = None) -> None:
         """Move index and work tree from tree ``base`` to ``target`` (two-tree read-tree).
 
-        git writes exactly the changed paths, refuses to overwrite local
-        edits, and leaves a fully refreshed index (libgit2's checkout was
-        several times slower on large trees).
+        git writes exactly the changed paths and refuses to overwrite local
+        edits (or a file whose stat data changed since the index was written:
+        see :meth:`refresh_stat`), and a refusal writes nothing. The entries
+        it writes get fresh stat data (libgit2's checkout was several times
+        slower on large trees).
         """
         gitcli.checked(self.workdir, f"cannot check out {short(target)} in {self.workdir}",
                        "read-tree", "-m", "-u", base, target, watch=watch, takes=(INDEX_LOCK,),

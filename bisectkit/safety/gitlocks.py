@@ -10,7 +10,7 @@ A lock file bisectkit did not create is never removed. One counts as left by
 a git of ours only when all of this holds: a move of that repository is
 journaled and not done, its gits are all recorded and all dead; one of them
 has no recorded exit (or was killed by a signal git cannot catch), takes that
-very file (``index.lock`` for read-tree and update-index, ``HEAD.lock`` for
+very file (``index.lock`` for read-tree, add --refresh and update-index, ``HEAD.lock`` for
 update-ref and symbolic-ref of HEAD), started before the file appeared, and
 the file the lock guards (the index, HEAD) was not replaced since it started
 (then that git had let its lock go); the repository was seen free of lock
@@ -43,8 +43,8 @@ FOREIGN_LOCK_WAIT_S = 10.0
 BRIEF_LOCK_WAIT_S = 2.0
 #: File times come from a coarse clock, up to a tick behind the one ``time.time`` reads.
 _CLOCK_SLACK_S = 0.05
-#: The lock files the gits of a move (update-index, read-tree, update-ref/symbolic-ref
-#: of a detached or symbolic HEAD) take: the only ones that can be ours.
+#: The lock files the gits of a move (add --refresh, update-index, read-tree,
+#: update-ref/symbolic-ref of a detached or symbolic HEAD) take: the only ones that can be ours.
 _OURS = ("index.lock", "HEAD.lock")
 #: Signals git cannot catch (or dies of without cleaning up): a git ended by one of them
 #: may have left its lock files; one that exited any other way removed them.

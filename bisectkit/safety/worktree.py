@@ -37,6 +37,7 @@ import bisectkit.safety.userchanges as userchanges
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git.cli import Watch
 from bisectkit.git.repo import Repo
+from bisectkit.git.trees import TreeDiff
 from bisectkit.git.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
 from bisectkit.model import HeadState, short
 from bisectkit.safety.journal import Journal
@@ -84,9 +85,16 @@ class Mover:
             repo.worktree.point_head(new, self._message(f"checkout {sha}", head), watch)
             if diff.paths:
                 before = recently_written(repo.workdir, diff.modified)
-                # Racily-clean index entries (file and index written in the same
-                # second) look modified to read-tree until the stat data is refreshed.
-                repo.worktree.refresh_index(watch)
+                # read-tree refuses a file whose stat data changed but not its bytes (one
+                # the build touched; one freshen_mtimes moved last step), as if edited:
+                # the stat data it compares are refreshed first, by a git that rewrites
+                # the index (150,000 entries in llvm-project) only when one of them
+                # changed. Run on every step that writes (not only after a refusal: every
+                # run's gits stay the same ones, which the kill tests replay git by git);
+                # a kill in it leaves at most an index whose stat data changed.
+                checked = _compared(repo, base, diff)
+                if checked != []:
+                    repo.worktree.refresh_stat(checked, watch)
                 _read_tree(repo, base, target, diff.paths, watch)
                 freshen_mtimes(repo.workdir, before)
             self.journal.moved(n)
@@ -239,17 +247,39 @@ class Mover:
         return f"bisectkit {self.journal.session_id}: {what}{came}"
 
 
+#: Up to how many paths a step's checkout refreshes by name. git matches every index entry
+#: against every path named (150,000 entries: about 1 ms a path), and refreshing every
+#: entry costs an lstat each (about 0.1 s): past this many, every entry is refreshed.
+REFRESH_BY_NAME = 32
+_TREE = 0o040000
+
+
+def _compared(repo: Repo, base: str, diff: TreeDiff) -> list[str] | None:
+    """The paths whose stat data a two-tree read-tree from ``base`` compares with their
+    files: those of ``base`` the move changes or removes (an entry the move keeps is kept
+    unlooked at; where ``base`` has no entry, only the absence of a file is checked).
+    None: too many to name (:data:`REFRESH_BY_NAME`), every entry then."""
+    if len(diff.paths) > REFRESH_BY_NAME:
+        return None
+    # Asked of base itself: diff.added holds a path typechanged (file to link) too, and
+    # diff.paths a directory the target has a file at (its files are among the paths).
+    return [p for p in diff.paths
+            if (entry := repo.trees.entry_at(base, p)) is not None and entry[1] != _TREE]
+
+
 def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
                watch: Watch) -> None:
     """Move index and files from ``base`` to ``target``. git refuses to overwrite a file it
     calls modified; one whose bytes are exactly the checkout of its index entry (a CRLF
     file under `text eol=lf`, checked out in the second its index was written, stays
-    "modified" to git for good) loses nothing: removed, and git writes the target's."""
+    "modified" to git for good) loses nothing: removed, and git writes the target's. Which
+    files git calls modified is asked of git: libgit2, whose test for a racily clean entry
+    is not git's, calls such a file unchanged when no index write smudged its entry."""
     try:
         repo.worktree.read_tree(base, target, watch)
     except GitFailure:
         moving = set(paths)
-        same = [p for p in repo.worktree.worktree_changes() if p in moving and
+        same = [p for p in repo.worktree.stat_changes() if p in moving and
                 (e := repo.worktree.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
         if not same:
             raise

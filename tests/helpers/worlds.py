@@ -36,11 +36,12 @@ def cli(world: World, *args: str, cwd: Path | None = None, timeout: float = 120,
                           capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def git_cli(world: World, *args: str, cwd: Path | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def git_cli(world: World, *args: str, cwd: Path | None = None, timeout: float = 120,
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``git bisect-patched ...`` through git, as a user would."""
+    env = dict(world.env, **(extra_env or {}))
     return subprocess.run(["git", "bisect-patched", *args], cwd=cwd or world.superproject,
-                          env=world.env, text=True, capture_output=True, timeout=timeout,
+                          env=env, text=True, capture_output=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 
