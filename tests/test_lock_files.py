@@ -373,7 +373,14 @@ def changed():
 deadline = time.monotonic() + 60
 while not changed() and time.monotonic() < deadline:
     time.sleep(0.0005)
-fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+while True:  # bisectkit's own git may hold it this instant (a slow, loaded machine)
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        break
+    except FileExistsError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.0005)
 time.sleep(seconds)  # the moment the lock is held: what bisectkit must wait out
 os.close(fd)
 os.unlink(lock)
