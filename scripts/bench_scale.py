@@ -269,7 +269,8 @@ def ensure_world(cache: Path, shape: Shape, commit_graph: bool) -> ScaleWorld:
         os.sync()
         marker = {"key": key, "shape": asdict(shape), "patched_head": patched,
                   "build_s": build_s, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
-                  "packs": _packs(root)}
+                  "packs": _packs(root),
+                  "derived_from": str(plain.root) if plain is not None else None}
         tmp = root / "COMPLETE.json.tmp"
         tmp.write_text(json.dumps(marker, indent=1))
         os.replace(tmp, root / "COMPLETE.json")
