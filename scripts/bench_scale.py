@@ -34,7 +34,9 @@ keyed by commits, files, the bug's commit, ``--commit-graph`` and a hash of
 the generator's source (bench.py's ``Shape``, ``fast_import_stream``,
 ``build_world`` and this script's additions); ``COMPLETE.json`` is written
 last (after a sync) and checked at load (the commit list, the packs' sizes);
-an entry without it is rebuilt. A cached world is never run in: each tool
+an entry without it is rebuilt. A ``--commit-graph`` world is derived from the
+cached world without one when there is one (hard-linked, then the commit-graphs
+written: seconds, not a rebuild). A cached world is never run in: each tool
 runs in its own copy of it (the superproject, or the upstream clone), made
 once per world with ``cp -a`` and put back before every trial, outside the
 timed sections: its git dir replaced by the cache's (packs hardlinked: git
@@ -46,6 +48,12 @@ files took 7 s idle and 75-150 s while other work ran; putting back takes a
 few seconds. A trial therefore starts from the state a fresh copy has, and
 what a tool leaves behind (a verdict cache, a commit-graph) never reaches
 the next trial.
+
+Python's bytecode: where the environment forbids writing it
+(``PYTHONDONTWRITEBYTECODE``), every bisectkit process compiled its modules again
+(0.1-0.15 s a process), which an installed bisectkit never does; the benchmark
+gives the processes a bytecode cache of its own (``PYTHONPYCACHEPREFIX``, a
+temporary folder), filled before the first trial.
 
 What is measured:
 - each phase is one process: wall time from spawn to reap (``os.wait4``);
@@ -187,6 +195,22 @@ def _prepare(root: Path, shape: Shape, commit_graph: bool) -> tuple[list[str], s
     return w.shas, w.patched_head
 
 
+def _derive_commit_graph(plain: ScaleWorld, root: Path) -> tuple[list[str], str]:
+    """The ``--commit-graph`` world made from the cached world without one (building the
+    550,000-commit world takes 14 minutes): a copy, every file hard-linked (a cached world
+    is never written in; what git writes, it writes as new files), then _prepare's own
+    ``git commit-graph write --reachable`` in the submodule and the upstream clone. The
+    same repositories _prepare would have built, plus the same files."""
+    subprocess.run(["cp", "-al", str(plain.root), str(root)], check=True)
+    for name in ("COMPLETE.json", "COMPLETE.json.tmp", "shas.txt"):
+        (root / name).unlink(missing_ok=True)
+    (root / "home" / ".gitconfig").unlink(missing_ok=True)  # a link: written anew here
+    env = hermetic_env(root / "home")
+    for repo in (root / "superproject" / SUBMODULE, root / "plain"):
+        git(env, repo, "commit-graph", "write", "--reachable")
+    return plain.shas, plain.patched_head
+
+
 def generator_version() -> str:
     """A hash of the source that decides what a world holds: a change rebuilds it."""
     parts = [inspect.getsource(o) for o in (Shape, bench.fast_import_stream, build_world,
@@ -232,15 +256,21 @@ def ensure_world(cache: Path, shape: Shape, commit_graph: bool) -> ScaleWorld:
         if world is not None:
             return world
         shutil.rmtree(root, ignore_errors=True)
-        root.mkdir()
         t = time.perf_counter()
-        shas, patched = _prepare(root, shape, commit_graph)
+        plain = _load(cache / world_key(shape, False), world_key(shape, False)) \
+            if commit_graph else None
+        if plain is not None:
+            shas, patched = _derive_commit_graph(plain, root)
+        else:
+            root.mkdir()
+            shas, patched = _prepare(root, shape, commit_graph)
         build_s = time.perf_counter() - t
         (root / "shas.txt").write_text("\n".join(shas) + "\n")
         os.sync()
         marker = {"key": key, "shape": asdict(shape), "patched_head": patched,
                   "build_s": build_s, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
-                  "packs": _packs(root)}
+                  "packs": _packs(root),
+                  "derived_from": str(plain.root) if plain is not None else None}
         tmp = root / "COMPLETE.json.tmp"
         tmp.write_text(json.dumps(marker, indent=1))
         os.replace(tmp, root / "COMPLETE.json")
@@ -694,10 +724,40 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+@contextmanager
+def bytecode_cache(variants: Sequence[Variant]) -> Iterator[None]:
+    """Every process of the benchmark (bisectkit's included: hermetic_env keeps the
+    PYTHON* variables) reads and writes bytecode in a temporary folder, as an installed
+    bisectkit has its own; each source tree's is compiled there before any trial."""
+    saved = {k: os.environ.get(k) for k in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    with tempfile.TemporaryDirectory(prefix="bench-scale-pycache-") as cache:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = cache
+        for v in variants:
+            tree = dict(v.env).get("PYTHONPATH")
+            if tree:
+                subprocess.run([sys.executable, "-m", "compileall", "-q",
+                                str(Path(tree) / "bisectkit")], check=True,
+                               stdout=subprocess.DEVNULL)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     variants = ([parse_variant(s) for s in args.bisectkit] if args.bisectkit
                 else [Variant("bisectkit", (sys.executable, "-c", GIT_MAIN))])
+    with bytecode_cache(variants):
+        return _main(args, variants)
+
+
+def _main(args: argparse.Namespace, variants: Sequence[Variant]) -> int:
     print(f"bench_scale: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, "
           f"{subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.strip()}"
           f", cache {args.cache}", flush=True)

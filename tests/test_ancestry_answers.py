@@ -12,13 +12,16 @@ clone gets none, and the user's config can say no.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from helpers.states import full_state, killed_at
 from helpers.worlds import SUBMODULE, World, git_cli
 
+from bisectkit.git.graph import FAILED_WRITE
 from bisectkit.git.repo import Repo
 from bisectkit.store import sessionshape
 from bisectkit.strategies.common import LineAncestry, line_key
@@ -124,10 +127,19 @@ def test_start_writes_a_valid_commit_graph_once(world: World):
     assert graph.stat().st_mtime_ns == stamp  # one there: git's, read as it is
 
 
+@pytest.mark.parametrize("where", ["repository", "git -c"])
 @pytest.mark.parametrize("key", ["gc.writeCommitGraph", "core.commitGraph"])
-def test_no_commit_graph_where_the_config_says_no(world: World, key: str):
-    world.git(world.submodule, "config", key, "false")
-    r = start(world)
+def test_no_commit_graph_where_the_config_says_no(world: World, key: str, where: str):
+    """In the repository's config, or for this command only: ``git -c key=no
+    bisect-patched`` (git hands it on in GIT_CONFIG_PARAMETERS, which libgit2 ignores)."""
+    if where == "repository":
+        world.git(world.submodule, "config", key, "false")
+        r = start(world)
+    else:
+        r = subprocess.run(["git", "-c", f"{key}=no", "bisect-patched", "start", "--submodule",
+                            SUBMODULE, "--upstream", "upstream/main", world.sha(300),
+                            world.sha(100)], cwd=world.superproject, env=world.env, text=True,
+                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr
     assert session(world)["ancestry"]["first"][world.sha(120)] == 19  # answered all the same
     assert not (world.superproject / GRAPH).exists()
@@ -153,6 +165,34 @@ def test_killed_while_git_writes_the_commit_graph(world: World, tmp_path: Path, 
     assert graph.is_file() != lock.exists()  # a lock somebody left is never removed
     assert git_cli(world, "reset").returncode == 0
     assert full_state(world) == before
+
+
+def test_a_failed_commit_graph_write_is_not_tried_again_for_a_day(world: World,
+                                                                  tmp_path: Path):
+    """git cannot write the file (a lock file somebody left): the failure is remembered
+    with git's words, and the processes that follow do not each try again (at
+    llvm-project's size a write failing at the end costs 3-5 s); a day later, one does."""
+    lock = world.superproject / GRAPH.with_name("commit-graph.lock")
+    lock.write_text("")
+    failed = world.superproject / ".git/modules" / SUBMODULE / FAILED_WRITE
+    args = ("start", "--submodule", SUBMODULE, "--upstream", "upstream/main", world.sha(300),
+            world.sha(100))
+
+    def writes(n: int) -> int:
+        (tmp_path / str(n)).mkdir()  # a trace file of its own
+        return sum(" commit-graph write " in g for g in traced(world, tmp_path / str(n), *args))
+
+    assert writes(1) == 1
+    assert "commit-graph.lock" in failed.read_text()
+    assert session(world)["ancestry"]["first"][world.sha(120)] == 19  # answered all the same
+    assert git_cli(world, "reset").returncode == 0
+    assert writes(2) == 0
+    assert git_cli(world, "reset").returncode == 0
+    lock.unlink()
+    day_ago = time.time() - 25 * 3600
+    os.utime(failed, (day_ago, day_ago))
+    assert writes(3) == 1
+    assert (world.superproject / GRAPH).is_file()
 
 
 def test_a_damaged_record_of_answers_is_asked_again(world: World):

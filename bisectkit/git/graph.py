@@ -15,7 +15,12 @@ repository has none, :meth:`Graph.ensure` has git write one (``git commit-graph 
 leaves the old state or the new one), as ``git gc`` would, once: 3-5 s for
 550,000 commits, then every later question and session reads it. It writes nothing
 where git would not use or want one: a shallow clone (git ignores the file there),
-``core.commitGraph=false`` or ``gc.writeCommitGraph=false``. A commit-graph that
+``core.commitGraph=false`` or ``gc.writeCommitGraph=false`` (read by git, so that ``git -c
+core.commitGraph=false bisect-patched ...`` counts too). A write that fails (a lock file
+left behind, a full disk) is remembered for a day in ``<git dir>/bisectkit-commit-graph-
+failed``, git's words in it: the processes of a session do not each try again (at
+llvm-project's size a write that fails at the end costs its 3-5 s each time); the
+questions are answered all the same, more slowly. A commit-graph that
 does not cover the newest commits (fetched since) still answers: git walks the
 commits it lacks, then uses the file.
 
@@ -30,9 +35,11 @@ own (the commit-graph is mapped, not read).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import bisectkit.git.cli as gitcli
@@ -42,26 +49,27 @@ from bisectkit.errors import GitFailure
 _NO_REPLACE = "--no-replace-objects"
 #: A walk reads commits and trees from all over the pack: git maps it in 1 GiB windows
 #: by default and keeps every page it touched resident, so the pack counted whole in
-#: its memory (430 of the 600 MB a commit-graph write of 550,000 commits took). Small
-#: windows, 64 MiB at most mapped: the same time, half the peak.
-_WINDOWS = ("-c", "core.packedGitWindowSize=4m", "-c", "core.packedGitLimit=64m")
-#: git's words for a boolean config value that is off.
-_FALSE = frozenset({"false", "no", "off", "0"})
+#: its memory (430 of the 600 MB a commit-graph write of 550,000 commits took), and it
+#: keeps up to 96 MiB of delta bases. Small windows, 16 MiB at most mapped, 8 MiB of
+#: bases: the same time, a third of the peak (the path-limited walk over 110,000
+#: upstream commits: 212 MB -> 170 MB; the write: 600 -> 256 MB).
+_WINDOWS = ("-c", "core.packedGitWindowSize=1m", "-c", "core.packedGitLimit=16m",
+            "-c", "core.deltaBaseCacheLimit=8m")
 #: How deep git follows ``objects/info/alternates`` (its own limit).
 _ALTERNATES_DEPTH = 5
+#: Where a failed commit-graph write is remembered (in the common git dir), and how long.
+FAILED_WRITE = "bisectkit-commit-graph-failed"
+_RETRY_AFTER_S = 24 * 3600
+#: The config keys that say no to a commit-graph (git's names, lower case).
+_GRAPH_KEYS = ("core.commitgraph", "gc.writecommitgraph")
 
 
 class Graph:
-    """The commit graph of one repository, asked of the git CLI.
+    """The commit graph of one repository, asked of the git CLI."""
 
-    ``config(key)`` reads the repository's config (``None``: not set).
-    """
-
-    def __init__(self, workdir: Path, git_dir: Path,
-                 config: Callable[[str], str | None]) -> None:
+    def __init__(self, workdir: Path, git_dir: Path) -> None:
         self.workdir = workdir
         self.git_dir = git_dir
-        self._config = config
         self._ensured = False
 
     # -- the commit-graph file --------------------------------------------------
@@ -79,21 +87,46 @@ class Graph:
         return any(_has_graph(d) for d in _object_dirs(self.objects, _ALTERNATES_DEPTH))
 
     def wanted(self) -> bool:
-        """Would git use a commit-graph here, and may one be written as ``git gc`` would?"""
+        """Would git use a commit-graph here, and may one be written as ``git gc`` would?
+
+        The config is git's to read: libgit2 does not see ``git -c key=value`` (git hands
+        it to ``git bisect-patched`` in ``GIT_CONFIG_PARAMETERS``), nor a value git reads
+        as a boolean that libgit2 spells otherwise."""
         if (self.git_dir / "shallow").exists() or (self.objects.parent / "shallow").exists():
             return False  # git neither writes nor reads one in a shallow clone
-        return all((self._config(key) or "true").strip().lower() not in _FALSE
-                   for key in ("core.commitGraph", "gc.writeCommitGraph"))
+        pattern = "^(" + "|".join(k.replace(".", r"\.") for k in _GRAPH_KEYS) + ")$"
+        proc = gitcli.run(self.workdir, "config", "-z", "--type=bool", "--get-regexp", pattern)
+        if proc.returncode == 1 and not proc.stdout:
+            return True  # neither is set
+        if proc.returncode != 0:
+            return False  # a value that is no boolean: git's own gc would stop on it
+        last = dict(rec.partition("\n")[::2] for rec in proc.stdout.split("\0") if rec)
+        return all(value == "true" for value in last.values())
 
     def ensure(self) -> None:
         """Have git write a commit-graph where there is none and git would use one (once
-        per process; a failure, another git holding its lock say, only costs time)."""
+        per process; a failure, another git holding its lock say, only costs time, and is
+        remembered: see the module docstring)."""
         if self._ensured:
             return
         self._ensured = True
-        if self.wanted() and not self.has_file():
-            gitcli.run(self.workdir, *_WINDOWS, _NO_REPLACE, "commit-graph", "write",
-                       "--reachable", "--no-progress")
+        if self.has_file() or self._failed_lately() or not self.wanted():
+            return
+        proc = gitcli.run(self.workdir, *_WINDOWS, _NO_REPLACE, "commit-graph", "write",
+                          "--reachable", "--no-progress")
+        if proc.returncode != 0:
+            detail = " ".join(proc.stderr.split()) or f"exit {proc.returncode}"
+            with contextlib.suppress(OSError):  # not even that: the next process tries again
+                (self.objects.parent / FAILED_WRITE).write_text(
+                    f"git commit-graph write --reachable: {detail}\n", encoding="utf-8")
+
+    def _failed_lately(self) -> bool:
+        """Did a write fail here less than a day ago?"""
+        try:
+            stamp = (self.objects.parent / FAILED_WRITE).stat().st_mtime
+        except OSError:
+            return False
+        return 0 <= time.time() - stamp < _RETRY_AFTER_S
 
     # -- questions ----------------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:

@@ -77,7 +77,7 @@ class Repo:
         self.promisor = Prefetcher(self.workdir, self.git_dir, lambda: [
             Promisor(*r) for r in gitobjects.promisor_remotes(self._repo)],
             lambda oids: gitobjects.missing(self._repo, oids))
-        self.graph = Graph(self.workdir, self.git_dir, self.config_get)
+        self.graph = Graph(self.workdir, self.git_dir)
         self._open(repo)
         #: The shallow boundary (empty for a complete clone) and the checks that keep
         #: answers given on the truncated graph exact. It asks through lambdas: ``reopen``
