@@ -538,3 +538,20 @@ def test_git_run_abort_keeps_session_then_reset(world: World) -> None:
     assert reset.returncode == 0, (reset.stdout, reset.stderr)
     assert snapshot(world) == before
     assert not session_path(world).exists()
+
+
+def test_a_refused_checkout_removes_no_file_whose_stat_data_alone_changed(world: World) -> None:
+    """A build touched every source (stat data changed, bytes not), and the user staged the
+    deletion of a file the next checkout moves: the checkout is refused (exit 4), and it
+    takes no file off the disk on the way: the touched files are the index's, not strays
+    of a racily clean checkout."""
+    assert git_cli(world, *start_argv(world)).returncode == 0
+    files = world.git(world.submodule, "ls-files", "-z").split("\0")
+    old = time.time() - 30 * 24 * 3600
+    for name in filter(None, files):
+        os.utime(world.submodule / name, (old, old), follow_symlinks=False)
+    world.git(world.submodule, "rm", "-q", "--cached", "lib/bug.txt")
+    proc = git_cli(world, "good")
+    assert proc.returncode == 4, (proc.stdout, proc.stderr)
+    assert world.git(world.submodule, "ls-files", "--deleted") == ""
+    assert (world.submodule / "lib/bug.txt").exists()

@@ -36,6 +36,7 @@ import bisectkit.safety.signals as signals
 import bisectkit.safety.userchanges as userchanges
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git.cli import Watch
+from bisectkit.git.objects import GITLINK_MODE
 from bisectkit.git.repo import Repo
 from bisectkit.git.trees import TreeDiff
 from bisectkit.git.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
@@ -274,13 +275,21 @@ def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
     file under `text eol=lf`, checked out in the second its index was written, stays
     "modified" to git for good) loses nothing: removed, and git writes the target's. Which
     files git calls modified is asked of git: libgit2, whose test for a racily clean entry
-    is not git's, calls such a file unchanged when no index write smudged its entry."""
+    is not git's, calls such a file unchanged when no index write smudged its entry.
+
+    Every entry's stat data are refreshed first (only after a refusal): a file whose
+    stat data alone changed (touched by a build, or from another terminal after the
+    refresh before read-tree) is then no longer listed, and is never removed; what is
+    left is what git compares by content. A directory (a nested submodule) is never
+    removed."""
     try:
         repo.worktree.read_tree(base, target, watch)
     except GitFailure:
         moving = set(paths)
+        repo.worktree.refresh_stat(None, watch)
         same = [p for p in repo.worktree.stat_changes() if p in moving and
-                (e := repo.worktree.index_entry(p)) is not None and gitfiles.holds(repo, p, [e])]
+                (e := repo.worktree.index_entry(p)) is not None and e[1] != GITLINK_MODE
+                and not (repo.workdir / p).is_dir() and gitfiles.holds(repo, p, [e])]
         if not same:
             raise
         for path in same:
