@@ -92,15 +92,18 @@ def _sparse(world: World) -> None:
     world.git(world.submodule, "sparse-checkout", "set", "lib")
 
 
+def _skip_worktree_deleted(w: World) -> None:
+    w.git(w.submodule, "update-index", "--skip-worktree", "README")
+    (w.submodule / "README").unlink()
+
+
 ACCEPTED: dict[str, Callable[[World], object]] = {
     "untracked files": lambda w: (w.submodule / "scratch.txt").write_text("s\n"),
     "stat data changed, content not": lambda w: os.utime(w.submodule / "README", (5, 5)),
     "assume-unchanged file edited": lambda w: (
         w.git(w.submodule, "update-index", "--assume-unchanged", "README"),
         (w.submodule / "README").write_text("x\n")),
-    "skip-worktree file deleted": lambda w: (
-        w.git(w.submodule, "update-index", "--skip-worktree", "README"),
-        (w.submodule / "README").unlink()),
+    "skip-worktree file deleted": _skip_worktree_deleted,
     "skip-worktree file staged": lambda w: (
         (w.submodule / "README").write_text("x\n"), w.git(w.submodule, "add", "README"),
         w.git(w.submodule, "update-index", "--skip-worktree", "README")),
