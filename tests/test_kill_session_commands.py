@@ -143,7 +143,7 @@ def test_the_completing_mark_stopped_between_its_state_files_leaves_waiting_or_a
 
 
 def test_the_completing_mark_killed_at_each_git_command(fresh: Any, tmp_path: Path) -> None:
-    """Its git commands (the first checkout), one in three (each one with
+    """Its git commands (the first checkout), one in five (each one with
     ``scripts/attacks.py --full``): a session every time; reset restores."""
     w = fresh()
     before = fingerprint(w)
@@ -155,7 +155,7 @@ def test_the_completing_mark_killed_at_each_git_command(fresh: Any, tmp_path: Pa
     total = int((tmp_path / "shim" / "count").read_text())
     assert total >= 3
     modes = ("after", "during", "before", "signal")
-    for n in sorted({*range(1, total + 1, every(3)), total}):  # 3: prime to the 4 modes
+    for n in sorted({*range(1, total + 1, every(5)), total}):  # 5: prime to the 4 modes
         shutil.rmtree(w.superproject)
         shutil.copytree(saved, w.superproject, symlinks=True)
         gbp(w, "good", w.sha(0), env=shimmed(tmp_path, n, modes[n % len(modes)]))
@@ -167,7 +167,7 @@ def test_the_completing_mark_killed_at_each_git_command(fresh: Any, tmp_path: Pa
 
 def test_reset_to_a_commit_killed_anywhere_keeps_the_users_branches(
         fresh: Any, tmp_path: Path) -> None:
-    """``reset side`` killed at each git command (restore, then the checkout; one in three,
+    """``reset side`` killed at each git command (restore, then the checkout; one in five,
     each one with ``scripts/attacks.py --full``): the branches
     are never touched, and ``reset side`` again ends on side with everything restored (or,
     killed once the session was over, says there is nothing to end)."""
@@ -192,7 +192,7 @@ def test_reset_to_a_commit_killed_anywhere_keeps_the_users_branches(
     on_side = fingerprint(w)
     assert on_side["super branch"] == "refs/heads/side"
     modes = ("after", "during", "before", "signal")
-    for n in sorted({*range(1, total + 1, every(3)), total}):  # 3: prime to the 4 modes
+    for n in sorted({*range(1, total + 1, every(5)), total}):  # 5: prime to the 4 modes
         w.git(sp, "checkout", "-q", "main")
         assert fingerprint(w) == before
         assert gbp(w, *start).returncode == 0
@@ -213,7 +213,7 @@ def test_reset_to_a_commit_killed_anywhere_keeps_the_users_branches(
 def test_all_parents_run_with_a_skip_range_killed_then_continued(
         fresh: Any, tmp_path: Path) -> None:
     """A manual ``--all-parents`` session (descends into a merge) with ``skip A..B``, killed
-    at every 13th git command (each one with ``scripts/attacks.py --full``); the same commands
+    at every 17th git command (each one with ``scripts/attacks.py --full``); the same commands
     again (no reset) give the same answer, and
     reset restores everything."""
     w = fresh(spec=SMALL)
@@ -231,7 +231,7 @@ def test_all_parents_run_with_a_skip_range_killed_then_continued(
     assert answer in r.stdout.splitlines()
     total = int((tmp_path / "shim" / "count").read_text())
     modes = ("after", "during", "before", "signal")
-    for n in range(1, total + 1, every(13)):  # 13: prime to the 4 modes
+    for n in range(1, total + 1, every(17)):  # 17: prime to the 4 modes
         shutil.rmtree(w.superproject)
         shutil.copytree(saved, w.superproject, symlinks=True)
         env = shimmed(tmp_path, n, modes[n % 4], signal.SIGQUIT)
