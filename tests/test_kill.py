@@ -3,7 +3,7 @@
 The harness is ``scripts/torture.py`` (a git shim on PATH that stops
 bisectkit at its Nth git command); this module runs a sample of the kill
 points of a short run (:func:`sample`: the first git of each kind, then one
-git that writes in sixteen and one that only reads in eighty; every point with
+git that writes in 24 and one that only reads in 120; every point with
 ``scripts/attacks.py --family kills --full``), for both
 strategies, cycling through the ways to die: SIGKILL before the git command,
 during it (git goes on and finishes, as a real checkout does), just after it,
@@ -27,7 +27,7 @@ from torture_kill import git_log
 MODES = ("after", "during", "before", "signal")
 #: One writing git in WRITERS_EVERY and one reading git in READERS_EVERY, besides the first
 #: of each kind (every one under torture.FULL_ENV: scripts/attacks.py --full).
-WRITERS_EVERY, READERS_EVERY = every(16), every(80)
+WRITERS_EVERY, READERS_EVERY = every(24), every(120)
 #: git commands that only read (a kill there leaves what the git before it left).
 READERS = frozenset({"status", "ls-files", "cat-file", "rev-parse", "ls-tree", "merge-base",
                      "rev-list"})
