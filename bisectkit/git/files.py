@@ -27,7 +27,7 @@ from typing import IO
 import pygit2
 
 import bisectkit.git.cli as gitcli
-from bisectkit.git.objects import GITLINK_MODE
+from bisectkit.git.objects import GITLINK_MODE, TREE_MODE
 from bisectkit.git.repo import Repo
 
 #: (blob id, mode) of a tree or index entry; ``None`` where there is none.
@@ -35,7 +35,6 @@ Entry = tuple[str, int] | None
 
 _LINK = 0o120000
 _EXEC = 0o100755
-_TREE = 0o040000
 _CHUNK = 1 << 16
 
 
@@ -148,7 +147,7 @@ def compare(repo: Repo, path: str, entry: Entry) -> Held:
     if entry is None:
         return Held.OTHER
     blob, mode = entry
-    if mode in (_TREE, GITLINK_MODE):
+    if mode in (TREE_MODE, GITLINK_MODE):
         return Held.SAME if stat.S_ISDIR(st.st_mode) else Held.OTHER
     if (mode == _LINK) != stat.S_ISLNK(st.st_mode) or \
             not (stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode)):

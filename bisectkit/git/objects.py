@@ -23,6 +23,8 @@ from bisectkit.errors import GitFailure
 
 #: File mode of a gitlink (a submodule's pinned commit) in a tree.
 GITLINK_MODE = 0o160000
+#: File mode of a directory (a tree) in a tree.
+TREE_MODE = 0o040000
 
 #: A tree entry as libgit2 gives it: (object id, file mode).
 Entry = tuple[pygit2.Oid, int]

@@ -35,12 +35,11 @@ import pygit2
 from pygit2.enums import DeltaStatus, ObjectType
 
 from bisectkit.errors import GitFailure
-from bisectkit.git.objects import Entry, empty_tree, where
+from bisectkit.git.objects import TREE_MODE, Entry, empty_tree, where
 
 #: A file mode's kind (git's S_IFMT): regular files with and without the executable bit
 #: are one kind; links, gitlinks and directories each another.
 _KIND = 0o170000
-_DIRECTORY = 0o040000
 
 #: One entry of a tree object, by the length of an object id.
 _ENTRY: dict[int, re.Pattern[bytes]] = {}
@@ -108,7 +107,7 @@ def _level(repo: pygit2.Repository, size: int, old: bytes | None, new: bytes | N
     common = before & after
     gone, came = _sides(before - common, size), _sides(after - common, size)
     names = gone.keys() | came.keys()
-    dirs = {n for side in (gone, came) for n, e in side.items() if e[0] & _KIND == _DIRECTORY}
+    dirs = {n for side in (gone, came) for n, e in side.items() if e[0] & _KIND == TREE_MODE}
     # A directory sorts as if its name ended with "/" (git's order of tree entries, and
     # so of the paths under them): a file and a directory of one name are two parts.
     keys = sorted([n + b"/" for n in dirs] + [n for n in names if _has_file(n, gone, came)]
@@ -174,16 +173,16 @@ def _sides(entries: set[bytes], size: int) -> dict[bytes, tuple[int, bytes]]:
 
 
 def _has_file(name: bytes, *sides: dict[bytes, tuple[int, bytes]]) -> bool:
-    return any((e := side.get(name)) is not None and e[0] & _KIND != _DIRECTORY
+    return any((e := side.get(name)) is not None and e[0] & _KIND != TREE_MODE
                for side in sides)
 
 
 def _dir(side: Side) -> Side:
-    return side if side is not None and side[0] & _KIND == _DIRECTORY else None
+    return side if side is not None and side[0] & _KIND == TREE_MODE else None
 
 
 def _file(side: Side) -> Side:
-    return side if side is not None and side[0] & _KIND != _DIRECTORY else None
+    return side if side is not None and side[0] & _KIND != TREE_MODE else None
 
 
 def _entry(side: Side) -> Entry | None:

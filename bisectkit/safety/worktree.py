@@ -36,7 +36,7 @@ import bisectkit.safety.signals as signals
 import bisectkit.safety.userchanges as userchanges
 from bisectkit.errors import BadInput, GitFailure
 from bisectkit.git.cli import Watch
-from bisectkit.git.objects import GITLINK_MODE
+from bisectkit.git.objects import GITLINK_MODE, TREE_MODE
 from bisectkit.git.repo import Repo
 from bisectkit.git.trees import TreeDiff
 from bisectkit.git.workfiles import freshen_mtimes, obstacles, prune_empty_dirs, recently_written
@@ -252,7 +252,6 @@ class Mover:
 #: against every path named (150,000 entries: about 1 ms a path), and refreshing every
 #: entry costs an lstat each (about 0.1 s): past this many, every entry is refreshed.
 REFRESH_BY_NAME = 32
-_TREE = 0o040000
 
 
 def _compared(repo: Repo, base: str, diff: TreeDiff) -> list[str] | None:
@@ -265,7 +264,7 @@ def _compared(repo: Repo, base: str, diff: TreeDiff) -> list[str] | None:
     # Asked of base itself: diff.added holds a path typechanged (file to link) too, and
     # diff.paths a directory the target has a file at (its files are among the paths).
     return [p for p in diff.paths
-            if (entry := repo.trees.entry_at(base, p)) is not None and entry[1] != _TREE]
+            if (entry := repo.trees.entry_at(base, p)) is not None and entry[1] != TREE_MODE]
 
 
 def _read_tree(repo: Repo, base: str, target: str, paths: Sequence[str],
